@@ -1,0 +1,28 @@
+// Deciding whether a gpu-tagged test can run here.
+#pragma once
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace ddp::testing {
+
+// Number of visible CUDA devices; 0 with `reason` filled when there are none.
+int VisibleGpus(std::string* reason);
+
+// True when DDP_PITFALLS_REQUIRE_GPU=1: a missing GPU must fail, not skip.
+bool GpuRequired();
+
+}  // namespace ddp::testing
+
+// Skips the test with the reason printed, or fails it under --config=gpu.
+#define DDP_SKIP_UNLESS_GPU()                                                \
+  do {                                                                       \
+    std::string ddp_gpu_reason;                                              \
+    if (::ddp::testing::VisibleGpus(&ddp_gpu_reason) == 0) {                 \
+      if (::ddp::testing::GpuRequired()) {                                   \
+        FAIL() << "no GPU but DDP_PITFALLS_REQUIRE_GPU=1: " << ddp_gpu_reason; \
+      }                                                                      \
+      GTEST_SKIP() << "skipped, no GPU: " << ddp_gpu_reason;                 \
+    }                                                                        \
+  } while (0)
