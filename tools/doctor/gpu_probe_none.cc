@@ -1,0 +1,13 @@
+// Built where CUDA was absent at configure time.
+#include "cuda_info.h"
+#include "tools/doctor/report.h"
+
+namespace ddp::doctor {
+
+GpuProbe ProbeGpus() {
+  GpuProbe p;
+  p.why_no_gpu = std::string("not built with CUDA: ") + DDP_CUDA_REASON;
+  return p;
+}
+
+}  // namespace ddp::doctor

@@ -1,0 +1,34 @@
+// The environment report: versions of everything the suite's numbers depend
+// on, visible GPUs, and which collective backends can run on this machine.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ddp::doctor {
+
+struct GpuInfo {
+  std::string name;
+  double memory_gib = 0;
+  int sm_major = 0;
+  int sm_minor = 0;
+};
+
+struct GpuProbe {
+  bool built_with_cuda = false;
+  std::string cuda_runtime;  // e.g. "13.0", empty when unknown
+  std::string driver;        // CUDA version the driver supports, e.g. "13.0"
+  std::string nccl_runtime;  // version of the libnccl loaded at run time
+  std::string nccl_header;   // version the binary was compiled against
+  std::vector<GpuInfo> gpus;
+  std::string why_no_gpu;    // filled when gpus is empty
+};
+
+// Asks CUDA and NCCL (NCCL through dlopen, so a missing libnccl is reported,
+// not fatal). Without CUDA at build time it says why.
+GpuProbe ProbeGpus();
+
+// Key/value lines of the whole report, in print order.
+std::vector<std::pair<std::string, std::string>> Report();
+
+}  // namespace ddp::doctor
