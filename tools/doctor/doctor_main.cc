@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "tools/doctor/report.h"
+#include "core/env/report.h"
 
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::printf("== ddp-pitfalls doctor ==\n");
-  for (const auto& [key, value] : ddp::doctor::Report()) {
+  for (const auto& [key, value] : ddp::env::Report()) {
     std::printf("%-13s %s\n", (key + ":").c_str(), value.c_str());
   }
   return 0;

@@ -1,8 +1,8 @@
 // Built where CUDA was absent at configure time.
 #include "cuda_info.h"
-#include "tools/doctor/report.h"
+#include "core/env/report.h"
 
-namespace ddp::doctor {
+namespace ddp::env {
 
 GpuProbe ProbeGpus() {
   GpuProbe p;
@@ -10,4 +10,4 @@ GpuProbe ProbeGpus() {
   return p;
 }
 
-}  // namespace ddp::doctor
+}  // namespace ddp::env

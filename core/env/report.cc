@@ -1,4 +1,4 @@
-#include "tools/doctor/report.h"
+#include "core/env/report.h"
 
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -14,9 +14,7 @@
 #include "gloo/config.h"
 #include "gloo/transport/tcp/device.h"
 
-namespace ddp::doctor {
-namespace {
-
+namespace ddp::env {
 std::string CpuModel() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -28,6 +26,13 @@ std::string CpuModel() {
   }
   return "unknown";
 }
+
+std::string GlooVersion() {
+  return std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
+         std::to_string(GLOO_VERSION_PATCH) + " (Debian " + DDP_DEB_GLOO_VERSION + ")";
+}
+
+namespace {
 
 std::string OsRelease() {
   std::ifstream in("/etc/os-release");
@@ -72,10 +77,7 @@ std::vector<std::pair<std::string, std::string>> Report() {
                               std::to_string(EIGEN_MAJOR_VERSION) + "." +
                               std::to_string(EIGEN_MINOR_VERSION) + " (Debian " +
                               DDP_DEB_EIGEN_VERSION + ")");
-  r.emplace_back("gloo", std::to_string(GLOO_VERSION_MAJOR) + "." +
-                             std::to_string(GLOO_VERSION_MINOR) + "." +
-                             std::to_string(GLOO_VERSION_PATCH) + " (Debian " +
-                             DDP_DEB_GLOO_VERSION + ")");
+  r.emplace_back("gloo", GlooVersion());
   r.emplace_back("googletest", std::string("Debian ") + DDP_DEB_GTEST_VERSION);
   r.emplace_back("benchmark", std::string("Debian ") + DDP_DEB_BENCHMARK_VERSION);
 
@@ -112,4 +114,4 @@ std::vector<std::pair<std::string, std::string>> Report() {
   return r;
 }
 
-}  // namespace ddp::doctor
+}  // namespace ddp::env

@@ -3,9 +3,9 @@
 #include <dlfcn.h>
 #include <nccl.h>
 
-#include "tools/doctor/report.h"
+#include "core/env/report.h"
 
-namespace ddp::doctor {
+namespace ddp::env {
 namespace {
 
 std::string CudaVersionString(int v) {
@@ -59,4 +59,4 @@ GpuProbe ProbeGpus() {
   return p;
 }
 
-}  // namespace ddp::doctor
+}  // namespace ddp::env

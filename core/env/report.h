@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace ddp::doctor {
+namespace ddp::env {
 
 struct GpuInfo {
   std::string name;
@@ -28,7 +28,13 @@ struct GpuProbe {
 // not fatal). Without CUDA at build time it says why.
 GpuProbe ProbeGpus();
 
+// "model name" of /proc/cpuinfo, or "unknown".
+std::string CpuModel();
+
+// Gloo's version and the Debian package it came from.
+std::string GlooVersion();
+
 // Key/value lines of the whole report, in print order.
 std::vector<std::pair<std::string, std::string>> Report();
 
-}  // namespace ddp::doctor
+}  // namespace ddp::env

@@ -1,0 +1,29 @@
+// Where and with what a number was measured: every result record carries
+// this, so a number cited in a paper can be traced to a commit and machine.
+#pragma once
+
+#include <string>
+
+#include "core/results/json.h"
+
+namespace ddp::results {
+
+struct Provenance {
+  std::string commit;  // git HEAD of the workspace, "+dirty" if modified
+  std::string date;    // UTC, ISO 8601
+  std::string host;
+  std::string cpu;
+  std::string gpu;     // "none (reason)" or the device names
+  std::string gloo;
+  std::string nccl;    // runtime version, or "n/a"
+  std::string cuda;    // runtime and driver versions, or "n/a"
+};
+
+// Collects it once per process. The commit comes from $DDP_PITFALLS_COMMIT if
+// set, else `git` in $BUILD_WORKSPACE_DIRECTORY (set by `bazel run`) or the
+// current directory; "unknown" when neither works.
+Provenance CollectProvenance();
+
+Json ToJson(const Provenance& p);
+
+}  // namespace ddp::results

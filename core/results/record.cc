@@ -1,0 +1,79 @@
+#include "core/results/record.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+namespace ddp::results {
+
+const char* ToString(Kind k) { return k == Kind::kRepro ? "repro" : "fix"; }
+
+const char* ToString(Verdict v) {
+  switch (v) {
+    case Verdict::kReproduced: return "reproduced";
+    case Verdict::kNotReproduced: return "not_reproduced";
+    case Verdict::kExact: return "exact";
+    case Verdict::kInexact: return "inexact";
+    case Verdict::kControl: return "control";
+    case Verdict::kControlFailed: return "control_failed";
+    case Verdict::kError: return "error";
+  }
+  return "error";
+}
+
+Verdict ExpectedVerdict(const Record& r) {
+  if (r.control) return Verdict::kControl;
+  return r.kind == Kind::kRepro ? Verdict::kReproduced : Verdict::kExact;
+}
+
+int ExitStatus(const std::vector<Record>& records) {
+  if (records.empty()) return 1;
+  for (const Record& r : records) {
+    if (r.verdict != ExpectedVerdict(r)) return 1;
+  }
+  return 0;
+}
+
+Json ToJson(const Record& r, const Provenance& p) {
+  Json j;
+  j["bug"] = r.bug;
+  j["kind"] = ToString(r.kind);
+  j["variant"] = r.variant;
+  j["backend"] = r.backend;
+  j["world_size"] = r.world_size;
+  j["config"] = r.config;
+  j["measured"] = r.measured;
+  j["reference"] = r.reference;
+  j["verdict"] = ToString(r.verdict);
+  if (r.verdict == Verdict::kError) j["error"] = r.error;
+  j["provenance"] = ToJson(p);
+  return j;
+}
+
+std::string WriteRecords(const std::string& path, const std::vector<Record>& records,
+                         const Provenance& p) {
+  Json arr = Json::MakeArray();
+  for (const Record& r : records) arr.Push(ToJson(r, p));
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return "cannot write " + tmp + ": " + std::strerror(errno);
+    out << arr.Dump(2) << "\n";
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return "write failed for " + tmp;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string err = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return "cannot rename " + tmp + " to " + path + ": " + err;
+  }
+  return "";
+}
+
+}  // namespace ddp::results
