@@ -39,10 +39,22 @@ class Json {
   // Array append.
   void Push(Json v);
 
+  bool IsNull() const { return std::holds_alternative<std::nullptr_t>(value_); }
+  bool IsNumber() const {
+    return std::holds_alternative<double>(value_) || std::holds_alternative<std::int64_t>(value_);
+  }
+  bool IsString() const { return std::holds_alternative<std::string>(value_); }
+  bool IsBool() const { return std::holds_alternative<bool>(value_); }
   bool IsObject() const { return std::holds_alternative<Object>(value_); }
   bool IsArray() const { return std::holds_alternative<Array>(value_); }
   const Object& AsObject() const { return std::get<Object>(value_); }
   const Array& AsArray() const { return std::get<Array>(value_); }
+  const std::string& AsString() const { return std::get<std::string>(value_); }
+  bool AsBool() const { return std::get<bool>(value_); }
+  // Numbers (and the strings "nan", "inf", "-inf" that Dump writes for them).
+  double AsDouble() const;
+  // Object lookup without inserting; nullptr when absent or not an object.
+  const Json* Find(const std::string& key) const;
 
   // Serialises; indent < 0 gives one line, otherwise pretty-printed.
   std::string Dump(int indent = -1) const;
@@ -53,6 +65,10 @@ class Json {
 
   std::variant<std::nullptr_t, bool, std::int64_t, double, std::string, Array, Object> value_;
 };
+
+// Parses JSON text (as written by Dump, or any standard JSON). Throws
+// std::invalid_argument with the byte offset on malformed input.
+Json ParseJson(const std::string& text);
 
 // Quotes and escapes a string for JSON.
 std::string JsonQuote(const std::string& s);

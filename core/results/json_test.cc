@@ -39,5 +39,24 @@ TEST(JsonTest, PrettyPrint) {
   EXPECT_EQ(Json::MakeObject().Dump(2), "{}");
 }
 
+TEST(JsonTest, ParseRoundTrips) {
+  Json j;
+  j["a"] = 1;
+  j["b"] = Json::Array{0.1, "x\"\n", true, nullptr, Json::MakeObject()};
+  j["c"] = -2.5e-300;
+  j["d"] = std::numeric_limits<double>::quiet_NaN();
+  const Json back = ParseJson(j.Dump(2));
+  EXPECT_EQ(back.Dump(), j.Dump());
+  EXPECT_EQ(back.Find("c")->AsDouble(), -2.5e-300);
+  EXPECT_TRUE(std::isnan(back.Find("d")->AsDouble()));
+  EXPECT_EQ(back.Find("zz"), nullptr);
+}
+
+TEST(JsonTest, ParseRejectsMalformedText) {
+  for (const char* bad : {"", "{", "[1,", "{\"a\" 1}", "tru", "\"abc", "1 2", "{1:2}"}) {
+    EXPECT_THROW(ParseJson(bad), std::invalid_argument) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace ddp::results
