@@ -1,0 +1,140 @@
+#include "core/harness/pair_main.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+
+#include "core/launch/config_error.h"
+#include "core/results/provenance.h"
+
+namespace ddp::harness {
+namespace {
+
+std::string Compact(const results::Json& j, std::size_t max_items) {
+  if (!j.IsObject()) return j.Dump();
+  std::string out;
+  std::size_t n = 0;
+  for (const auto& [k, v] : j.AsObject()) {
+    if (n++ == max_items) {
+      out += " ...";
+      break;
+    }
+    std::string text;
+    if (v.IsNumber()) {
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "%.6g", v.AsDouble());
+      text = buf;
+    } else if (v.IsString()) {
+      text = v.AsString();
+    } else {
+      text = v.Dump();
+    }
+    out += (out.empty() ? "" : " ") + k + "=" + text;
+  }
+  return out;
+}
+
+}  // namespace
+
+WorldOptions CommonFlags::World(int w) const {
+  WorldOptions o;
+  o.world_size = w;
+  o.backend = backend;
+  o.timeout_s = timeout;
+  return o;
+}
+
+double RelError(double a, double b) {
+  const double denom = std::max(std::fabs(b), 1e-300);
+  return std::fabs(a - b) / denom;
+}
+
+void PrintTable(const std::vector<results::Record>& records, std::FILE* out) {
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"kind", "variant", "W", "config", "reference", "measured", "verdict"});
+  for (const auto& r : records) {
+    rows.push_back({results::ToString(r.kind), r.variant, std::to_string(r.world_size),
+                    Compact(r.config, 4), Compact(r.reference, 3), Compact(r.measured, 3),
+                    results::ToString(r.verdict)});
+  }
+  std::vector<std::size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      std::string cell = row[c];
+      if (c + 1 < row.size()) cell.resize(width[c], ' ');
+      line += cell + (c + 1 < row.size() ? "  " : "");
+    }
+    std::fprintf(out, "%s\n", line.c_str());
+  }
+  for (const auto& r : records) {
+    if (r.verdict == results::Verdict::kError) {
+      std::fprintf(out, "error in %s (W=%d): %s\n", r.variant.c_str(), r.world_size,
+                   r.error.c_str());
+    }
+  }
+}
+
+int PairMain(int argc, char** argv, const PairSpec& spec) {
+  CommonFlags f = spec.defaults;
+  cli::Flags flags(spec.program, spec.summary);
+  flags.Int("world_size", &f.world_size, "number of ranks to spawn", 1, 64);
+  flags.Choice("backend", &f.backend, "collective engine", {"gloo", "nccl"});
+  flags.Int64("seed", &f.seed, "first random seed", 0, 1LL << 40);
+  flags.Int("seeds", &f.seeds, "how many seeds to sweep (seed, seed+1, ...)", 1, 10000);
+  flags.Int64("n", &f.n, "dataset size", 0, 100000000);
+  flags.Int("batch_size", &f.batch_size, "per-rank batch size", 1, 1000000);
+  flags.Bool("drop_last", &f.drop_last, "drop the last incomplete batch (sampler and loader)");
+  flags.Double("timeout", &f.timeout, "deadline of every collective, seconds", 0.05, 86400);
+  flags.String("json", &f.json, "write the result records (a JSON array) to this file");
+  if (spec.add_flags) spec.add_flags(flags);
+  flags.ParseOrExit(argc, argv);
+  if (spec.validate) {
+    const std::string err = spec.validate(f);
+    if (!err.empty()) {
+      std::fprintf(stderr, "%s: %s\n", spec.program.c_str(), err.c_str());
+      return 2;
+    }
+  }
+  const bool launched = LaunchedAsRank();
+  if (launched) {
+    try {
+      const int w = LauncherWorldSize();
+      if (flags.WasSet("world_size") && w != f.world_size) {
+        std::fprintf(stderr, "%s: --world_size %d ignored: the launcher started %d ranks\n",
+                     spec.program.c_str(), f.world_size, w);
+      }
+      f.world_size = w;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", spec.program.c_str(), e.what());
+      return 2;
+    }
+  }
+  const bool leader = !launched || LauncherRank() == 0;
+
+  std::vector<results::Record> records;
+  try {
+    records = spec.run(f);
+  } catch (const launch::ConfigError& e) {
+    std::fprintf(stderr, "%s: %s\n", spec.program.c_str(), e.what());
+    return 2;
+  }
+  if (!leader) return results::ExitStatus(records);
+
+  PrintTable(records, stdout);
+  if (!f.json.empty()) {
+    const std::string err = results::WriteRecords(f.json, records, results::CollectProvenance());
+    if (!err.empty()) {
+      std::fprintf(stderr, "%s: --json: %s\n", spec.program.c_str(), err.c_str());
+      return 2;
+    }
+    std::printf("records: %s (%zu)\n", f.json.c_str(), records.size());
+  }
+  return results::ExitStatus(records);
+}
+
+}  // namespace ddp::harness

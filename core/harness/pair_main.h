@@ -1,0 +1,64 @@
+// The main() of every repro/fix binary: the common flags, running the
+// variants, the table on the console, the records with --json.
+//
+//   int main(int argc, char** argv) {
+//     ddp::harness::PairSpec spec;
+//     spec.program = "repro_mean_of_means";
+//     spec.summary = "...";
+//     spec.run = [](const ddp::harness::CommonFlags& f) { return Records(f); };
+//     return ddp::harness::PairMain(argc, argv, spec);
+//   }
+//
+// Exit status: 0 when every record has its expected verdict, 1 when one does
+// not, 2 for bad usage (shared DESIGN.md).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/cli/flags.h"
+#include "core/harness/world.h"
+#include "core/results/record.h"
+
+namespace ddp::harness {
+
+// The flags every pair takes, with these names (scripts rely on them).
+struct CommonFlags {
+  int world_size = 4;
+  std::string backend = "gloo";
+  std::int64_t seed = 0;
+  int seeds = 5;  // how many seeds to sweep: seed, seed+1, ...
+  std::int64_t n = 1003;
+  int batch_size = 32;
+  bool drop_last = false;
+  double timeout = 60;  // collective deadline, seconds
+  std::string json;     // where to write the records; empty: don't
+
+  WorldOptions World(int world_size) const;
+};
+
+struct PairSpec {
+  std::string program;
+  std::string summary;
+  CommonFlags defaults;
+  // Registers the pair's own flags (optional).
+  std::function<void(cli::Flags&)> add_flags;
+  // Checks the pair's own flags after parsing; returns "" or the message
+  // (which must name the flag and its allowed values): exit 2.
+  std::function<std::string(const CommonFlags&)> validate;
+  // Runs every variant and configuration; returns the records.
+  std::function<std::vector<results::Record>(const CommonFlags&)> run;
+};
+
+int PairMain(int argc, char** argv, const PairSpec& spec);
+
+// Prints records as an aligned table (kind, variant, W, config, reference,
+// measured, verdict), compact enough for a terminal.
+void PrintTable(const std::vector<results::Record>& records, std::FILE* out);
+
+// Relative error |a - b| / max(|b|, tiny): the yardstick of exactness tests.
+double RelError(double a, double b);
+
+}  // namespace ddp::harness

@@ -1,0 +1,127 @@
+#include "core/harness/world.h"
+
+#include <cstdio>
+#include <exception>
+#include <sstream>
+
+#include "core/comm/make_comm.h"
+#include "core/comm/options.h"
+#include "core/launch/rank_env.h"
+#include "core/launch/spawn.h"
+
+namespace ddp::harness {
+namespace {
+
+// Rank 0 hands its value to the spawning parent on one stdout line.
+constexpr char kResultMarker[] = "@@ddp-result ";
+
+comm::CommOptions OptionsFor(const launch::RankEnv& env, const WorldOptions& o) {
+  comm::CommOptions c = comm::OptionsFromRankEnv(env);
+  c.backend = o.backend;
+  c.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
+  c.checked = o.checked;
+  return c;
+}
+
+std::string Tail(const std::string& text, std::size_t max_lines) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(line);
+  std::string out;
+  const std::size_t start = lines.size() > max_lines ? lines.size() - max_lines : 0;
+  for (std::size_t i = start; i < lines.size(); ++i) out += lines[i] + "\n";
+  return out;
+}
+
+WorldResult RunSpawned(const WorldOptions& o, const RankBody& body) {
+  WorldResult r;
+  r.spawned = true;
+  launch::SpawnOptions so;
+  const double deadline = o.world_deadline_s > 0 ? o.world_deadline_s : 4 * o.timeout_s + 10;
+  so.deadline = std::chrono::milliseconds(static_cast<long long>(deadline * 1000));
+  so.backend = o.backend;
+  so.run_id = "world";
+  r.run = launch::SpawnRanks(
+      o.world_size,
+      [&](const launch::RankEnv& env) -> int {
+        try {
+          auto comm = comm::MakeComm(OptionsFor(env, o));
+          const results::Json v = body(*comm);
+          comm->Finish();
+          std::printf("%s%s\n", kResultMarker, v.Dump().c_str());
+          std::fflush(stdout);
+          return 0;
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "rank %d: %s\n", env.rank, e.what());
+          std::fflush(stderr);
+          return 3;
+        }
+      },
+      so);
+  // A rank's value counts even when a peer failed: a repro of undefined
+  // behaviour wants to know what the surviving ranks computed.
+  for (const auto& rank : r.run.ranks) {
+    results::Json value;
+    const std::string& out = rank.stdout_text;
+    const auto pos = out.rfind(kResultMarker);
+    if (pos != std::string::npos) {
+      const std::size_t start = pos + sizeof(kResultMarker) - 1;
+      const auto end = out.find('\n', start);
+      try {
+        value = results::ParseJson(out.substr(start, end == std::string::npos ? end : end - start));
+      } catch (const std::exception& e) {
+        r.failure += "rank " + std::to_string(rank.rank) + "'s result is not JSON: " + e.what() +
+                     "\n";
+      }
+    }
+    r.rank_values.push_back(value);
+  }
+  if (!r.rank_values.empty() && !r.rank_values[0].IsNull()) {
+    r.value = r.rank_values[0];
+    r.has_value = true;
+  }
+  for (const auto& rank : r.run.ranks) {
+    if (rank.ok()) continue;
+    r.failure += "rank " + std::to_string(rank.rank) + ": " + rank.Describe() + "\n";
+    r.failure += Tail(rank.stderr_text, 12);
+  }
+  if (r.run.all_ok() && !r.has_value && r.failure.empty()) r.failure = "rank 0 returned no result";
+  r.ok = r.run.all_ok() && r.has_value;
+  return r;
+}
+
+WorldResult RunLaunched(const WorldOptions& o, const RankBody& body) {
+  WorldResult r;
+  try {
+    const launch::RankEnv env = launch::RankEnvFromEnvironment();
+    auto comm = comm::MakeComm(OptionsFor(env, o));
+    r.value = body(*comm);
+    comm->Finish();
+    r.rank_values = {r.value};
+    r.ok = r.has_value = true;
+  } catch (const std::exception& e) {
+    r.failure = e.what();
+  }
+  return r;
+}
+
+}  // namespace
+
+bool LaunchedAsRank() { return launch::LaunchedAsRank(); }
+
+int LauncherRank() {
+  if (!LaunchedAsRank()) return 0;
+  return launch::RankEnvFromEnvironment().rank;
+}
+
+int LauncherWorldSize() {
+  if (!LaunchedAsRank()) return 0;
+  return launch::RankEnvFromEnvironment().world_size;
+}
+
+WorldResult RunWorld(const WorldOptions& options, const RankBody& body) {
+  return LaunchedAsRank() ? RunLaunched(options, body) : RunSpawned(options, body);
+}
+
+}  // namespace ddp::harness

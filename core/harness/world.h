@@ -1,0 +1,62 @@
+// Running one distributed computation of a repro/fix variant on W ranks.
+//
+// Two ways, chosen by how the binary was started:
+//  - spawned (the default): W fresh rank processes are forked for this one
+//    world, each builds its own communicator through the rendezvous store.
+//    A rank that aborts, crashes or hangs is a reported outcome (the
+//    per-rank RunResult), never a crash of the caller — the repros need
+//    exactly that, since raw collectives with mismatched arguments abort.
+//  - launched (RANK and WORLD_SIZE set by ddprun, torchrun, srun): this
+//    process is one rank; every world is a new communicator among the
+//    launcher's ranks, run in this process.
+// Either way rank 0's returned JSON object comes back as WorldResult::value.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/comm/comm.h"
+#include "core/launch/supervise.h"
+#include "core/results/json.h"
+
+namespace ddp::harness {
+
+struct WorldOptions {
+  int world_size = 4;
+  std::string backend = "gloo";
+  double timeout_s = 60;  // deadline of every collective
+  bool checked = false;   // checked mode (fingerprints before each call)
+  // Spawned mode: the whole world must finish within this many seconds
+  // (0: 4 x timeout_s + 10).
+  double world_deadline_s = 0;
+};
+
+struct WorldResult {
+  bool ok = false;             // every rank finished and rank 0 returned a value
+  bool has_value = false;      // rank 0 returned a value (even if a peer failed)
+  results::Json value;         // rank 0's object (null when !has_value)
+  // Spawned mode: every rank's object, null for a rank that returned none
+  // (it crashed, hung or threw). Launched mode: this rank's only.
+  std::vector<results::Json> rank_values;
+  std::string failure;         // what went wrong, readable, when !ok
+  launch::RunResult run;       // spawned mode: each rank's outcome
+  bool spawned = false;
+};
+
+// The body runs on every rank; what rank 0 returns is the world's value
+// (and every rank's value is in rank_values).
+// Exceptions thrown by the body (comm::CommError included) end the rank with
+// exit code 3 and their message in `failure`.
+using RankBody = std::function<results::Json(comm::Comm&)>;
+
+WorldResult RunWorld(const WorldOptions& options, const RankBody& body);
+
+// True when a launcher started this process as one rank (RANK/WORLD_SIZE).
+bool LaunchedAsRank();
+// This process's rank under a launcher, 0 otherwise.
+int LauncherRank();
+// The launcher's world size; 0 when not launched as a rank.
+int LauncherWorldSize();
+
+}  // namespace ddp::harness

@@ -1,0 +1,20 @@
+// fixes/mean_of_means: all-reduce (sum, count), not averages.
+// Runs the (sum, count) fix of sum_count.cc over the rows of sweep.h; see README.md.
+#include "core/harness/pair_main.h"
+#include "fixes/mean_of_means/sum_count.h"
+
+int main(int argc, char** argv) {
+  bool sweep = false;
+  ddp::harness::PairSpec spec;
+  spec.program = "fix_mean_of_means";
+  spec.summary =
+      "All-reduces (sum, count) over the samples each rank really owns and checks the result\n"
+      "against the one-process accuracy and loss (exact to 1e-12).";
+  spec.add_flags = [&](ddp::cli::Flags& flags) {
+    flags.Bool("sweep", &sweep, "W in {2,4,8}, N in {--n,1024,97}, batch in {--batch_size,7,1}");
+  };
+  spec.run = [&](const ddp::harness::CommonFlags& f) {
+    return ddp::mean_of_means::RunFix(f, sweep);
+  };
+  return ddp::harness::PairMain(argc, argv, spec);
+}

@@ -1,0 +1,21 @@
+// repro/mean_of_means: averaging per-rank averages (seed 004).
+// Runs the variants of variants.cc over the rows of sweep.h; see README.md.
+#include "core/harness/pair_main.h"
+#include "repro/mean_of_means/variants.h"
+
+int main(int argc, char** argv) {
+  bool sweep = false;
+  ddp::harness::PairSpec spec;
+  spec.program = "repro_mean_of_means";
+  spec.summary =
+      "Averages per-rank (or per-step) metric averages over W ranks, as seed 004 does, and\n"
+      "compares with the one-process accuracy and loss over the N distinct samples.";
+  spec.defaults.seeds = 5;
+  spec.add_flags = [&](ddp::cli::Flags& flags) {
+    flags.Bool("sweep", &sweep, "W in {2,4,8}, N in {--n,1024,97}, batch in {--batch_size,7,1}");
+  };
+  spec.run = [&](const ddp::harness::CommonFlags& f) {
+    return ddp::mean_of_means::RunRepro(f, sweep);
+  };
+  return ddp::harness::PairMain(argc, argv, spec);
+}

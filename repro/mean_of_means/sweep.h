@@ -1,0 +1,31 @@
+// The configurations a mean_of_means run covers, shared by repro and fix so
+// that their tables line up row for row.
+#pragma once
+
+#include <vector>
+
+#include "core/harness/pair_main.h"
+#include "repro/mean_of_means/scenario.h"
+
+namespace ddp::mean_of_means {
+
+// One row of the table: a configuration without its seed (seeds are swept
+// inside the row).
+struct Row {
+  Config config;  // seed unset
+  int seeds = 1;
+  std::uint64_t first_seed = 0;
+};
+
+// --sweep: W in {2, 4, 8} x N in {--n, 1024, 97} x batch in {--batch_size, 7, 1}.
+// Otherwise: W = --world_size, N in {--n, 256 W} x batch in {--batch_size, 7}.
+// Every sharding for each. 256 W (and 1024 for W in {2, 4, 8}) splits evenly:
+// the control rows where averaging averages is exact.
+std::vector<Row> Rows(const harness::CommonFlags& f, bool sweep);
+
+// Rows grouped by world size (one world of ranks runs all rows of its W).
+std::vector<int> WorldSizes(const std::vector<Row>& rows);
+
+results::Json ConfigJson(const Row& row);
+
+}  // namespace ddp::mean_of_means

@@ -1,0 +1,21 @@
+// repro/wrong_all_gather: distributed AUC/AP that differ from one process
+// (seed 000). Runs the variants of variants.cc over the rows of rows.h.
+#include "core/harness/pair_main.h"
+#include "repro/wrong_all_gather/variants.h"
+
+int main(int argc, char** argv) {
+  bool sweep = false;
+  ddp::harness::PairSpec spec;
+  spec.program = "repro_wrong_all_gather";
+  spec.summary =
+      "Gathers per-rank predictions and labels the four wrong ways people do (raw unequal\n"
+      "all_gather, pad without trim, misaligned orders, sampler padding counted) and compares\n"
+      "the global ROC AUC and AP with the one-process values.";
+  spec.add_flags = [&](ddp::cli::Flags& flags) {
+    flags.Bool("sweep", &sweep, "W in {2,4,8}, N in {--n,250W,97,10}, batch in {--batch_size,7,1}");
+  };
+  spec.run = [&](const ddp::harness::CommonFlags& f) {
+    return ddp::wrong_all_gather::RunRepro(f, sweep);
+  };
+  return ddp::harness::PairMain(argc, argv, spec);
+}

@@ -1,0 +1,122 @@
+#include "repro/wrong_all_gather/scenario.h"
+
+#include <cmath>
+#include <exception>
+
+#include "core/data/sampler.h"
+#include "core/data/synthetic.h"
+#include "core/metrics/binary.h"
+
+namespace ddp::wrong_all_gather {
+namespace {
+
+data::GaussianBinary MakeDataset(const Config& c) {
+  data::GaussianBinaryConfig dc;
+  dc.size = c.n;
+  dc.seed = c.seed;
+  return data::GaussianBinary(dc);
+}
+
+Prediction Predict(const data::GaussianBinary& ds, int64_t index) {
+  const data::Sample s = ds.Get(index);
+  Prediction p;
+  p.index = index;
+  p.score = 1.0 / (1.0 + std::exp(-ds.OracleScore(s)));
+  p.label = s.label;
+  return p;
+}
+
+}  // namespace
+
+const char* Name(Sharding s) {
+  return s == Sharding::kPaddedSampler ? "padded_sampler" : "strided";
+}
+
+Batches RankShare(const Config& c, int rank) {
+  const data::GaussianBinary ds = MakeDataset(c);
+  std::vector<int64_t> indices;
+  std::vector<bool> padding;
+  if (c.sharding == Sharding::kStrided) {
+    for (int64_t i = rank; i < c.n; i += c.world_size) {
+      indices.push_back(i);
+      padding.push_back(false);
+    }
+  } else {
+    data::DistributedSamplerOptions so;
+    so.num_replicas = c.world_size;
+    so.rank = rank;
+    so.seed = static_cast<int64_t>(c.seed);
+    indices = data::DistributedSampler(c.n, so).Indices();
+    // Local position j is position j * W + rank of the padded global list;
+    // positions >= N are the repeats.
+    for (std::size_t j = 0; j < indices.size(); ++j) {
+      padding.push_back(static_cast<int64_t>(j) * c.world_size + rank >= c.n);
+    }
+  }
+  Batches batches;
+  for (std::size_t start = 0; start < indices.size(); start += c.batch_size) {
+    std::vector<Prediction> batch;
+    for (std::size_t j = start; j < std::min(indices.size(), start + c.batch_size); ++j) {
+      Prediction p = Predict(ds, indices[j]);
+      p.padding = padding[j];
+      batch.push_back(p);
+    }
+    batches.push_back(std::move(batch));
+  }
+  return batches;
+}
+
+std::vector<Prediction> Flatten(const Batches& batches) {
+  std::vector<Prediction> out;
+  for (const auto& b : batches) out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+Metrics Compute(std::span<const double> scores, std::span<const int> labels) {
+  Metrics m;
+  try {
+    m.auc = metrics::RocAuc(scores, labels);
+    m.ap = metrics::AveragePrecision(scores, labels);
+    m.defined = true;
+  } catch (const std::exception& e) {
+    m.error = e.what();
+  }
+  return m;
+}
+
+Metrics Compute(const std::vector<Prediction>& predictions) {
+  std::vector<double> scores;
+  std::vector<int> labels;
+  for (const Prediction& p : predictions) {
+    scores.push_back(p.score);
+    labels.push_back(p.label);
+  }
+  return Compute(scores, labels);
+}
+
+Metrics Reference(const Config& c) {
+  const data::GaussianBinary ds = MakeDataset(c);
+  std::vector<Prediction> all;
+  for (int64_t i = 0; i < c.n; ++i) all.push_back(Predict(ds, i));
+  return Compute(all);
+}
+
+results::Json ToJson(const Metrics& m) {
+  results::Json j;
+  j["defined"] = m.defined;
+  j["auc"] = m.auc;
+  j["ap"] = m.ap;
+  j["error"] = m.error;
+  return j;
+}
+
+Metrics MetricsFromJson(const results::Json& j) {
+  Metrics m;
+  m.defined = j.Find("defined")->AsBool();
+  m.auc = j.Find("auc")->AsDouble();
+  m.ap = j.Find("ap")->AsDouble();
+  m.error = j.Find("error")->AsString();
+  return m;
+}
+
+}  // namespace ddp::wrong_all_gather
