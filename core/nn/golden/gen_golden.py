@@ -32,7 +32,11 @@ class Writer:
         ]
 
     def put(self, name, value):
-        t = torch.as_tensor(value).detach().to(torch.float64).contiguous()
+        # Python numbers (hyperparameters) go straight to float64: as_tensor
+        # would round them to float32 first.
+        if not torch.is_tensor(value):
+            value = torch.tensor(value, dtype=torch.float64)
+        t = value.detach().to(torch.float64).contiguous()
         self.lines.append(" ".join([name, str(t.dim())] + [str(d) for d in t.shape]))
         self.lines.append(" ".join("%.17g" % v for v in t.reshape(-1).tolist()))
 
