@@ -2,6 +2,7 @@
 // (PyTorch's threshold_backward: the gradient at exactly 0 is 0).
 #pragma once
 
+#include <array>
 #include <stdexcept>
 
 #include "core/nn/tensor.h"
@@ -24,8 +25,7 @@ class Relu {
   }
 
   Tensor4<S> Forward(const Tensor4<S>& x) {
-    shape_ = x;
-    shape_.data.resize(0);
+    shape_ = {x.n, x.c, x.h, x.w};
     Matrix<S> flat = Forward(ToRows(x));
     Tensor4<S> y = x;
     y.data = Eigen::Map<const Vector<S>>(flat.data(), flat.size());
@@ -33,7 +33,7 @@ class Relu {
   }
 
   Tensor4<S> Backward(const Tensor4<S>& dy) {
-    if (dy.n != shape_.n || dy.c != shape_.c || dy.h != shape_.h || dy.w != shape_.w) {
+    if (dy.n != shape_[0] || dy.c != shape_[1] || dy.h != shape_[2] || dy.w != shape_[3]) {
       throw std::invalid_argument("Relu::Backward: gradient shape does not match the last Forward");
     }
     Matrix<S> flat = Backward(ToRows(dy));
@@ -44,7 +44,7 @@ class Relu {
 
  private:
   Matrix<S> mask_;   // 1 where the input was > 0, else 0
-  Tensor4<S> shape_;  // dims of the last Tensor4 input (data left empty)
+  std::array<int, 4> shape_{};  // N, C, H, W of the last Tensor4 input
 };
 
 }  // namespace ddp::nn
