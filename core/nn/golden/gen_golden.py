@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """Writes the PyTorch golden vectors that //core/nn:golden_test checks.
 
-Run from anywhere:  /usr/bin/python3 core/nn/golden/gen_golden.py
+Run from anywhere:  /usr/bin/python3 core/nn/golden/gen_golden.py [--out DIR]
 (Debian's python3-torch 1.13). Output: one <case>_<f64|f32>.txt per case in
-this folder, rewritten byte-for-byte identically on every run: fixed seeds,
+this folder (or DIR), rewritten byte-for-byte identically on every run: fixed seeds,
 one thread, deterministic algorithms, '%.17g' printing.
 
 File format (self-describing text): '#' lines are comments; every tensor is a
@@ -14,6 +14,7 @@ rounded to float32 and torch's float32 results (each float32 printed exactly
 as a double).
 """
 
+import argparse
 import os
 import sys
 
@@ -40,8 +41,8 @@ class Writer:
         self.lines.append(" ".join([name, str(t.dim())] + [str(d) for d in t.shape]))
         self.lines.append(" ".join("%.17g" % v for v in t.reshape(-1).tolist()))
 
-    def save(self, case, tag):
-        path = os.path.join(OUT_DIR, "%s_%s.txt" % (case, tag))
+    def save(self, out_dir, case, tag):
+        path = os.path.join(out_dir, "%s_%s.txt" % (case, tag))
         with open(path, "w") as f:
             f.write("\n".join(self.lines) + "\n")
 
@@ -205,6 +206,11 @@ CASES = {
 
 
 def main():
+    parser = argparse.ArgumentParser(description="Write core/nn's PyTorch golden vectors.")
+    parser.add_argument("--out", default=OUT_DIR, help="output folder (default: next to this script)")
+    out_dir = parser.parse_args().out
+    if not os.path.isdir(out_dir):
+        parser.error("--out: %s is not a folder" % out_dir)
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
     for name, (seed, fn) in CASES.items():
@@ -212,8 +218,8 @@ def main():
             gen = torch.Generator().manual_seed(seed)
             w = Writer(name, tag)
             fn(gen, dt, w)
-            w.save(name, tag)
-    print("wrote %d files to %s" % (2 * len(CASES), OUT_DIR), file=sys.stderr)
+            w.save(out_dir, name, tag)
+    print("wrote %d files to %s" % (2 * len(CASES), out_dir), file=sys.stderr)
 
 
 if __name__ == "__main__":
