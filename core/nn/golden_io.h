@@ -3,10 +3,7 @@
 #pragma once
 
 #include <cstdlib>
-#include <algorithm>
-#include <cmath>
 #include <fstream>
-#include <limits>
 #include <map>
 #include <sstream>
 #include <stdexcept>
