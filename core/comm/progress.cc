@@ -89,8 +89,9 @@ std::string FormatDesyncReport(int my_rank, int64_t seq, OpKind op,
           out << "created the communicator, entered no collective";
           break;
         case S::kEntered:
-          out << "entered " << Name(rec->op) << " #" << rec->seq << " (completed up to #"
-              << rec->seq - 1 << ")";
+          out << "entered " << Name(rec->op) << " #" << rec->seq;
+          out << (rec->seq == 0 ? " (its first collective)"
+                                : " (completed up to #" + std::to_string(rec->seq - 1) + ")");
           break;
         case S::kFailed:
           out << "failed in " << Name(rec->op) << " #" << rec->seq;
