@@ -98,6 +98,7 @@ class Runner {
       Reap();
     }
     KillAll(SIGKILL);  // stray processes left in the ranks' groups
+    ReapGroups();
     if (options_.forward_signals) RestoreSignalHandlers();
     for (auto& s : streams_) FlushPending(s);
     result_.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
@@ -240,6 +241,24 @@ class Runner {
     }
   }
 
+  // Processes a rank started and left behind were re-parented to us (we are
+  // a child subreaper, see StartChild) and SIGKILLed above: reap them, so
+  // none lingers as a zombie. Bounded: a process in uninterruptible sleep
+  // cannot hold the launcher forever.
+  void ReapGroups() {
+    const auto limit = Clock::now() + std::chrono::seconds(5);
+    for (const auto& c : children_) {
+      while (true) {
+        int status = 0;
+        const pid_t r = ::waitpid(-c.pid, &status, WNOHANG);
+        if (r > 0) continue;                 // reaped one; look for more
+        if (r < 0) break;                    // ECHILD: none left in this group
+        if (Clock::now() > limit) break;     // still dying; give up waiting
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    }
+  }
+
   void InstallSignalHandlers() {
     if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
       throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
@@ -340,6 +359,9 @@ ChildProcess StartChild(int rank, const std::function<int()>& body) {
     throw std::runtime_error("pipe2 failed");
   }
   std::fflush(nullptr);  // no buffered parent output duplicated in the child
+  // Orphans of our ranks come to us rather than to init (which, in a
+  // container, may never reap them), so Supervise can reap them.
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
