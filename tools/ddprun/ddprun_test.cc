@@ -28,6 +28,8 @@ const std::string kProgram = "tools/ddprun/rank_program";
 const std::string kExample = "core/comm/examples/allreduce_example";
 
 struct Cmd {
+  Cmd(std::vector<std::string> a, std::vector<std::pair<std::string, std::string>> e = {})
+      : argv(std::move(a)), env(std::move(e)) {}
   std::vector<std::string> argv;
   std::vector<std::pair<std::string, std::string>> env;
   std::function<void(pid_t)> while_running;  // runs on a thread with the pid
@@ -72,7 +74,7 @@ void ExpectAllGone(const std::string& out, int expected_pids) {
 }
 
 TEST(Ddprun, ExampleOnFourRanksPrintsTheAllreduce) {
-  const auto r = RunCmd({Ddprun({"--nproc", "4", "--", Runfile(kExample)})});
+  const auto r = RunCmd(Cmd(Ddprun({"--nproc", "4", "--", Runfile(kExample)})));
   ASSERT_TRUE(r.ok()) << r.Describe() << r.stderr_text;
   for (int k = 0; k < 4; ++k) {
     EXPECT_NE(r.stdout_text.find("[rank " + std::to_string(k) + "] rank " + std::to_string(k) +
@@ -84,9 +86,9 @@ TEST(Ddprun, ExampleOnFourRanksPrintsTheAllreduce) {
 }
 
 TEST(Ddprun, FailingRankStopsAllAndGivesItsExitCode) {
-  const auto r = RunCmd({Ddprun({"--nproc", "3", "--kill-grace", "1", "--", Runfile(kProgram),
+  const auto r = RunCmd(Cmd(Ddprun({"--nproc", "3", "--kill-grace", "1", "--", Runfile(kProgram),
                               "--fail-rank", "1", "--fail-how", "exit3", "--others", "hang",
-                              "--grandchild"})});
+                              "--grandchild"})));
   ASSERT_TRUE(r.exited) << r.Describe();
   EXPECT_EQ(r.exit_code, 3) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("first failure: rank 1"), std::string::npos) << r.stderr_text;
@@ -97,8 +99,8 @@ class DeadRank : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DeadRank, PeersStoppedExitIs128PlusSignal) {
   const std::string how = GetParam();
-  const auto r = RunCmd({Ddprun({"--nproc", "3", "--collective-timeout", "2", "--", Runfile(kProgram),
-                              "--fail-rank", "2", "--fail-how", how, "--others", "collective"})});
+  const auto r = RunCmd(Cmd(Ddprun({"--nproc", "3", "--collective-timeout", "2", "--", Runfile(kProgram),
+                              "--fail-rank", "2", "--fail-how", how, "--others", "collective"})));
   ASSERT_TRUE(r.exited) << r.Describe();
   EXPECT_EQ(r.exit_code, how == "abort" ? 128 + SIGABRT : 128 + SIGKILL) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("first failure: rank 2"), std::string::npos) << r.stderr_text;
@@ -109,8 +111,8 @@ INSTANTIATE_TEST_SUITE_P(How, DeadRank, ::testing::Values("abort", "sigkill"));
 
 TEST(Ddprun, OverallTimeoutExits124AndKillsEverything) {
   const auto start = std::chrono::steady_clock::now();
-  const auto r = RunCmd({Ddprun({"--nproc", "2", "--timeout", "1", "--kill-grace", "0.5", "--",
-                              Runfile(kProgram), "--others", "hang", "--grandchild"})});
+  const auto r = RunCmd(Cmd(Ddprun({"--nproc", "2", "--timeout", "1", "--kill-grace", "0.5", "--",
+                              Runfile(kProgram), "--others", "hang", "--grandchild"})));
   const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(r.exited) << r.Describe();
   EXPECT_EQ(r.exit_code, 124) << r.stderr_text;
@@ -140,7 +142,7 @@ TEST(Ddprun, ForwardsSigtermToRanks) {
 }
 
 TEST(Ddprun, HelpExitsZero) {
-  const auto r = RunCmd({Ddprun({"--help"})});
+  const auto r = RunCmd(Cmd(Ddprun({"--help"})));
   EXPECT_TRUE(r.ok());
   EXPECT_NE(r.stdout_text.find("usage: ddprun --nproc N"), std::string::npos);
 }
@@ -173,7 +175,7 @@ TEST(Ddprun, BadInputExits2WithAMessage) {
   };
   for (const auto& c : cases) {
     const auto start = std::chrono::steady_clock::now();
-    const auto r = RunCmd({Ddprun(c.args)});
+    const auto r = RunCmd(Cmd(Ddprun(c.args)));
     const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_TRUE(r.exited && r.exit_code == 2) << c.message << ": " << r.Describe();
     EXPECT_NE(r.stderr_text.find(c.message), std::string::npos) << r.stderr_text;
@@ -205,7 +207,7 @@ TEST(RankEnvironment, BadValuesExit2WithAMessage) {
        "DDP_PITFALLS_CHECK='yes' must be 0 or 1"},
   };
   for (const auto& c : cases) {
-    const auto r = RunCmd({{Runfile(kExample)}, c.env});
+    const auto r = RunCmd(Cmd({Runfile(kExample)}, c.env));
     EXPECT_TRUE(r.exited && r.exit_code == 2) << c.message << ": " << r.Describe() << r.stderr_text;
     EXPECT_NE(r.stderr_text.find(c.message), std::string::npos) << r.stderr_text;
   }
