@@ -1,0 +1,166 @@
+// ddp::comm::Comm: collectives across the ranks of one run, on a real engine.
+//
+// One interface, two backends (Gloo on CPU, NCCL on GPU), chosen by
+// MakeComm() (core/comm/make_comm.h). This base class does what both share:
+// per-communicator sequence numbers, checked mode (fingerprints exchanged and
+// compared before the engine is touched), per-rank progress records, and
+// turning engine failures into DeadlineError/PeerError with a desync report.
+//
+// Raw mode (the default) passes each call straight to the engine, even when
+// ranks disagree: that is how the repros show what really happens,
+// undefined behaviour included. Checked mode (CommOptions::checked or
+// DDP_PITFALLS_CHECK=1) throws CheckError on every rank instead.
+//
+// Buffers are (pointer, count, DType); the typed overloads take spans of
+// float, double, int32_t or int64_t. The NCCL backend takes device buffers
+// and also host buffers (staged through device memory). A Comm is used by
+// one thread. After a failure it is broken: every later call throws.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/comm/errors.h"
+#include "core/comm/fingerprint.h"
+#include "core/comm/progress.h"
+#include "core/comm/types.h"
+#include "core/launch/store.h"
+
+namespace ddp::comm {
+
+// What a backend throws from an engine call; the base class wraps it.
+struct EngineFailure : std::runtime_error {
+  enum class Kind { kTimeout, kPeer };
+  EngineFailure(Kind k, const std::string& message) : std::runtime_error(message), kind(k) {}
+  Kind kind;
+};
+
+// Settings a backend passes to the base class.
+struct CommSetup {
+  int rank = 0;
+  int world_size = 1;
+  std::string backend;
+  std::chrono::milliseconds timeout{60000};
+  bool checked = false;
+  bool record_progress = true;
+  std::shared_ptr<launch::Store> store;  // namespaced for this communicator
+};
+
+class Comm {
+ public:
+  virtual ~Comm();
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  const std::string& backend() const { return backend_; }
+  bool checked() const { return checked_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  // Sequence number the next collective will get (0 for the first).
+  int64_t next_seq() const { return seq_; }
+
+  // recv: world_size * count elements, rank r's contribution at r * count.
+  void Allgather(const void* send, void* recv, std::size_t count, DType dtype);
+  // recv: sum(counts) elements, rank r's at sum(counts[0..r)); counts.size()
+  // must be world_size and count is this rank's own contribution.
+  void Allgatherv(const void* send, std::size_t count, void* recv,
+                  std::span<const std::size_t> counts, DType dtype);
+  // In place, as torch.distributed.all_reduce.
+  void Allreduce(void* data, std::size_t count, DType dtype, ReduceOp op);
+  // In place: root's data is copied to every rank.
+  void Broadcast(void* data, std::size_t count, DType dtype, int root);
+  // send: world_size * recv_count elements; recv: the sum over ranks of
+  // block `rank` (recv_count elements).
+  void ReduceScatter(const void* send, void* recv, std::size_t recv_count, DType dtype);
+  void Barrier();
+
+  // Typed conveniences.
+  template <typename T>
+  std::vector<T> Allgather(std::span<const T> mine) {
+    std::vector<T> out(mine.size() * static_cast<std::size_t>(world_size_));
+    Allgather(mine.data(), out.data(), mine.size(), DTypeOf<T>());
+    return out;
+  }
+  template <typename T>
+  std::vector<T> Allgatherv(std::span<const T> mine, std::span<const std::size_t> counts) {
+    std::size_t total = 0;
+    for (std::size_t c : counts) total += c;
+    std::vector<T> out(total);
+    Allgatherv(mine.data(), mine.size(), out.data(), counts, DTypeOf<T>());
+    return out;
+  }
+  template <typename T>
+  void Allreduce(std::span<T> data, ReduceOp op = ReduceOp::kSum) {
+    Allreduce(data.data(), data.size(), DTypeOf<T>(), op);
+  }
+  template <typename T>
+  void Broadcast(std::span<T> data, int root) {
+    Broadcast(data.data(), data.size(), DTypeOf<T>(), root);
+  }
+  template <typename T>
+  std::vector<T> ReduceScatter(std::span<const T> input) {
+    if (input.size() % static_cast<std::size_t>(world_size_) != 0) {
+      throw std::invalid_argument("ReduceScatter: input size " + std::to_string(input.size()) +
+                                  " is not a multiple of world size " +
+                                  std::to_string(world_size_));
+    }
+    std::vector<T> out(input.size() / static_cast<std::size_t>(world_size_));
+    ReduceScatter(input.data(), out.data(), out.size(), DTypeOf<T>());
+    return out;
+  }
+
+  // Records "finished normally after #N" for peers' desync reports. Called by
+  // the destructor unless the communicator failed; idempotent.
+  void Finish();
+
+ protected:
+  explicit Comm(CommSetup setup);
+
+  // Engine calls. `tag` is unique per call and equal on every rank for the
+  // same sequence number. Failures: throw EngineFailure.
+  virtual void EngineAllgather(const void* send, void* recv, std::size_t count, DType dtype,
+                               uint32_t tag) = 0;
+  virtual void EngineAllgatherv(const void* send, std::size_t count, void* recv,
+                                std::span<const std::size_t> counts, DType dtype,
+                                uint32_t tag) = 0;
+  virtual void EngineAllreduce(void* data, std::size_t count, DType dtype, ReduceOp op,
+                               uint32_t tag) = 0;
+  virtual void EngineBroadcast(void* data, std::size_t count, DType dtype, int root,
+                               uint32_t tag) = 0;
+  virtual void EngineReduceScatter(const void* send, void* recv, std::size_t recv_count,
+                                   DType dtype, uint32_t tag) = 0;
+  virtual void EngineBarrier(uint32_t tag) = 0;
+  // Checked mode: every rank's fingerprint (index = rank), over a CPU channel.
+  virtual std::vector<Fingerprint> EngineExchangeFingerprints(const Fingerprint& mine,
+                                                              uint32_t tag) = 0;
+
+ private:
+  // Sequence number, checked-mode comparison, progress record, error wrap.
+  template <typename EngineCall>
+  void Run(Fingerprint fp, std::span<const std::size_t> counts, EngineCall&& call);
+  [[noreturn]] void Fail(const Fingerprint& fp, const EngineFailure& failure,
+                         std::chrono::milliseconds elapsed, bool in_check);
+  void ThrowIfBroken(OpKind op) const;
+
+  int rank_;
+  int world_size_;
+  std::string backend_;
+  std::chrono::milliseconds timeout_;
+  bool checked_;
+  Progress progress_;
+  int64_t seq_ = 0;
+  int64_t last_seq_ = -1;
+  OpKind last_op_ = OpKind::kBarrier;
+  bool broken_ = false;
+  bool finished_ = false;
+  std::string broken_reason_;
+};
+
+}  // namespace ddp::comm

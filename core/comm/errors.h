@@ -1,0 +1,69 @@
+// Typed errors of the Comm API. Every collective failure is one of these,
+// so callers (tests, repro binaries) can tell a deadline from a dead peer
+// from a checked-mode mismatch, and print one readable block.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "core/comm/types.h"
+#include "core/launch/config_error.h"
+
+namespace ddp::comm {
+
+// Bad input (unknown backend, W < 1, rank >= W, unusable store): exit 2.
+using ConfigError = launch::ConfigError;
+
+// Base of every runtime failure of a collective.
+class CommError : public std::runtime_error {
+ public:
+  explicit CommError(const std::string& message) : std::runtime_error(message) {}
+};
+
+// What the failing call was, and what the peers last did (the desync report).
+struct FailureContext {
+  int rank = -1;
+  int world_size = 0;
+  std::string backend;
+  OpKind op = OpKind::kBarrier;
+  int64_t seq = -1;
+  std::chrono::milliseconds elapsed{0};
+  std::chrono::milliseconds deadline{0};
+  std::string engine_message;  // what Gloo/NCCL said
+  std::string report;          // the desync report block (may be empty)
+};
+
+// The call did not complete within the deadline (a peer is missing, stuck
+// elsewhere, or desynchronised).
+class DeadlineError : public CommError {
+ public:
+  DeadlineError(const std::string& message, FailureContext context)
+      : CommError(message), context_(std::move(context)) {}
+  const FailureContext& context() const { return context_; }
+
+ private:
+  FailureContext context_;
+};
+
+// The engine reported a broken peer connection (a rank died) or another
+// engine failure before the deadline.
+class PeerError : public CommError {
+ public:
+  PeerError(const std::string& message, FailureContext context)
+      : CommError(message), context_(std::move(context)) {}
+  const FailureContext& context() const { return context_; }
+
+ private:
+  FailureContext context_;
+};
+
+// Checked mode: the ranks' fingerprints of this call disagree. Thrown on
+// every rank, before the engine is touched, with the same message.
+class CheckError : public CommError {
+ public:
+  explicit CheckError(const std::string& message) : CommError(message) {}
+};
+
+}  // namespace ddp::comm

@@ -1,0 +1,260 @@
+// What a rank sees when the world goes wrong: a skipped collective (deadline
+// + desync report), a rank that aborts or is SIGKILLed (peers fail in time),
+// checked mode catching mismatched counts and ops before the engine.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "core/comm/make_comm.h"
+#include "core/launch/spawn.h"
+#include "gtest/gtest.h"
+
+namespace ddp::comm {
+namespace {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+constexpr milliseconds kDeadline{2000};
+constexpr int kCaughtDeadline = 10;
+constexpr int kCaughtPeer = 11;
+constexpr int kCaughtCheck = 12;
+
+std::unique_ptr<Comm> Make(const launch::RankEnv& env, bool checked) {
+  CommOptions o = OptionsFromRankEnv(env);
+  o.timeout = kDeadline;
+  o.checked = checked;
+  return MakeComm(o);
+}
+
+// Runs `body`; on a CommError prints "CAUGHT <kind> <ms>" then the message,
+// and returns the matching exit code.
+int Guarded(const std::function<void()>& body) {
+  const auto start = Clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration_cast<milliseconds>(Clock::now() - start).count();
+  };
+  try {
+    body();
+  } catch (const DeadlineError& e) {
+    std::printf("CAUGHT deadline %lld\n%s\n", static_cast<long long>(elapsed()), e.what());
+    return kCaughtDeadline;
+  } catch (const PeerError& e) {
+    std::printf("CAUGHT peer %lld\n%s\n", static_cast<long long>(elapsed()), e.what());
+    return kCaughtPeer;
+  } catch (const CheckError& e) {
+    std::printf("CAUGHT check %lld\n%s\n", static_cast<long long>(elapsed()), e.what());
+    return kCaughtCheck;
+  }
+  return 0;
+}
+
+long long CaughtAfterMs(const std::string& out) {
+  const auto pos = out.find("CAUGHT ");
+  if (pos == std::string::npos) return -1;
+  const auto space = out.find(' ', pos + 7);
+  return std::atoll(out.c_str() + space + 1);
+}
+
+void ExpectNoProcessLeft(const launch::RunResult& result) {
+  for (const auto& r : result.ranks) {
+    errno = 0;
+    EXPECT_EQ(::kill(r.pid, 0), -1) << "pid " << r.pid << " of rank " << r.rank << " still exists";
+    EXPECT_EQ(errno, ESRCH);
+    EXPECT_EQ(::kill(-r.pid, 0), -1) << "process group " << r.pid << " still exists";
+  }
+}
+
+TEST(Deadline, SkippedCollectiveRaisesOnPeersWithDesyncReport) {
+  constexpr int kWorld = 3;
+  const auto result = launch::SpawnRanks(kWorld, [](const launch::RankEnv& env) {
+    auto comm = Make(env, /*checked=*/false);
+    std::vector<double> v = {1.0};
+    return Guarded([&] {
+      comm->Allreduce(std::span(v));                     // #0 everywhere
+      if (env.rank != 2) comm->Allreduce(std::span(v));  // #1: rank 2 skips it
+      comm->Allreduce(std::span(v));  // #2 on ranks 0, 1; rank 2's #1 (same tag: matches #1)
+      if (env.rank == 2) {
+        // Stay alive (and connected) past the peers' deadline, like a rank
+        // busy elsewhere: they must time out, not see a closed connection.
+        std::this_thread::sleep_for(kDeadline + milliseconds(1500));
+      }
+    });
+  });
+  ASSERT_FALSE(result.timed_out()) << result.Summary();
+  ASSERT_TRUE(result.ranks[2].ok()) << result.Summary();
+  std::printf("rank 0 of a world where rank 2 skipped collective #1:\n%s",
+              result.ranks[0].stdout_text.c_str());
+  for (int r : {0, 1}) {
+    const auto& out = result.ranks[r].stdout_text;
+    ASSERT_EQ(result.ranks[r].exit_code, kCaughtDeadline) << result.Summary() << out;
+    const long long ms = CaughtAfterMs(out);
+    EXPECT_GE(ms, kDeadline.count() - 100) << out;
+    EXPECT_LE(ms, kDeadline.count() + 1000) << out;
+    EXPECT_NE(out.find("deadline exceeded on rank " + std::to_string(r) +
+                       "/3: allreduce seq=2 float64 count=1 op=sum"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("rank 2: entered allreduce #1 (completed up to #0)"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find("never entered #2: [2]"), std::string::npos) << out;
+  }
+  ExpectNoProcessLeft(result);
+}
+
+TEST(Deadline, RankFinishedEarlyIsNamedInReport) {
+  const auto result = launch::SpawnRanks(2, [](const launch::RankEnv& env) {
+    auto comm = Make(env, false);
+    return Guarded([&] {
+      comm->Barrier();  // #0
+      if (env.rank == 1) {
+        comm->Finish();  // done: records "finished" but keeps its connections
+        std::this_thread::sleep_for(kDeadline + milliseconds(1500));
+        return;
+      }
+      comm->Barrier();  // #1: rank 1 never comes
+    });
+  });
+  const auto& out = result.ranks[0].stdout_text;
+  ASSERT_EQ(result.ranks[0].exit_code, kCaughtDeadline) << result.Summary() << out;
+  EXPECT_NE(out.find("rank 1: finished normally after barrier #0"), std::string::npos) << out;
+  EXPECT_NE(out.find("never entered #1: [1]"), std::string::npos) << out;
+}
+
+// A rank dies mid-run (abort() or SIGKILL): peers fail within the deadline.
+class DeadRank : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeadRank, PeersFailWithinDeadline) {
+  const int sig = GetParam();
+  launch::SpawnOptions spawn;
+  spawn.deadline = std::chrono::seconds(20);
+  const auto result = launch::SpawnRanks(
+      3,
+      [sig](const launch::RankEnv& env) {
+        auto comm = Make(env, false);
+        std::vector<float> v(1000, 1.0f);
+        return Guarded([&] {
+          comm->Allreduce(std::span(v));
+          if (env.rank == 1) {
+            if (sig == SIGABRT) std::abort();
+            ::raise(SIGKILL);
+          }
+          for (int i = 0; i < 3; ++i) comm->Allreduce(std::span(v));
+        });
+      },
+      spawn);
+  ASSERT_FALSE(result.timed_out()) << result.Summary();
+  EXPECT_EQ(result.ranks[1].signal, sig) << result.Summary();
+  for (int r : {0, 2}) {
+    const auto& o = result.ranks[r];
+    EXPECT_TRUE(o.exit_code == kCaughtPeer || o.exit_code == kCaughtDeadline)
+        << result.Summary() << o.stdout_text;
+    EXPECT_LE(CaughtAfterMs(o.stdout_text), kDeadline.count() + 1000) << o.stdout_text;
+    EXPECT_NE(o.stdout_text.find("desync report for collective #1"), std::string::npos)
+        << o.stdout_text;
+  }
+  std::printf("rank 0 when rank 1 died of signal %d:\n%s", sig, result.ranks[0].stdout_text.c_str());
+  EXPECT_EQ(result.first_failed_rank, 1);
+  EXPECT_EQ(result.ExitCode(), 128 + sig);
+  ExpectNoProcessLeft(result);
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, DeadRank, ::testing::Values(SIGABRT, SIGKILL),
+                         [](const auto& info) {
+                           return info.param == SIGABRT ? std::string("Abort")
+                                                        : std::string("Sigkill");
+                         });
+
+TEST(Checked, MismatchedAllgatherCountsFailOnEveryRankWithOneMessage) {
+  const auto result = launch::SpawnRanks(3, [](const launch::RankEnv& env) {
+    auto comm = Make(env, /*checked=*/true);
+    const std::vector<float> mine(env.rank == 1 ? 2 : 3, 1.0f);
+    return Guarded([&] { comm->Allgather(std::span(mine)); });
+  });
+  const std::string expected =
+      "checked mode: ranks disagree on the count of collective #0 (allgather on rank 0): "
+      "count 3 on ranks [0, 2]; count 2 on rank [1].\n"
+      "  rank 0: allgather seq=0 float32 count=3\n"
+      "  rank 1: allgather seq=0 float32 count=2\n"
+      "  rank 2: allgather seq=0 float32 count=3\n"
+      "The engine was not called.";
+  for (const auto& r : result.ranks) {
+    ASSERT_EQ(r.exit_code, kCaughtCheck) << result.Summary() << r.stdout_text;
+    EXPECT_NE(r.stdout_text.find(expected), std::string::npos) << r.stdout_text;
+  }
+}
+
+TEST(Checked, MismatchedOpsFailOnEveryRank) {
+  const auto result = launch::SpawnRanks(3, [](const launch::RankEnv& env) {
+    auto comm = Make(env, /*checked=*/true);
+    std::vector<int64_t> v = {1, 2};
+    return Guarded([&] {
+      comm->Barrier();
+      if (env.rank == 1) {
+        comm->Allreduce(std::span(v));
+      } else {
+        comm->Allgather(std::span<const int64_t>(v));
+      }
+    });
+  });
+  for (const auto& r : result.ranks) {
+    ASSERT_EQ(r.exit_code, kCaughtCheck) << result.Summary() << r.stdout_text;
+    EXPECT_NE(r.stdout_text.find("checked mode: ranks disagree on the operation of collective #1 "
+                                 "(allgather on rank 0): allgather on ranks [0, 2]; "
+                                 "allreduce on rank [1]."),
+              std::string::npos)
+        << r.stdout_text;
+  }
+}
+
+TEST(Checked, BrokenCommunicatorRefusesLaterCalls) {
+  const auto result = launch::SpawnRanks(2, [](const launch::RankEnv& env) {
+    auto comm = Make(env, /*checked=*/true);
+    std::vector<int32_t> v(env.rank + 1, 0);
+    try {
+      comm->Allreduce(std::span(v));
+      return 1;
+    } catch (const CheckError&) {
+    }
+    try {
+      comm->Barrier();
+    } catch (const CommError& e) {
+      std::printf("%s\n", e.what());
+      return 0;
+    }
+    return 2;
+  });
+  ASSERT_TRUE(result.all_ok()) << result.Summary();
+  EXPECT_NE(result.ranks[0].stdout_text.find("barrier on a broken communicator (rank 0): "
+                                             "checked-mode mismatch at collective #0"),
+            std::string::npos)
+      << result.ranks[0].stdout_text;
+}
+
+// Raw mode passes a mismatched call to the engine: no CheckError, whatever
+// Gloo then does (garbage, an abort, an error) is the outcome.
+TEST(Raw, MismatchedCountsReachTheEngine) {
+  launch::SpawnOptions spawn;
+  spawn.deadline = std::chrono::seconds(20);
+  const auto result = launch::SpawnRanks(
+      2,
+      [](const launch::RankEnv& env) {
+        auto comm = Make(env, /*checked=*/false);
+        const std::vector<float> mine(env.rank == 0 ? 3 : 2, 1.0f);
+        return Guarded([&] { comm->Allgather(std::span(mine)); });
+      },
+      spawn);
+  ASSERT_FALSE(result.timed_out()) << result.Summary();
+  for (const auto& r : result.ranks) {
+    EXPECT_NE(r.exit_code, kCaughtCheck) << result.Summary();
+    EXPECT_EQ(r.stdout_text.find("checked mode"), std::string::npos) << r.stdout_text;
+  }
+  std::printf("raw mismatched allgather on gloo:\n%s", result.Summary().c_str());
+}
+
+}  // namespace
+}  // namespace ddp::comm

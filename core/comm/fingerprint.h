@@ -1,0 +1,46 @@
+// Checked mode: the fingerprint of one collective call, exchanged across
+// ranks before the engine is touched (like TORCH_DISTRIBUTED_DEBUG=DETAIL).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/comm/types.h"
+
+namespace ddp::comm {
+
+struct Fingerprint {
+  OpKind op = OpKind::kBarrier;
+  DType dtype = DType::kFloat32;
+  int64_t seq = 0;       // per-communicator call counter
+  uint64_t count = 0;    // this rank's element count (allgatherv: its own contribution)
+  int64_t root = -1;     // broadcast root, else -1
+  int64_t reduce = -1;   // ReduceOp for allreduce/reduce_scatter, else -1
+  uint64_t counts_hash = 0;  // allgatherv: hash of the per-rank counts this rank passed
+
+  static constexpr std::size_t kBytes = 7 * 8;
+  std::array<char, kBytes> Serialize() const;
+  static Fingerprint Deserialize(const char* bytes);
+
+  // "allgather seq=3 float32 count=3" (plus root/reduce where they matter).
+  std::string ToString() const;
+  bool operator==(const Fingerprint&) const = default;
+};
+
+// FNV-1a over the counts: equal vectors give equal hashes on every rank.
+uint64_t HashCounts(std::span<const std::size_t> counts);
+
+// Compares the fingerprints of all ranks (index = rank). Returns the message
+// for the first disagreement (op, seq, dtype, count, root, reduction,
+// allgatherv counts), naming the ranks on each side and their values; or
+// nullopt when they agree. `counts` is this rank's allgatherv counts (used to
+// check counts[r] against rank r's contribution), empty otherwise. The result
+// is the same on every rank, since every rank sees the same fingerprints.
+std::optional<std::string> FindMismatch(const std::vector<Fingerprint>& all,
+                                        std::span<const std::size_t> counts = {});
+
+}  // namespace ddp::comm

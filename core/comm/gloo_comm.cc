@@ -1,0 +1,239 @@
+#include "core/comm/gloo_comm.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <limits>
+
+#include "gloo/allgather.h"
+#include "gloo/allgatherv.h"
+#include "gloo/allreduce.h"
+#include "gloo/barrier.h"
+#include "gloo/broadcast.h"
+#include "gloo/common/error.h"
+#include "gloo/common/logging.h"
+#include "gloo/math.h"
+#include "gloo/reduce_scatter.h"
+#include "gloo/rendezvous/context.h"
+#include "gloo/transport/tcp/device.h"
+
+namespace ddp::comm {
+namespace {
+
+using ReduceFn = void (*)(void*, const void*, const void*, size_t);
+
+template <typename T>
+ReduceFn ReduceFor(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return &gloo::sum<T>;
+    case ReduceOp::kMax: return &gloo::max<T>;
+    case ReduceOp::kMin: return &gloo::min<T>;
+  }
+  throw std::invalid_argument("unknown ReduceOp");
+}
+
+// Calls f.template operator()<T>() with T the C++ type of `dtype`.
+template <typename F>
+void Dispatch(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32: return f.template operator()<float>();
+    case DType::kFloat64: return f.template operator()<double>();
+    case DType::kInt32: return f.template operator()<int32_t>();
+    case DType::kInt64: return f.template operator()<int64_t>();
+  }
+  throw std::invalid_argument("unknown DType");
+}
+
+// Gloo reports a missed deadline as an IoException saying "Timed out"; a
+// closed or reset connection (a dead peer) as other IoExceptions; broken
+// invariants (e.g. mismatched sizes it notices) as EnforceNotMet.
+[[noreturn]] void Rethrow() {
+  try {
+    throw;
+  } catch (const gloo::IoException& e) {
+    const bool timeout = std::strstr(e.what(), "Timed out") != nullptr;
+    throw EngineFailure(timeout ? EngineFailure::Kind::kTimeout : EngineFailure::Kind::kPeer,
+                        e.what());
+  } catch (const gloo::EnforceNotMet& e) {
+    throw EngineFailure(EngineFailure::Kind::kPeer, e.what());
+  } catch (const gloo::Exception& e) {
+    throw EngineFailure(EngineFailure::Kind::kPeer, e.what());
+  }
+}
+
+class GlooComm final : public Comm {
+ public:
+  GlooComm(CommSetup setup, std::shared_ptr<gloo::Context> context)
+      : Comm(std::move(setup)), context_(std::move(context)) {}
+
+ protected:
+  void EngineAllgather(const void* send, void* recv, std::size_t count, DType dtype,
+                       uint32_t tag) override {
+    if (count == 0) {
+      // Gloo 0.5's allgather divides by the per-rank size (SIGFPE on zero
+      // elements); its allgatherv handles empty contributions. Still a real
+      // engine call, so ranks still synchronise here.
+      const std::vector<std::size_t> zeros(static_cast<std::size_t>(world_size()), 0);
+      EngineAllgatherv(send, 0, recv, zeros, dtype, tag);
+      return;
+    }
+    Dispatch(dtype, [&]<typename T>() {
+      try {
+        gloo::AllgatherOptions opts(context_);
+        opts.setInput(const_cast<T*>(static_cast<const T*>(send)), count);
+        opts.setOutput(static_cast<T*>(recv), count * static_cast<std::size_t>(world_size()));
+        opts.setTag(tag);
+        gloo::allgather(opts);
+      } catch (...) {
+        Rethrow();
+      }
+    });
+  }
+
+  void EngineAllgatherv(const void* send, std::size_t count, void* recv,
+                        std::span<const std::size_t> counts, DType dtype,
+                        uint32_t tag) override {
+    Dispatch(dtype, [&]<typename T>() {
+      try {
+        gloo::AllgathervOptions opts(context_);
+        opts.setInput(const_cast<T*>(static_cast<const T*>(send)), count);
+        opts.setOutput(static_cast<T*>(recv),
+                       std::vector<size_t>(counts.begin(), counts.end()));
+        opts.setTag(tag);
+        gloo::allgatherv(opts);
+      } catch (...) {
+        Rethrow();
+      }
+    });
+  }
+
+  void EngineAllreduce(void* data, std::size_t count, DType dtype, ReduceOp op,
+                       uint32_t tag) override {
+    Dispatch(dtype, [&]<typename T>() {
+      try {
+        gloo::AllreduceOptions opts(context_);
+        opts.setOutput(static_cast<T*>(data), count);
+        opts.setReduceFunction(ReduceFor<T>(op));
+        opts.setTag(tag);
+        gloo::allreduce(opts);
+      } catch (...) {
+        Rethrow();
+      }
+    });
+  }
+
+  void EngineBroadcast(void* data, std::size_t count, DType dtype, int root,
+                       uint32_t tag) override {
+    Dispatch(dtype, [&]<typename T>() {
+      try {
+        gloo::BroadcastOptions opts(context_);
+        opts.setOutput(static_cast<T*>(data), count);
+        opts.setRoot(root);
+        opts.setTag(tag);
+        gloo::broadcast(opts);
+      } catch (...) {
+        Rethrow();
+      }
+    });
+  }
+
+  void EngineReduceScatter(const void* send, void* recv, std::size_t recv_count, DType dtype,
+                           uint32_t /*tag*/) override {
+    // Gloo 0.5 has reduce-scatter only as the (older, pair-based)
+    // halving-doubling algorithm: in place on a full-size buffer, with the
+    // result for this rank at its start. Its slots come from the context's
+    // own counter, which advances identically on every rank.
+    const std::size_t total = recv_count * static_cast<std::size_t>(world_size());
+    if (total > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+      throw std::invalid_argument("ReduceScatter on gloo: more than INT_MAX elements");
+    }
+    Dispatch(dtype, [&]<typename T>() {
+      try {
+        std::vector<T> work(static_cast<const T*>(send), static_cast<const T*>(send) + total);
+        std::vector<T*> ptrs = {work.data()};
+        std::vector<int> recv_elems(static_cast<std::size_t>(world_size()),
+                                    static_cast<int>(recv_count));
+        gloo::ReduceScatterHalvingDoubling<T> algo(context_, ptrs, static_cast<int>(total),
+                                                   recv_elems);
+        algo.run();
+        std::memcpy(recv, work.data(), recv_count * sizeof(T));
+      } catch (...) {
+        Rethrow();
+      }
+    });
+  }
+
+  void EngineBarrier(uint32_t tag) override {
+    try {
+      gloo::BarrierOptions opts(context_);
+      opts.setTag(tag);
+      gloo::barrier(opts);
+    } catch (...) {
+      Rethrow();
+    }
+  }
+
+  std::vector<Fingerprint> EngineExchangeFingerprints(const Fingerprint& mine,
+                                                      uint32_t tag) override {
+    auto bytes = mine.Serialize();
+    std::vector<char> all(Fingerprint::kBytes * static_cast<std::size_t>(world_size()));
+    try {
+      gloo::AllgatherOptions opts(context_);
+      opts.setInput(bytes.data(), bytes.size());
+      opts.setOutput(all.data(), all.size());
+      opts.setTag(tag);
+      gloo::allgather(opts);
+    } catch (...) {
+      Rethrow();
+    }
+    std::vector<Fingerprint> out;
+    for (int r = 0; r < world_size(); ++r) {
+      out.push_back(Fingerprint::Deserialize(all.data() + r * Fingerprint::kBytes));
+    }
+    return out;
+  }
+
+ private:
+  std::shared_ptr<gloo::Context> context_;
+};
+
+std::string DefaultBindAddress(const CommOptions& options, const launch::Store& store) {
+  if (!options.bind_address.empty()) return options.bind_address;
+  if (const char* v = std::getenv(kEnvGlooAddr); v != nullptr && *v != '\0') return v;
+  // A file store means one host: loopback. Redis means several hosts: this
+  // host's name, as PyTorch's gloo backend does.
+  if (store.Describe().rfind("redis://", 0) != 0) return "127.0.0.1";
+  char host[256] = {0};
+  if (::gethostname(host, sizeof(host) - 1) != 0) return "127.0.0.1";
+  return host;
+}
+
+}  // namespace
+
+std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = DefaultBindAddress(options, *setup.store);
+  std::shared_ptr<gloo::transport::Device> device;
+  try {
+    device = gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    throw launch::ConfigError("gloo cannot bind to '" + attr.hostname + "' (" + kEnvGlooAddr +
+                              "): " + e.what());
+  }
+  auto context = std::make_shared<gloo::rendezvous::Context>(setup.rank, setup.world_size);
+  context->setTimeout(setup.timeout);
+  try {
+    // Our prefixed view, not Gloo's PrefixStore: its waits would ignore the
+    // deadline (Gloo's default is 30 s).
+    auto gloo_store = launch::PrefixedStore(setup.store, "gloo");
+    context->connectFullMesh(*gloo_store, device);
+  } catch (const std::exception& e) {
+    throw CommError("gloo rendezvous of rank " + std::to_string(setup.rank) + " of " +
+                    std::to_string(setup.world_size) + " through " + setup.store->Describe() +
+                    " failed (deadline " + std::to_string(setup.timeout.count()) +
+                    " ms): " + e.what());
+  }
+  return std::make_unique<GlooComm>(std::move(setup), std::move(context));
+}
+
+}  // namespace ddp::comm

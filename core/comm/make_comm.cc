@@ -1,0 +1,74 @@
+#include "core/comm/make_comm.h"
+
+#include <atomic>
+
+#include "core/comm/gloo_comm.h"
+#include "core/launch/rank_env.h"
+#ifdef DDP_HAVE_NCCL
+#include "core/comm/nccl_comm.h"
+#endif
+
+namespace ddp::comm {
+namespace {
+
+// Default communicator names: "comm0", "comm1", ... in creation order.
+std::atomic<int> g_comm_counter{0};
+
+[[maybe_unused]] std::string JoinedBackends() {
+  std::string s;
+  for (const auto& b : AvailableBackends()) s += (s.empty() ? "" : ", ") + b;
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> AvailableBackends() {
+#ifdef DDP_HAVE_NCCL
+  return {"gloo", "nccl"};
+#else
+  return {"gloo"};
+#endif
+}
+
+std::unique_ptr<Comm> MakeComm(const CommOptions& options) {
+  const bool known = options.backend == "gloo" || options.backend == "nccl";
+  if (!known) {
+    throw ConfigError("unknown backend '" + options.backend + "': allowed values are gloo, nccl");
+  }
+#ifndef DDP_HAVE_NCCL
+  if (options.backend == "nccl") {
+    throw ConfigError(
+        "backend 'nccl' is not built into this binary (CUDA/NCCL were not found at build "
+        "time): available backends: " +
+        JoinedBackends());
+  }
+#endif
+  launch::RankEnv env;  // reuse the launcher's validation and messages
+  env.rank = options.rank;
+  env.world_size = options.world_size;
+  env.local_rank = options.local_rank;
+  env.local_world_size = options.local_world_size;
+  env.rdzv = options.store ? "store" : options.rdzv;
+  env.run_id = options.run_id;
+  env.Validate();
+
+  CommSetup setup;
+  setup.rank = options.rank;
+  setup.world_size = options.world_size;
+  setup.backend = options.backend;
+  setup.timeout = ResolveTimeout(options);
+  setup.checked = ResolveChecked(options);
+  setup.record_progress = ResolveProgress(options);
+  const std::string name =
+      options.name.empty() ? "comm" + std::to_string(g_comm_counter++) : options.name;
+  auto base = options.store ? options.store : launch::OpenStore(options.rdzv, setup.timeout);
+  setup.store = launch::PrefixedStore(base, options.run_id + "/" + name);
+  setup.store->set_timeout(setup.timeout);
+
+#ifdef DDP_HAVE_NCCL
+  if (options.backend == "nccl") return MakeNcclComm(options, std::move(setup));
+#endif
+  return MakeGlooComm(options, std::move(setup));
+}
+
+}  // namespace ddp::comm

@@ -1,0 +1,127 @@
+// The NCCL backend: every op against the serial reference (host buffers,
+// staged through the device), a skipped collective raising the deadline
+// error, and checked mode over the helper Gloo channel. Ranks share the
+// machine's GPUs (one NCCL_HOSTID per rank) when there are fewer GPUs than
+// ranks: functional only. Skips without a GPU (fails under --config=gpu).
+#include <cstdio>
+#include <thread>
+
+#include "core/comm/make_comm.h"
+#include "core/comm/testing/op_suite.h"
+#include "core/launch/spawn.h"
+#include "core/testing/gpu.h"
+#include "gtest/gtest.h"
+
+namespace ddp::comm {
+namespace {
+
+// DDP_SKIP_UNLESS_GPU() would initialise CUDA in this process, and CUDA does
+// not survive fork(): the ranks forked afterwards could not use the GPU. So
+// the probe runs in a throwaway child and only its verdict comes back.
+#define SKIP_UNLESS_GPU_IN_CHILD()                                                    \
+  do {                                                                                \
+    const auto probe = launch::SpawnRanks(1, [](const launch::RankEnv&) {            \
+      std::string reason;                                                             \
+      const int n = ::ddp::testing::VisibleGpus(&reason);                             \
+      std::printf("%s", reason.c_str());                                              \
+      return n > 0 ? 0 : 1;                                                           \
+    });                                                                               \
+    if (!probe.all_ok()) {                                                            \
+      const std::string why = probe.ranks[0].stdout_text;                             \
+      if (::ddp::testing::GpuRequired()) FAIL() << "no GPU but DDP_PITFALLS_REQUIRE_GPU=1: " << why; \
+      GTEST_SKIP() << "skipped, no GPU: " << why;                                     \
+    }                                                                                 \
+  } while (0)
+
+launch::SpawnOptions NcclSpawn() {
+  launch::SpawnOptions s;
+  s.backend = "nccl";
+  s.share_gpu = true;
+  s.deadline = std::chrono::seconds(120);
+  return s;
+}
+
+class NcclOps : public ::testing::TestWithParam<int> {};
+
+TEST_P(NcclOps, MatchSerialReference) {
+  SKIP_UNLESS_GPU_IN_CHILD();
+  const int world = GetParam();
+  const auto result = launch::SpawnRanks(
+      world,
+      [](const launch::RankEnv& env) {
+        CommOptions o = OptionsFromRankEnv(env);
+        o.timeout = std::chrono::seconds(60);
+        auto comm = MakeComm(o);
+        const auto failures = testing::RunOpSuite(*comm);
+        for (const auto& f : failures) std::fprintf(stderr, "MISMATCH %s\n", f.c_str());
+        std::printf("rank %d ran %lld collectives on %s\n", env.rank,
+                    static_cast<long long>(comm->next_seq()), comm->backend().c_str());
+        return failures.empty() ? 0 : 3;
+      },
+      NcclSpawn());
+  ASSERT_TRUE(result.all_ok()) << result.Summary();
+  for (const auto& r : result.ranks) {
+    EXPECT_NE(r.stdout_text.find("ran " + std::to_string(4 * (19 + world)) + " collectives on nccl"),
+              std::string::npos)
+        << r.stdout_text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, NcclOps, ::testing::Values(1, 2, 3, 4));
+
+TEST(NcclFailures, SkippedCollectiveRaisesDeadlineErrorWithReport) {
+  SKIP_UNLESS_GPU_IN_CHILD();
+  const auto result = launch::SpawnRanks(
+      2,
+      [](const launch::RankEnv& env) {
+        CommOptions o = OptionsFromRankEnv(env);
+        o.timeout = std::chrono::seconds(3);
+        auto comm = MakeComm(o);
+        std::vector<float> v(16, 1.0f);
+        comm->Allreduce(std::span(v));
+        if (env.rank == 1) {
+          std::this_thread::sleep_for(std::chrono::seconds(5));
+          return 0;
+        }
+        try {
+          comm->Allreduce(std::span(v));
+        } catch (const DeadlineError& e) {
+          std::printf("%s\n", e.what());
+          return 10;
+        }
+        return 1;
+      },
+      NcclSpawn());
+  ASSERT_EQ(result.ranks[0].exit_code, 10) << result.Summary();
+  EXPECT_NE(result.ranks[0].stdout_text.find("never entered #1: [1]"), std::string::npos)
+      << result.ranks[0].stdout_text;
+}
+
+TEST(NcclFailures, CheckedModeCatchesMismatchedCounts) {
+  SKIP_UNLESS_GPU_IN_CHILD();
+  const auto result = launch::SpawnRanks(
+      2,
+      [](const launch::RankEnv& env) {
+        CommOptions o = OptionsFromRankEnv(env);
+        o.timeout = std::chrono::seconds(10);
+        o.checked = true;
+        auto comm = MakeComm(o);
+        const std::vector<double> mine(env.rank == 0 ? 3 : 2, 1.0);
+        try {
+          comm->Allgather(std::span(mine));
+        } catch (const CheckError& e) {
+          std::printf("%s\n", e.what());
+          return 12;
+        }
+        return 1;
+      },
+      NcclSpawn());
+  for (const auto& r : result.ranks) {
+    ASSERT_EQ(r.exit_code, 12) << result.Summary();
+    EXPECT_NE(r.stdout_text.find("count 3 on rank [0]; count 2 on rank [1]"), std::string::npos)
+        << r.stdout_text;
+  }
+}
+
+}  // namespace
+}  // namespace ddp::comm

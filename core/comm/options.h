@@ -1,0 +1,61 @@
+// How to build a communicator: backend, rank, rendezvous, deadline, mode.
+//
+// Unset optional fields come from the environment (documented in README.md):
+//   DDP_PITFALLS_TIMEOUT   deadline of every collective, seconds (default 60)
+//   DDP_PITFALLS_CHECK     1: checked mode (fingerprints first), 0: raw (default)
+//   DDP_PITFALLS_PROGRESS  0: no per-call progress records (benchmarks); default 1
+//   DDP_GLOO_ADDR          address Gloo binds (default 127.0.0.1 with a file
+//                          store, this host's name with Redis)
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/launch/rank_env.h"
+#include "core/launch/store.h"
+
+namespace ddp::comm {
+
+inline constexpr char kEnvTimeout[] = "DDP_PITFALLS_TIMEOUT";
+inline constexpr char kEnvCheck[] = "DDP_PITFALLS_CHECK";
+inline constexpr char kEnvProgress[] = "DDP_PITFALLS_PROGRESS";
+inline constexpr char kEnvGlooAddr[] = "DDP_GLOO_ADDR";
+inline constexpr std::chrono::milliseconds kDefaultTimeout = std::chrono::seconds(60);
+
+struct CommOptions {
+  std::string backend = "gloo";  // "gloo" or "nccl"
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string rdzv;                       // directory or redis://host:port
+  std::shared_ptr<launch::Store> store;   // overrides rdzv when set
+  std::string run_id = "run";
+  // Key namespace of this communicator in the store. Empty: "comm<k>", k
+  // counting the communicators this process created (the same on every rank
+  // when ranks create them in the same order, as torch.distributed assumes).
+  std::string name;
+  std::optional<std::chrono::milliseconds> timeout;
+  std::optional<bool> checked;
+  std::optional<bool> record_progress;
+  std::string bind_address;
+  bool share_gpu = false;  // NCCL: several local ranks on one GPU (functional only)
+};
+
+// From a launcher's view of the rank (backend: env.backend, else "gloo").
+CommOptions OptionsFromRankEnv(const launch::RankEnv& env);
+// RankEnvFromEnvironment() + OptionsFromRankEnv(); throws ConfigError.
+CommOptions OptionsFromEnvironment();
+
+// The effective settings, with the environment filling unset fields. Each
+// throws ConfigError naming the variable for an unparsable value.
+std::chrono::milliseconds ResolveTimeout(const CommOptions& options,
+                                         const launch::EnvLookup& env = launch::ProcessEnv);
+bool ResolveChecked(const CommOptions& options,
+                    const launch::EnvLookup& env = launch::ProcessEnv);
+bool ResolveProgress(const CommOptions& options,
+                     const launch::EnvLookup& env = launch::ProcessEnv);
+
+}  // namespace ddp::comm

@@ -1,0 +1,42 @@
+// Element types, reductions and collective kinds of the Comm API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace ddp::comm {
+
+enum class DType : uint8_t { kFloat32 = 0, kFloat64 = 1, kInt32 = 2, kInt64 = 3 };
+enum class ReduceOp : uint8_t { kSum = 0, kMax = 1, kMin = 2 };
+enum class OpKind : uint8_t {
+  kAllgather = 0,
+  kAllgatherv = 1,
+  kAllreduce = 2,
+  kBroadcast = 3,
+  kReduceScatter = 4,
+  kBarrier = 5,
+};
+
+std::size_t SizeOf(DType dtype);
+const char* Name(DType dtype);     // "float32", ...
+const char* Name(ReduceOp op);     // "sum", ...
+const char* Name(OpKind op);       // "allreduce", ... (as torch.distributed names them)
+
+template <typename T>
+constexpr DType DTypeOf() {
+  if constexpr (std::is_same_v<T, float>) {
+    return DType::kFloat32;
+  } else if constexpr (std::is_same_v<T, double>) {
+    return DType::kFloat64;
+  } else if constexpr (std::is_same_v<T, int32_t>) {
+    return DType::kInt32;
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return DType::kInt64;
+  } else {
+    static_assert(!sizeof(T), "Comm supports float, double, int32_t and int64_t");
+  }
+}
+
+}  // namespace ddp::comm

@@ -1,0 +1,182 @@
+// RankEnv parsing, store semantics (overwriting Put, non-blocking TryGet,
+// bounded waits) and SpawnRanks outcomes (exit codes, signals, deadline).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "core/launch/config_error.h"
+#include "core/launch/rank_env.h"
+#include "core/launch/spawn.h"
+#include "core/launch/store.h"
+#include "gtest/gtest.h"
+
+namespace ddp::launch {
+namespace {
+
+EnvLookup FakeEnv(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string ErrorOf(const std::map<std::string, std::string>& vars) {
+  try {
+    RankEnvFromEnvironment(FakeEnv(vars));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RankEnv, ReadsTorchrunVariables) {
+  const auto env = RankEnvFromEnvironment(FakeEnv({{"RANK", "3"},
+                                                   {"WORLD_SIZE", "8"},
+                                                   {"LOCAL_RANK", "1"},
+                                                   {"LOCAL_WORLD_SIZE", "2"},
+                                                   {"DDP_RDZV", "redis://h:7"},
+                                                   {"DDP_RUN_ID", "job7"}}));
+  EXPECT_EQ(env.rank, 3);
+  EXPECT_EQ(env.world_size, 8);
+  EXPECT_EQ(env.local_rank, 1);
+  EXPECT_EQ(env.local_world_size, 2);
+  EXPECT_EQ(env.rdzv, "redis://h:7");
+  EXPECT_EQ(env.run_id, "job7");
+  // Without LOCAL_*: one host.
+  const auto one = RankEnvFromEnvironment(FakeEnv({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"DDP_RDZV", "/d"}}));
+  EXPECT_EQ(one.local_rank, 1);
+  EXPECT_EQ(one.local_world_size, 2);
+}
+
+TEST(RankEnv, BadValuesNameTheVariable) {
+  EXPECT_EQ(ErrorOf({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"DDP_RDZV", "/d"}}),
+            "RANK=2 must be in [0, WORLD_SIZE=2)");
+  EXPECT_EQ(ErrorOf({{"RANK", "0"}, {"WORLD_SIZE", "0"}, {"DDP_RDZV", "/d"}}),
+            "WORLD_SIZE=0 must be >= 1");
+  EXPECT_EQ(ErrorOf({{"RANK", "-1"}, {"WORLD_SIZE", "2"}, {"DDP_RDZV", "/d"}}),
+            "RANK=-1 must be in [0, WORLD_SIZE=2)");
+  EXPECT_EQ(ErrorOf({{"RANK", "x"}, {"WORLD_SIZE", "2"}, {"DDP_RDZV", "/d"}}),
+            "RANK='x' is not a non-negative integer");
+  EXPECT_EQ(ErrorOf({{"RANK", "0"}, {"WORLD_SIZE", "2"}}),
+            "DDP_RDZV is not set: give a store directory shared by all ranks, or redis://host:port");
+  EXPECT_EQ(ErrorOf({{"RANK", "0"}}),
+            "RANK and WORLD_SIZE must both be set (got RANK=0, WORLD_SIZE=<unset>)");
+  EXPECT_EQ(ErrorOf({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"},
+                     {"LOCAL_WORLD_SIZE", "2"}, {"DDP_RDZV", "/d"}}),
+            "LOCAL_RANK=2 must be in [0, LOCAL_WORLD_SIZE=2)");
+  EXPECT_FALSE(LaunchedAsRank(FakeEnv({{"RANK", "0"}})));
+  EXPECT_TRUE(LaunchedAsRank(FakeEnv({{"RANK", "0"}, {"WORLD_SIZE", "1"}})));
+}
+
+TEST(Store, RedisSpecParsing) {
+  EXPECT_FALSE(ParseRedisSpec("/tmp/dir").has_value());
+  const auto a = ParseRedisSpec("redis://node1:6400");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->host, "node1");
+  EXPECT_EQ(a->port, 6400);
+  EXPECT_EQ(ParseRedisSpec("redis://node1")->port, 6379);
+  EXPECT_THROW(ParseRedisSpec("redis://:80"), ConfigError);
+  EXPECT_THROW(ParseRedisSpec("redis://h:70000"), ConfigError);
+}
+
+TEST(Store, FilePutOverwritesTryGetNeverWaitsWaitIsBounded) {
+  auto store = OpenStore(MakeFreshDir("store"), std::chrono::milliseconds(1500));
+  auto view = PrefixedStore(store, "run1");
+  EXPECT_FALSE(view->TryGet("k").has_value());
+  view->Put("k", "one");
+  view->Put("k", "two");  // Gloo's own set would refuse this
+  EXPECT_EQ(view->TryGet("k"), "two");
+  EXPECT_FALSE(store->TryGet("k").has_value());  // prefixes keep runs apart
+  EXPECT_EQ(store->TryGet("run1/k"), "two");
+  view->set("g", {'x', 'y'});
+  EXPECT_EQ(view->get("g"), (std::vector<char>{'x', 'y'}));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_ANY_THROW(view->get("never"));
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(secs, 1.0);
+  EXPECT_LE(secs, 3.5);  // Gloo's FileStore checks elapsed time in whole seconds
+}
+
+TEST(Store, BadSpecsAreConfigErrors) {
+  EXPECT_THROW(OpenStore(""), ConfigError);
+  EXPECT_THROW(OpenStore("http://x"), ConfigError);
+  EXPECT_THROW(OpenStore("redis://127.0.0.1:1"), ConfigError);
+  EXPECT_THROW(OpenStore("/proc/ddp-cannot-create-here"), ConfigError);
+}
+
+TEST(Spawn, OutcomesAreData) {
+  const auto result = SpawnRanks(4, [](const RankEnv& env) {
+    std::printf("hello from %d of %d via %s\n", env.rank, env.world_size, std::getenv("RANK"));
+    std::fflush(stdout);
+    if (env.rank == 1) return 7;
+    if (env.rank == 2) std::abort();
+    if (env.rank == 3) throw std::runtime_error("boom");
+    return 0;
+  });
+  ASSERT_EQ(result.ranks.size(), 4u);
+  EXPECT_FALSE(result.all_ok());
+  EXPECT_TRUE(result.ranks[0].ok());
+  EXPECT_EQ(result.ranks[0].stdout_text, "hello from 0 of 4 via 0\n");
+  EXPECT_EQ(result.ranks[1].exit_code, 7);
+  EXPECT_EQ(result.ranks[2].signal, SIGABRT);
+  EXPECT_EQ(result.ranks[3].exit_code, 1);
+  EXPECT_NE(result.ranks[3].stderr_text.find("rank 3: uncaught exception: boom"), std::string::npos);
+  EXPECT_EQ(result.reason, StopReason::kAllExited);
+}
+
+TEST(Spawn, DeadlineKillsEveryRankAndExitCodeIs124) {
+  SpawnOptions options;
+  options.deadline = std::chrono::milliseconds(500);
+  options.kill_grace = std::chrono::milliseconds(200);
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = SpawnRanks(
+      3,
+      [](const RankEnv& env) {
+        if (env.rank == 0) return 0;
+        ::signal(SIGTERM, SIG_IGN);  // must still die: SIGKILL after the grace
+        while (true) ::pause();
+      },
+      options);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(result.timed_out());
+  EXPECT_EQ(result.ExitCode(), 124);
+  EXPECT_TRUE(result.ranks[0].ok());
+  for (int r : {1, 2}) {
+    EXPECT_TRUE(result.ranks[r].timed_out);
+    EXPECT_EQ(result.ranks[r].signal, SIGKILL);
+    EXPECT_EQ(::kill(result.ranks[r].pid, 0), -1);
+  }
+  EXPECT_LT(secs, 3.0);
+}
+
+TEST(Spawn, FailFastStopsThePeers) {
+  SpawnOptions options;
+  options.fail_fast = true;
+  options.deadline = std::chrono::seconds(30);
+  const auto result = SpawnRanks(
+      2,
+      [](const RankEnv& env) {
+        if (env.rank == 0) return 4;
+        while (true) ::pause();
+      },
+      options);
+  EXPECT_EQ(result.reason, StopReason::kFailFast);
+  EXPECT_EQ(result.first_failed_rank, 0);
+  EXPECT_EQ(result.ExitCode(), 4);
+  EXPECT_TRUE(result.ranks[1].killed);
+  EXPECT_LT(result.elapsed.count(), 5000);
+}
+
+TEST(Spawn, WorldSizeMustBePositive) {
+  EXPECT_THROW(SpawnRanks(0, [](const RankEnv&) { return 0; }), ConfigError);
+}
+
+}  // namespace
+}  // namespace ddp::launch

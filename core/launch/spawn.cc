@@ -1,0 +1,102 @@
+#include "core/launch/spawn.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "core/launch/config_error.h"
+#include "core/launch/store.h"
+
+namespace ddp::launch {
+
+std::string MakeFreshDir(const std::string& stem, const std::string& base) {
+  std::string root = base;
+  if (root.empty()) {
+    for (const char* var : {"TEST_TMPDIR", "TMPDIR"}) {
+      const char* v = std::getenv(var);
+      if (v != nullptr && *v != '\0') {
+        root = v;
+        break;
+      }
+    }
+  }
+  if (root.empty()) root = "/tmp";
+  std::error_code ec;
+  std::filesystem::create_directories(root, ec);
+  std::string templ = root + "/" + stem + "-XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) {
+    throw ConfigError("cannot create a directory under '" + root + "': " + std::strerror(errno));
+  }
+  return std::string(buf.data());
+}
+
+void ExportRankEnv(const RankEnv& env) {
+  ::setenv(kEnvRank, std::to_string(env.rank).c_str(), 1);
+  ::setenv(kEnvWorldSize, std::to_string(env.world_size).c_str(), 1);
+  ::setenv(kEnvLocalRank, std::to_string(env.local_rank).c_str(), 1);
+  ::setenv(kEnvLocalWorldSize, std::to_string(env.local_world_size).c_str(), 1);
+  ::setenv(kEnvRdzv, env.rdzv.c_str(), 1);
+  ::setenv(kEnvRunId, env.run_id.c_str(), 1);
+  if (!env.backend.empty()) ::setenv(kEnvBackend, env.backend.c_str(), 1);
+  if (env.share_gpu) {
+    ::setenv(kEnvShareGpu, "1", 1);
+    // NCCL refuses two ranks on one GPU of one host; a distinct host id per
+    // rank makes them talk over sockets instead (slow, but real NCCL).
+    ::setenv("NCCL_HOSTID", ("ddp-rank-" + std::to_string(env.rank)).c_str(), 1);
+  }
+}
+
+RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& options) {
+  if (world_size < 1) {
+    throw ConfigError("world size " + std::to_string(world_size) + " must be >= 1");
+  }
+  const bool fresh = options.store_dir.empty();
+  const std::string dir = fresh ? MakeFreshDir("ddp-rdzv") : options.store_dir;
+  OpenStore(dir);  // fails early (ConfigError) on an unusable directory
+
+  std::vector<ChildProcess> children;
+  RunResult result;
+  try {
+    for (int rank = 0; rank < world_size; ++rank) {
+      RankEnv env;
+      env.rank = rank;
+      env.world_size = world_size;
+      env.local_rank = rank;
+      env.local_world_size = world_size;
+      env.rdzv = dir;
+      env.run_id = options.run_id;
+      env.backend = options.backend;
+      env.share_gpu = options.share_gpu;
+      children.push_back(StartChild(rank, [&fn, env] {
+        ExportRankEnv(env);
+        return fn(env);
+      }));
+    }
+  } catch (...) {
+    // A failed fork: take down the ranks already started, then report.
+    SuperviseOptions stop;
+    stop.deadline = std::chrono::milliseconds(0);
+    stop.kill_grace = std::chrono::milliseconds(0);
+    Supervise(std::move(children), stop);
+    throw;
+  }
+  SuperviseOptions sup;
+  sup.deadline = options.deadline;
+  sup.fail_fast = options.fail_fast;
+  sup.echo = options.echo;
+  sup.kill_grace = options.kill_grace;
+  result = Supervise(std::move(children), sup);
+  if (fresh && !options.keep_store) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  return result;
+}
+
+}  // namespace ddp::launch

@@ -1,0 +1,61 @@
+// Rendezvous stores: Gloo's FileStore (one host) and RedisStore (several
+// hosts), plus the two things Gloo's stores lack and the comm layer needs:
+// an overwriting Put (per-rank progress records) and a non-blocking TryGet
+// (a desync report must never wait on a dead peer's key).
+//
+// Every blocking wait is bounded by the store's timeout: a peer that never
+// shows up is an error, not a hang.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gloo/rendezvous/store.h"
+
+namespace ddp::launch {
+
+class Store : public gloo::rendezvous::Store {
+ public:
+  // Gloo's interface (set refuses to overwrite; get waits for the key).
+  void set(const std::string& key, const std::vector<char>& data) override = 0;
+  std::vector<char> get(const std::string& key) override = 0;
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override = 0;
+
+  // Sets or replaces a value (atomically: readers see old or new, never half).
+  virtual void Put(const std::string& key, const std::string& value) = 0;
+  // The value if the key exists now; never waits.
+  virtual std::optional<std::string> TryGet(const std::string& key) = 0;
+  // "file:/path" or "redis://host:port", for messages.
+  virtual std::string Describe() const = 0;
+
+  // Bound on wait()/get() without an explicit timeout.
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+
+ private:
+  std::chrono::milliseconds timeout_{std::chrono::seconds(60)};
+};
+
+// Opens a store from a spec: "redis://host:port" or a directory path
+// (created if missing). Throws ConfigError for a bad spec, a directory that
+// cannot be created or written, or a Redis server that cannot be reached.
+std::shared_ptr<Store> OpenStore(const std::string& spec,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+// A view of `base` whose keys all start with "prefix/".
+std::shared_ptr<Store> PrefixedStore(std::shared_ptr<Store> base, const std::string& prefix);
+
+// Parses "redis://host:port"; nullopt when `spec` is not a redis spec; throws
+// ConfigError for a malformed one.
+struct RedisAddress {
+  std::string host;
+  int port = 6379;
+};
+std::optional<RedisAddress> ParseRedisSpec(const std::string& spec);
+
+}  // namespace ddp::launch

@@ -1,0 +1,248 @@
+// ddprun end to end: the example on 4 ranks, fail-fast with the failing
+// rank's exit code, the overall timeout (124), SIGTERM forwarding, no process
+// of the run left behind, and bad input (exit 2, a clear message, no hang).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "core/launch/spawn.h"
+#include "core/launch/supervise.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+using ddp::launch::RankOutcome;
+
+std::string Runfile(const std::string& path) {
+  return std::string(std::getenv("TEST_SRCDIR")) + "/ddp_pitfalls/" + path;
+}
+const std::string kDdprun = "tools/ddprun/ddprun";
+const std::string kProgram = "tools/ddprun/rank_program";
+const std::string kExample = "core/comm/examples/allreduce_example";
+
+struct Cmd {
+  Cmd(std::vector<std::string> a, std::vector<std::pair<std::string, std::string>> e = {})
+      : argv(std::move(a)), env(std::move(e)) {}
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::function<void(pid_t)> while_running;  // runs on a thread with the pid
+};
+
+// Runs a command to completion (60 s cap) and returns what happened to it.
+RankOutcome RunCmd(const Cmd& cmd) {
+  auto child = ddp::launch::StartChild(0, [&cmd] {
+    for (const auto& [k, v] : cmd.env) ::setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> argv;
+    for (const auto& a : cmd.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    return 127;
+  });
+  std::thread side;
+  if (cmd.while_running) side = std::thread(cmd.while_running, child.pid);
+  ddp::launch::SuperviseOptions sup;
+  sup.deadline = std::chrono::seconds(60);
+  auto result = ddp::launch::Supervise({child}, sup);
+  if (side.joinable()) side.join();
+  return result.ranks[0];
+}
+
+std::vector<std::string> Ddprun(std::vector<std::string> args) {
+  args.insert(args.begin(), Runfile(kDdprun));
+  return args;
+}
+
+// Every "PID n" / "GRANDCHILD n" a rank printed must be gone.
+void ExpectAllGone(const std::string& out, int expected_pids) {
+  const std::regex re("(PID|GRANDCHILD) ([0-9]+)");
+  int seen = 0;
+  for (std::sregex_iterator it(out.begin(), out.end(), re), end; it != end; ++it) {
+    const pid_t pid = std::stoi((*it)[2]);
+    ++seen;
+    errno = 0;
+    EXPECT_EQ(::kill(pid, 0), -1) << (*it)[0] << " is still alive";
+    EXPECT_EQ(errno, ESRCH) << (*it)[0];
+  }
+  EXPECT_EQ(seen, expected_pids) << out;
+}
+
+TEST(Ddprun, ExampleOnFourRanksPrintsTheAllreduce) {
+  const auto r = RunCmd(Cmd(Ddprun({"--nproc", "4", "--", Runfile(kExample)})));
+  ASSERT_TRUE(r.ok()) << r.Describe() << r.stderr_text;
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_NE(r.stdout_text.find("[rank " + std::to_string(k) + "] rank " + std::to_string(k) +
+                                 "/4 on gloo: allreduce(sum of rank+1) = 10 (expected 10), "
+                                 "allgather(rank) = [0, 1, 2, 3]\n"),
+              std::string::npos)
+        << r.stdout_text;
+  }
+}
+
+TEST(Ddprun, FailingRankStopsAllAndGivesItsExitCode) {
+  const auto r = RunCmd(Cmd(Ddprun({"--nproc", "3", "--kill-grace", "1", "--", Runfile(kProgram),
+                              "--fail-rank", "1", "--fail-how", "exit3", "--others", "hang",
+                              "--grandchild"})));
+  ASSERT_TRUE(r.exited) << r.Describe();
+  EXPECT_EQ(r.exit_code, 3) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("first failure: rank 1"), std::string::npos) << r.stderr_text;
+  ExpectAllGone(r.stdout_text, 6);
+}
+
+class DeadRank : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DeadRank, PeersStoppedExitIs128PlusSignal) {
+  const std::string how = GetParam();
+  const auto r = RunCmd(Cmd(Ddprun({"--nproc", "3", "--collective-timeout", "2", "--", Runfile(kProgram),
+                              "--fail-rank", "2", "--fail-how", how, "--others", "collective"})));
+  ASSERT_TRUE(r.exited) << r.Describe();
+  EXPECT_EQ(r.exit_code, how == "abort" ? 128 + SIGABRT : 128 + SIGKILL) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("first failure: rank 2"), std::string::npos) << r.stderr_text;
+  ExpectAllGone(r.stdout_text, 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(How, DeadRank, ::testing::Values("abort", "sigkill"));
+
+TEST(Ddprun, OverallTimeoutExits124AndKillsEverything) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = RunCmd(Cmd(Ddprun({"--nproc", "2", "--timeout", "1", "--kill-grace", "0.5", "--",
+                              Runfile(kProgram), "--others", "hang", "--grandchild"})));
+  const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(r.exited) << r.Describe();
+  EXPECT_EQ(r.exit_code, 124) << r.stderr_text;
+  EXPECT_LT(secs, 10.0);
+  EXPECT_NE(r.stderr_text.find("overall deadline expired"), std::string::npos) << r.stderr_text;
+  ExpectAllGone(r.stdout_text, 4);
+}
+
+TEST(Ddprun, ForwardsSigtermToRanks) {
+  const std::string ready = ddp::launch::MakeFreshDir("ready");
+  Cmd cmd{Ddprun({"--nproc", "2", "--", Runfile(kProgram), "--others", "hang", "--ready-dir",
+                  ready})};
+  cmd.while_running = [ready](pid_t pid) {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < limit &&
+           !(std::filesystem::exists(ready + "/ready-0") &&
+             std::filesystem::exists(ready + "/ready-1"))) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::kill(pid, SIGTERM);
+  };
+  const auto r = RunCmd(cmd);
+  ASSERT_TRUE(r.exited) << r.Describe() << r.stderr_text;
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("forwarded a signal"), std::string::npos) << r.stderr_text;
+  ExpectAllGone(r.stdout_text, 2);
+}
+
+TEST(Ddprun, HelpExitsZero) {
+  const auto r = RunCmd(Cmd(Ddprun({"--help"})));
+  EXPECT_TRUE(r.ok());
+  EXPECT_NE(r.stdout_text.find("usage: ddprun --nproc N"), std::string::npos);
+}
+
+struct BadCase {
+  std::vector<std::string> args;
+  std::string message;
+};
+
+TEST(Ddprun, BadInputExits2WithAMessage) {
+  const std::string file = ddp::launch::MakeFreshDir("bad") + "/a_file";
+  std::ofstream(file) << "x";
+  const std::vector<BadCase> cases = {
+      {{"--nproc", "0", "--", "/bin/true"}, "--nproc 0 must be >= 1"},
+      {{"--nproc", "-1", "--", "/bin/true"}, "--nproc -1 must be >= 1"},
+      {{"--nproc", "two", "--", "/bin/true"}, "--nproc='two' is not a non-negative integer"},
+      {{"--nproc", "2", "--backend", "mpi", "--", "/bin/true"},
+       "--backend 'mpi': allowed values are gloo, nccl"},
+      {{"--nproc", "2", "--rdzv", "redis://127.0.0.1:1", "--", "/bin/true"},
+       "cannot reach Redis rendezvous redis://127.0.0.1:1"},
+      {{"--nproc", "2", "--rdzv", file + "/sub", "--", "/bin/true"},
+       "rendezvous directory '" + file + "/sub' cannot be created"},
+      {{"--nproc", "2", "--rdzv", "tcp://x:1", "--", "/bin/true"}, "has an unknown scheme"},
+      {{"--nproc", "2", "--", "/no/such/binary"}, "'/no/such/binary' is not an executable file"},
+      {{"--nproc", "2", "--", "no_such_binary_anywhere"}, "not found on PATH"},
+      {{"--nproc", "2", "--timeout", "0", "--", "/bin/true"}, "--timeout '0' must be a positive"},
+      {{"--nproc", "2", "--frobnicate"}, "unknown argument '--frobnicate'"},
+      {{"--nproc", "2"}, "no command"},
+      {{"--", "/bin/true"}, "--nproc N is required"},
+  };
+  for (const auto& c : cases) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto r = RunCmd(Cmd(Ddprun(c.args)));
+    const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_TRUE(r.exited && r.exit_code == 2) << c.message << ": " << r.Describe();
+    EXPECT_NE(r.stderr_text.find(c.message), std::string::npos) << r.stderr_text;
+    EXPECT_LT(secs, 10.0) << c.message;
+  }
+}
+
+// The example as one rank, configured by the environment: bad values exit 2.
+TEST(RankEnvironment, BadValuesExit2WithAMessage) {
+  const std::string dir = ddp::launch::MakeFreshDir("env");
+  const std::string file = dir + "/a_file";
+  std::ofstream(file) << "x";
+  struct EnvCase {
+    std::vector<std::pair<std::string, std::string>> env;
+    std::string message;
+  };
+  const std::vector<EnvCase> cases = {
+      {{{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"DDP_RDZV", dir}}, "RANK=2 must be in [0, WORLD_SIZE=2)"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "0"}, {"DDP_RDZV", dir}}, "WORLD_SIZE=0 must be >= 1"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"DDP_RDZV", dir}, {"DDP_BACKEND", "mpi"}},
+       "unknown backend 'mpi': allowed values are gloo, nccl"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"DDP_RDZV", "redis://127.0.0.1:1"}},
+       "cannot reach Redis rendezvous"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"DDP_RDZV", file + "/sub"}}, "cannot be created"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "1"}}, "DDP_RDZV is not set"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"DDP_RDZV", dir}, {"DDP_PITFALLS_TIMEOUT", "soon"}},
+       "DDP_PITFALLS_TIMEOUT='soon' must be a positive number of seconds"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"DDP_RDZV", dir}, {"DDP_PITFALLS_CHECK", "yes"}},
+       "DDP_PITFALLS_CHECK='yes' must be 0 or 1"},
+  };
+  for (const auto& c : cases) {
+    const auto r = RunCmd(Cmd({Runfile(kExample)}, c.env));
+    EXPECT_TRUE(r.exited && r.exit_code == 2) << c.message << ": " << r.Describe() << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find(c.message), std::string::npos) << r.stderr_text;
+  }
+}
+
+// Several-host rendezvous through Redis, on a loopback redis-server started here.
+TEST(Ddprun, RedisRendezvous) {
+  const std::string server = "/usr/bin/redis-server";
+  if (::access(server.c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "skipped: " << server << " not installed (apt-get install redis-server)";
+  }
+  const int port = 20000 + ::getpid() % 20000;
+  const std::string dir = ddp::launch::MakeFreshDir("redis");
+  auto redis = ddp::launch::StartChild(0, [&] {
+    ::execl(server.c_str(), server.c_str(), "--port", std::to_string(port).c_str(), "--bind",
+            "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.c_str(), nullptr);
+    return 127;
+  });
+  Cmd cmd{Ddprun({"--nproc", "3", "--rdzv", "redis://127.0.0.1:" + std::to_string(port), "--",
+                  Runfile(kExample)})};
+  // Wait for the server to accept connections (bounded), then run.
+  RankOutcome r;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    r = RunCmd(cmd);
+    if (r.stderr_text.find("cannot reach Redis") == std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::kill(-redis.pid, SIGTERM);
+  ddp::launch::SuperviseOptions stop;
+  stop.deadline = std::chrono::seconds(5);
+  ddp::launch::Supervise({redis}, stop);
+  ASSERT_TRUE(r.ok()) << r.Describe() << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("[rank 2] rank 2/3 on gloo: allreduce(sum of rank+1) = 6"),
+            std::string::npos)
+      << r.stdout_text;
+}
+
+}  // namespace
