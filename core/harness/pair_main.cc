@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "core/launch/config_error.h"
@@ -26,7 +27,7 @@ std::string Compact(const results::Json& j, std::size_t max_items) {
       std::snprintf(buf, sizeof buf, "%.6g", v.AsDouble());
       text = buf;
     } else if (v.IsString()) {
-      text = v.AsString();
+      text = v.AsString().substr(0, v.AsString().find('\n'));
     } else {
       text = v.Dump();
     }
@@ -57,6 +58,13 @@ void PrintTable(const std::vector<results::Record>& records, std::FILE* out) {
     rows.push_back({results::ToString(r.kind), r.variant, std::to_string(r.world_size),
                     Compact(r.config, 4), Compact(r.reference, 3), Compact(r.measured, 3),
                     results::ToString(r.verdict)});
+  }
+  // Keep cells readable on a terminal; the JSON records have everything.
+  constexpr std::size_t kMaxCell = 60;
+  for (auto& row : rows) {
+    for (auto& cell : row) {
+      if (cell.size() > kMaxCell) cell = cell.substr(0, kMaxCell - 3) + "...";
+    }
   }
   std::vector<std::size_t> width(rows[0].size(), 0);
   for (const auto& row : rows) {
@@ -115,6 +123,11 @@ int PairMain(int argc, char** argv, const PairSpec& spec) {
     }
   }
   const bool leader = !launched || LauncherRank() == 0;
+  // Under `bazel run` the working directory is the runfiles tree: a relative
+  // --json path means the directory the user ran bazel from.
+  if (!f.json.empty() && f.json[0] != '/') {
+    if (const char* wd = std::getenv("BUILD_WORKING_DIRECTORY")) f.json = std::string(wd) + "/" + f.json;
+  }
 
   std::vector<results::Record> records;
   try {

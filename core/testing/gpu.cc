@@ -1,23 +1,66 @@
 #include "core/testing/gpu.h"
 
 #include <cuda_runtime.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 namespace ddp::testing {
+namespace {
 
-int VisibleGpus(std::string* reason) {
-  int count = 0;
-  const cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) {
-    *reason = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(err);
-    // Printed so the test log says why, even when the summary only says PASSED.
-    std::fprintf(stderr, "[gpu] %s\n", reason->c_str());
+// Asks CUDA in a throwaway child: CUDA initialised in this process would not
+// survive the fork()s with which the tests start their ranks.
+int ProbeInChild(std::string* reason) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    *reason = "pipe() failed";
+    return 0;
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    *reason = "fork() failed";
+    return 0;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    char msg[256];
+    std::snprintf(msg, sizeof msg, "%d %s", err == cudaSuccess ? count : -1,
+                  err == cudaSuccess ? "" : cudaGetErrorString(err));
+    const ssize_t n = write(fds[1], msg, std::strlen(msg));
+    _exit(n > 0 ? 0 : 1);
+  }
+  close(fds[1]);
+  char buf[256] = {};
+  ssize_t total = 0;
+  for (ssize_t n; (n = read(fds[0], buf + total, sizeof buf - 1 - total)) > 0;) total += n;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  int count = -1;
+  char text[256] = {};
+  if (std::sscanf(buf, "%d %255[^\n]", &count, text) < 1) {
+    *reason = "the CUDA probe process died";
+    return 0;
+  }
+  if (count < 0) {
+    *reason = std::string("cudaGetDeviceCount: ") + text;
     return 0;
   }
   if (count == 0) *reason = "cudaGetDeviceCount returned 0 devices";
+  return count;
+}
+
+}  // namespace
+
+int VisibleGpus(std::string* reason) {
+  const int count = ProbeInChild(reason);
+  // Printed so the test log says why, even when the summary only says PASSED.
+  if (count == 0) std::fprintf(stderr, "[gpu] %s\n", reason->c_str());
   return count;
 }
 

@@ -231,8 +231,13 @@ Json RawUnequal(comm::Comm& comm, const Config& c) {
     comm.Allgather(Scores(mine).data(), scores.data(), mine.size(), comm::DType::kFloat64);
     comm.Allgather(Labels(mine).data(), labels.data(), mine.size(), comm::DType::kFloat64);
   } catch (const comm::CommError& e) {
+    // The first line says what happened (the desync report follows it).
+    const std::string what = e.what();
     j["completed"] = false;
-    j["error"] = e.what();
+    j["error"] = std::string(dynamic_cast<const comm::DeadlineError*>(&e) ? "DeadlineError: "
+                             : dynamic_cast<const comm::PeerError*>(&e) ? "PeerError: "
+                                                                          : "CommError: ") +
+                 what.substr(0, what.find('\n'));
     return j;
   }
   long long not_data = 0, bad_labels = 0;
