@@ -1,3 +1,9 @@
-"""The registered repro/fix pairs: each bug issue adds its two binaries here."""
+"""The registered repro/fix pairs: `bazel run //:suite` runs each binary here
+with its default flags (CPU, Gloo) and prints one summary table."""
 
-PAIRS = []
+PAIRS = [
+    "//repro/wrong_all_gather",
+    "//fixes/wrong_all_gather",
+    "//repro/mean_of_means",
+    "//fixes/mean_of_means",
+]

@@ -231,13 +231,27 @@ Json RawUnequal(comm::Comm& comm, const Config& c) {
     comm.Allgather(Scores(mine).data(), scores.data(), mine.size(), comm::DType::kFloat64);
     comm.Allgather(Labels(mine).data(), labels.data(), mine.size(), comm::DType::kFloat64);
   } catch (const comm::CommError& e) {
-    // The first line says what happened (the desync report follows it).
-    const std::string what = e.what();
+    // Short: which error, in which collective, after how long (the full
+    // desync report is in the rank's log).
+    const comm::FailureContext* ctx = nullptr;
+    std::string kind = "CommError";
+    if (const auto* d = dynamic_cast<const comm::DeadlineError*>(&e)) {
+      ctx = &d->context();
+      kind = "DeadlineError";
+    } else if (const auto* p = dynamic_cast<const comm::PeerError*>(&e)) {
+      ctx = &p->context();
+      kind = "PeerError";
+    }
+    char buf[160];
+    if (ctx != nullptr) {
+      std::snprintf(buf, sizeof buf, "%s in %s #%lld after %.2f s", kind.c_str(),
+                    comm::Name(ctx->op), static_cast<long long>(ctx->seq),
+                    ctx->elapsed.count() / 1000.0);
+    } else {
+      std::snprintf(buf, sizeof buf, "%s", kind.c_str());
+    }
     j["completed"] = false;
-    j["error"] = std::string(dynamic_cast<const comm::DeadlineError*>(&e) ? "DeadlineError: "
-                             : dynamic_cast<const comm::PeerError*>(&e) ? "PeerError: "
-                                                                          : "CommError: ") +
-                 what.substr(0, what.find('\n'));
+    j["error"] = buf;
     return j;
   }
   long long not_data = 0, bad_labels = 0;
@@ -284,29 +298,29 @@ results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row) 
     const Json* v = r < world.rank_values.size() && !world.rank_values[r].IsNull()
                         ? &world.rank_values[r]
                         : nullptr;
-    std::string text = "rank " + std::to_string(r) + ": ";
+    std::string text = "r" + std::to_string(r) + ": ";
     if (v != nullptr && v->Find("completed")->AsBool()) {
       const long long bad = static_cast<long long>(v->Find("not_peer_data")->AsDouble());
       const Metrics m = MetricsFromJson(*v->Find("metrics"));
-      text += "returned; " + std::to_string(bad) + " of " +
+      text += "returned, " + std::to_string(bad) + "/" +
               std::to_string(static_cast<long long>(v->Find("gathered")->AsDouble())) +
               " values not peer data";
       if (m.defined) {
         char buf[96];
-        std::snprintf(buf, sizeof buf, "; AUC %.6f (error %+.3g)", m.auc, m.auc - ref.auc);
+        std::snprintf(buf, sizeof buf, ", AUC %.6f (error %+.3g)", m.auc, m.auc - ref.auc);
         text += buf;
         any_wrong |= std::fabs(m.auc - ref.auc) > 1e-12;
         if (r == 0) rec.measured["auc_rank0"] = m.auc;
       } else {
-        text += "; AUC undefined: " + m.error;
+        text += ", AUC undefined: " + m.error;
         any_wrong = true;
       }
       any_wrong |= bad > 0;
     } else if (v != nullptr) {
-      text += "collective failed: " + v->Find("error")->AsString();
+      text += v->Find("error")->AsString();
       any_failed = true;
     } else if (r < world.run.ranks.size()) {
-      text += world.run.ranks[r].Describe();
+      text += world.run.ranks[r].Describe();  // e.g. "signal 6 (SIGABRT)"
       any_failed = true;
     }
     outcome += (outcome.empty() ? "" : "; ") + text;
