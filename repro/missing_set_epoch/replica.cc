@@ -1,6 +1,7 @@
 #include "repro/missing_set_epoch/replica.h"
 
 #include "core/nn/batch_norm.h"
+#include "core/nn/group_norm.h"
 #include "core/nn/loss.h"
 #include "core/nn/param.h"
 
@@ -8,7 +9,8 @@ namespace ddp::replica {
 
 Replica::Replica(const ReplicaOptions& o)
     : model_(nn::MlpOptions{.in_features = o.in_features, .hidden = o.hidden, .seed = o.init_seed},
-             nn::BatchNormFactory<double>()) {
+             o.norm == Norm::kGroupNorm ? nn::GroupNormFactory<double>(4)
+                                        : nn::BatchNormFactory<double>()) {
   sgd_ = std::make_unique<nn::Sgd<double>>(
       model_.Params(), nn::SgdOptions{.lr = o.lr, .momentum = o.momentum, .weight_decay = 0});
   num_params_ = nn::NumElements(model_.Params());

@@ -6,7 +6,7 @@
 // whose extra step hangs, and its fixes' exactness checks).
 //
 // The model is core/nn's Mlp in double with local BatchNorm (DDP's default:
-// batch statistics per rank, no SyncBN). Evaluation uses this replica's own
+// batch statistics per rank, no SyncBN) or GroupNorm. Evaluation uses this replica's own
 // running statistics, which is what evaluating on rank 0 of a DDP job does
 // (DDP broadcasts rank 0's buffers, so rank 0's are the ones that persist).
 #pragma once
@@ -21,8 +21,14 @@
 
 namespace ddp::replica {
 
+enum class Norm { kBatchNorm, kGroupNorm };
+
 struct ReplicaOptions {
   int in_features = 8;
+  // BatchNorm (DDP's usual local BN) or GroupNorm(4 groups), which also
+  // trains on a batch of one sample: with BatchNorm such a batch raises
+  // "expected more than 1 value per channel when training", as in PyTorch.
+  Norm norm = Norm::kBatchNorm;
   int hidden = 16;
   uint64_t init_seed = 0;  // the same on every rank, as DDP's initial broadcast ensures
   double lr = 0.05;
