@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""Prints the Markdown table of drop_last_hang result records.
+
+    repro/drop_last_hang/gen_table.py results/drop_last_hang_repro.json
+    repro/drop_last_hang/gen_table.py results/drop_last_hang_fix.json
+
+Reads a JSON array written by the repro or fix binary with --json (stdlib
+only) and prints one row per record; the README pastes the output between
+its table markers.
+"""
+import json
+import sys
+
+
+def steps(v):
+    return "[" + ",".join(str(x) for x in v) + "]"
+
+
+def cells(r):
+    m, ref, c = r["measured"], r["reference"], r["config"]
+    config = "%s, N=%s, B=%s" % (c["sharding"], c["n"], c["batch_size"])
+    if r["kind"] == "repro":
+        config += ", deadline %gs" % c["collective_deadline_s"]
+        if c.get("early_ranks") == "exit":
+            config += ", early ranks exit"
+        if c["collective_deadline_s"] >= 3600:
+            config += " (none), launcher timeout %gs" % c["world_deadline_s"]
+        refc = "steps %s: %s" % (steps(ref["steps_per_rank"]), ref["expected"])
+        if "steps_with_drop_last" in ref:
+            refc += "; with drop_last %s" % steps(ref["steps_with_drop_last"])
+        if r["verdict"] in ("control", "control_failed"):
+            meas = "all finished; collectives %s; exit %s" % (
+                steps(m["collectives_per_rank"]), m["launcher_exit_code"])
+        elif "timed_out" in m:
+            meas = "hang: finished %s, rank(s) %s stuck; killed at %.2fs; exit %s; left %s" % (
+                m["finished_ranks"], m["extra_step_ranks"], m["world_elapsed_s"],
+                m["launcher_exit_code"], m["processes_left"])
+        elif "error" in m:
+            meas = ("%s error on rank %d at step %d = allreduce #%d after %.2fs; "
+                    "finished %s; exit %s; left %s" % (
+                        m["error"], m["failed_rank"], m["blocked_step"], m["blocked_seq"],
+                        m["detect_s"], m["finished_ranks"], m["launcher_exit_code"],
+                        m["processes_left"]))
+        else:
+            meas = "no failure report: %s" % m.get("rank_exits", "")
+    else:
+        refc = "without fix %s; serial steps %d; tol %g" % (
+            steps(ref["steps_without_fix"]), ref["steps"], ref["tolerance"])
+        meas = "steps %d; collectives %s; min contributors %d; grad rel err %.3g" % (
+            m["steps"], steps([int(x) for x in m["collectives_per_rank"]]),
+            m["contributors_min"], m["max_rel_grad_error"])
+    return [r["kind"], r["variant"], str(r["world_size"]), config, refc, meas, r["verdict"]]
+
+
+def main(paths):
+    if not paths:
+        print(__doc__, file=sys.stderr)
+        return 2
+    print("| kind | variant | W | config | reference | measured | verdict |")
+    print("|---|---|---|---|---|---|---|")
+    for path in paths:
+        with open(path) as f:
+            for r in json.load(f):
+                if r["verdict"] == "error":
+                    err = r.get("error", "")
+                    print("| %s | %s | %s | | | error: %s | error |" % (
+                        r["kind"], r["variant"], r["world_size"],
+                        err.splitlines()[0] if err else ""))
+                    continue
+                print("| " + " | ".join(cells(r)) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,141 @@
+#include "repro/drop_last_hang/hang_run.h"
+
+#include <signal.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+#include <thread>
+
+#include "core/comm/errors.h"
+#include "core/comm/make_comm.h"
+#include "core/launch/spawn.h"
+#include "core/launch/store.h"
+#include "repro/missing_set_epoch/replica.h"
+
+namespace ddp::drop_last_hang {
+namespace {
+
+using results::Json;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kMarker[] = "@@hang ";
+
+void Emit(const Json& j) {
+  std::printf("%s%s\n", kMarker, j.Dump().c_str());
+  std::fflush(stdout);
+}
+
+Json FailureJson(const char* kind, const comm::FailureContext& ctx, int64_t step,
+                 const std::string& message) {
+  Json j;
+  j["kind"] = kind;
+  j["rank"] = ctx.rank;
+  j["step"] = static_cast<long long>(step);
+  j["seq"] = static_cast<long long>(ctx.seq);
+  j["op"] = comm::Name(ctx.op);
+  j["elapsed_s"] = ctx.elapsed.count() / 1000.0;
+  j["deadline_s"] = ctx.deadline.count() / 1000.0;
+  j["message"] = message.substr(0, message.find('\n'));
+  j["report"] = ctx.report;
+  return j;
+}
+
+// Out of band (no collective): mark this rank finished, then wait until
+// every rank has. Bounded by the supervisor (fail-fast or its deadline).
+void WaitForJobEnd(const launch::RankEnv& env) {
+  auto store = launch::PrefixedStore(launch::OpenStore(env.rdzv), env.run_id + "/job_end");
+  store->Put("finished/" + std::to_string(env.rank), "1");
+  for (;;) {
+    int done = 0;
+    for (int r = 0; r < env.world_size; ++r) {
+      done += store->TryGet("finished/" + std::to_string(r)).has_value();
+    }
+    if (done == env.world_size) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int RankMain(const launch::RankEnv& env, const Config& c, const HangOptions& o) {
+  comm::CommOptions co = comm::OptionsFromRankEnv(env);
+  co.backend = o.backend;
+  co.timeout = std::chrono::milliseconds(static_cast<long long>(o.collective_deadline_s * 1000));
+  co.checked = false;  // raw: what the engine does with an unmatched call
+  auto comm = comm::MakeComm(co);
+  auto ds = MakeDataset(c);
+  const Batches batches = RankBatches(c, env.rank);
+  replica::Replica model(ModelOptions(*ds, c));
+  int64_t step = 0;
+  try {
+    for (; step < static_cast<int64_t>(batches.size()); ++step) {
+      const replica::LocalGradient g = model.Gradient(data::Materialize(*ds, batches[step]));
+      std::vector<double> buf(g.grad.data(), g.grad.data() + g.grad.size());
+      comm->Allreduce(std::span<double>(buf));  // DDP's gradient allreduce
+      model.Apply(Eigen::Map<Eigen::VectorXd>(buf.data(), g.grad.size()) / comm->world_size());
+    }
+  } catch (const comm::DeadlineError& e) {
+    Emit(FailureJson("deadline", e.context(), step, e.what()));
+    return 3;
+  } catch (const comm::PeerError& e) {
+    Emit(FailureJson("peer", e.context(), step, e.what()));
+    return 3;
+  }
+  const int64_t collectives = comm->next_seq();
+  comm->Finish();
+  Json j;
+  j["kind"] = "finished";
+  j["rank"] = env.rank;
+  j["steps"] = static_cast<long long>(step);
+  j["collectives"] = static_cast<long long>(collectives);
+  Emit(j);
+  if (o.early == EarlyRanks::kWaitForJob) WaitForJobEnd(env);
+  return 0;
+}
+
+bool Exists(pid_t pid) {
+  errno = 0;
+  const bool process = ::kill(pid, 0) == 0 || errno != ESRCH;
+  errno = 0;
+  const bool group = ::kill(-pid, 0) == 0 || errno != ESRCH;
+  return process || group;
+}
+
+}  // namespace
+
+HangRun RunTrainingWorld(const Config& c, const HangOptions& o) {
+  launch::SpawnOptions so;
+  so.deadline = std::chrono::milliseconds(static_cast<long long>(o.world_deadline_s * 1000));
+  so.backend = o.backend;
+  so.fail_fast = true;  // as torchrun: one failed rank stops the job
+  so.run_id = "drop_last_hang";
+  HangRun out;
+  out.run = launch::SpawnRanks(
+      c.world_size, [&](const launch::RankEnv& env) { return RankMain(env, c, o); }, so);
+  for (const auto& rank : out.run.ranks) {
+    Json report;
+    const auto pos = rank.stdout_text.rfind(kMarker);
+    if (pos != std::string::npos) {
+      const auto start = pos + sizeof(kMarker) - 1;
+      const auto end = rank.stdout_text.find('\n', start);
+      report = results::ParseJson(rank.stdout_text.substr(
+          start, end == std::string::npos ? std::string::npos : end - start));
+    }
+    out.reports.push_back(report);
+    out.left_behind.push_back(Exists(rank.pid));
+  }
+  return out;
+}
+
+std::vector<std::string> PeerLines(const std::string& report) {
+  std::vector<std::string> lines;
+  std::istringstream in(report);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto p = line.find_first_not_of(' ');
+    if (p != std::string::npos && line.compare(p, 5, "rank ") == 0) lines.push_back(line.substr(p));
+  }
+  return lines;
+}
+
+}  // namespace ddp::drop_last_hang

@@ -1,0 +1,53 @@
+// One DDP training epoch on W spawned rank processes, with a gradient
+// allreduce every step (as DDP's backward does), in raw mode: when the
+// ranks' step counts differ, the extra step's allreduce has no partner.
+//
+// What the ranks that run out of data do matters, and is a parameter:
+//   kWaitForJob  finish the communicator and wait, alive, until every rank
+//                has finished (an out-of-band mark in the rendezvous store,
+//                like a job that ends when its last worker ends). To the
+//                stuck rank this looks like NCCL in seed 001: the peers are
+//                gone from the collective but nothing tells it so: it hangs.
+//   kExit        exit as soon as their loop ends (destroy_process_group and
+//                leave). On Gloo the stuck rank then sees the closed
+//                connections and fails at once with a PeerError.
+// The supervisor is fail-fast like torchrun: once a rank fails, the others
+// are stopped; the whole world also has a deadline (the launcher's timeout).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/launch/supervise.h"
+#include "core/results/json.h"
+#include "repro/drop_last_hang/scenario.h"
+
+namespace ddp::drop_last_hang {
+
+enum class EarlyRanks { kWaitForJob, kExit };
+
+struct HangOptions {
+  std::string backend = "gloo";
+  double collective_deadline_s = 2;  // every collective's deadline
+  double world_deadline_s = 30;      // the launcher's timeout for the whole run
+  EarlyRanks early = EarlyRanks::kWaitForJob;
+};
+
+struct HangRun {
+  launch::RunResult run;
+  // Per rank: the report line the rank printed (null when it printed none,
+  // e.g. killed while blocked). Objects with "kind": "finished" (steps,
+  // collectives), "deadline" or "peer" (step, seq, op, elapsed_s,
+  // deadline_s, message, report).
+  std::vector<results::Json> reports;
+  // Per rank: whether its process (or process group) still exists after
+  // the run returned.
+  std::vector<bool> left_behind;
+};
+
+HangRun RunTrainingWorld(const Config& config, const HangOptions& options);
+
+// "rank k: <what it last did>" lines of a desync report.
+std::vector<std::string> PeerLines(const std::string& report);
+
+}  // namespace ddp::drop_last_hang

@@ -1,0 +1,100 @@
+// The repro must keep reproducing: equal steps complete (controls); unequal
+// steps turn into a DeadlineError on the rank with the extra step, at
+// allreduce #min_steps, within deadline + 2 s, with a desync report naming
+// the ranks that finished; every rank of that run exits non-zero and no
+// process is left; with no deadline the launcher's timeout (124) ends it.
+#include <string>
+
+#include "core/testing/backend.h"
+#include "gtest/gtest.h"
+#include "repro/drop_last_hang/scenario.h"
+#include "repro/drop_last_hang/variants.h"
+
+namespace ddp::drop_last_hang {
+namespace {
+
+double M(const results::Record& r, const char* k) { return r.measured.Find(k)->AsDouble(); }
+std::string S(const results::Record& r, const char* k) { return r.measured.Find(k)->AsString(); }
+
+TEST(DropLastHangScenario, SamplerPaddingGivesEqualStepsNaiveSplitDoesNot) {
+  Config c{.sharding = Sharding::kSamplerPadding, .n = 1003, .world_size = 4, .batch_size = 32};
+  EXPECT_EQ(StepCounts(c), (std::vector<int64_t>{8, 8, 8, 8}));
+  c.sharding = Sharding::kUnevenShards;
+  EXPECT_EQ(StepCounts(c), (std::vector<int64_t>{8, 8, 8, 8}));  // 251/250 samples: same batches
+  c.n = UnevenN(1003, 4, 32);
+  EXPECT_EQ(c.n, 1025);
+  EXPECT_EQ(StepCounts(c), (std::vector<int64_t>{9, 8, 8, 8}));
+  c.drop_last = true;  // fix (a): the sampler with drop_last, the loader too
+  EXPECT_EQ(StepCounts(c), (std::vector<int64_t>{8, 8, 8, 8}));
+}
+
+TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f;
+  f.backend = testing::TestBackend();
+  f.world_size = 4;
+  f.n = 1003;
+  f.batch_size = 32;
+  f.timeout = 1.5;  // the collective deadline
+  PairOptions o;
+  o.hang_world_deadline_s = 3;
+  const auto records = RunRepro(f, o);
+  ASSERT_EQ(records.size(), 7u);
+  int controls = 0, deadline_rows = 0;
+  for (const auto& r : records) {
+    ASSERT_NE(r.verdict, results::Verdict::kError) << r.variant << ": " << r.error;
+    EXPECT_EQ(r.verdict, results::ExpectedVerdict(r)) << r.variant << " " << r.config.Dump()
+                                                      << " " << r.measured.Dump();
+    EXPECT_EQ(M(r, "processes_left"), 0) << r.variant;
+    if (r.control) {
+      ++controls;
+      EXPECT_EQ(M(r, "launcher_exit_code"), 0);
+      continue;
+    }
+    const std::string variant = r.variant;
+    if (variant == "uneven_shards_no_deadline") {
+      EXPECT_TRUE(r.measured.Find("timed_out")->AsBool());
+      EXPECT_EQ(M(r, "launcher_exit_code"), 124);
+      EXPECT_GE(M(r, "world_elapsed_s"), 3.0);
+      EXPECT_LE(M(r, "world_elapsed_s"), 3.0 + 2.0);  // the launcher's deadline, then the kill
+      EXPECT_EQ(S(r, "finished_ranks"), "[1, 2, 3]");
+      continue;
+    }
+    EXPECT_EQ(M(r, "launcher_exit_code"), 3);  // the failing rank's code
+    EXPECT_EQ(S(r, "blocked_op"), "allreduce");
+    EXPECT_EQ(r.measured.Find("rank_exits")->AsString().find("exit 0"), std::string::npos)
+        << "every rank of a failed run exits non-zero";
+    if (variant == "uneven_shards_early_exit") {
+      EXPECT_EQ(S(r, "error"), "peer");
+      EXPECT_LT(M(r, "detect_s"), f.timeout);
+      continue;
+    }
+    ++deadline_rows;
+    EXPECT_EQ(S(r, "error"), "deadline");
+    EXPECT_GE(M(r, "detect_s"), f.timeout - 0.1);
+    EXPECT_LE(M(r, "detect_s"), f.timeout + kDetectSlackS);
+    const std::string report = r.measured.Find("report")->AsString();
+    if (variant == "uneven_shards") {
+      // N = 1025 = 4 x 32 x 8 + 1: rank 0 runs step 8 (allreduce #8) alone.
+      EXPECT_EQ(M(r, "failed_rank"), 0);
+      EXPECT_EQ(M(r, "blocked_step"), 8);
+      EXPECT_EQ(M(r, "blocked_seq"), 8);
+      EXPECT_NE(report.find("rank 1: finished normally after allreduce #7"), std::string::npos)
+          << report;
+      EXPECT_NE(report.find("never entered #8: [1, 2, 3]"), std::string::npos) << report;
+      // The whole run: a second of setup and training at most, the deadline,
+      // the slack.
+      EXPECT_LE(M(r, "world_elapsed_s"), f.timeout + kDetectSlackS + 1.0);
+    } else {
+      EXPECT_EQ(variant, "filtered_batches");
+      EXPECT_EQ(r.config.Find("batch_size")->AsDouble(), 2);
+      EXPECT_TRUE(r.measured.Find("report_names_short_ranks")->AsBool()) << report;
+    }
+    std::printf("%s: %s\n%s\n", variant.c_str(), S(r, "message").c_str(), report.c_str());
+  }
+  EXPECT_EQ(controls, 3);       // sampler_padding, uneven_shards N=1003, filtered_batches B=32
+  EXPECT_EQ(deadline_rows, 2);  // uneven_shards N=1025, filtered_batches B=2
+}
+
+}  // namespace
+}  // namespace ddp::drop_last_hang

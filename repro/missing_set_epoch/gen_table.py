@@ -1,0 +1,73 @@
+#!/usr/bin/python3
+"""Prints the Markdown table of missing_set_epoch result records.
+
+    repro/missing_set_epoch/gen_table.py results/missing_set_epoch_repro.json
+    repro/missing_set_epoch/gen_table.py results/missing_set_epoch_fix.json
+
+Reads a JSON array written by the repro or fix binary with --json (stdlib
+only) and prints one row per record; the README pastes the output between
+its table markers.
+"""
+import json
+import sys
+
+
+def fmt(v):
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return "%.4g" % v
+    return str(v)
+
+
+def cells(r):
+    m, ref, c = r["measured"], r["reference"], r["config"]
+    v = r["variant"]
+    config = "N=%s, %s epochs x %s seeds" % (c["n"], c["epochs"], c["seeds"])
+    if v == "no_set_epoch":
+        meas = "identical positions (min) %s; epochs equal to epoch 0: %s/%s; coverage %s" % (
+            fmt(m["identical_min"]), fmt(m["same_as_epoch0"]), fmt(m["epochs"]),
+            fmt(m["coverage_min"]))
+        refc = "identical 1.0; padding %s" % ref["padding_duplicates"]
+    elif v == "per_rank_seed":
+        meas = "coverage %s (min %s, max %s); duplicates %s, missed %s per epoch" % (
+            fmt(m["coverage_mean"]), fmt(m["coverage_min"]), fmt(m["coverage_max"]),
+            fmt(m["duplicates_mean"]), fmt(m["missed_mean"]))
+        refc = "E[coverage] %s (closed form %s) +- %s" % (
+            fmt(ref["expected_coverage"]), fmt(ref["closed_form"]), fmt(ref["tolerance"]))
+    elif v == "no_set_epoch_training":
+        config += ", batch %s" % c["batch_size"]
+        meas = ("final test acc %s (diff %+.4f +- %.4f), test loss %s (diff %+.4f +- %.4f)" % (
+            fmt(m["final_test_accuracy"]), m["final_accuracy_diff"], m["final_accuracy_diff_se"],
+            fmt(m["final_test_loss"]), m["final_loss_diff"], m["final_loss_diff_se"]))
+        refc = "with set_epoch: acc %s, loss %s" % (
+            fmt(ref["final_test_accuracy"]), fmt(ref["final_test_loss"]))
+    else:  # set_epoch (fix)
+        meas = ("coverage %s; duplicates %s; identical positions (max) %s; "
+                "one-process order in %s/%s epochs" % (
+                    fmt(m["coverage_min"]), fmt(m["duplicates_max"]), fmt(m["identical_max"]),
+                    fmt(m["matches_one_process"]), fmt(m["epochs"])))
+        refc = "coverage 1; duplicates = padding %s" % fmt(ref["padding_duplicates"])
+    return [r["kind"], v, str(r["world_size"]), config, refc, meas, r["verdict"]]
+
+
+def main(paths):
+    if not paths:
+        print(__doc__, file=sys.stderr)
+        return 2
+    print("| kind | variant | W | config | reference | measured | verdict |")
+    print("|---|---|---|---|---|---|---|")
+    for path in paths:
+        with open(path) as f:
+            for r in json.load(f):
+                if r["verdict"] == "error":
+                    print("| %s | %s | %s | | | error: %s | error |" % (
+                        r["kind"], r["variant"], r["world_size"],
+                        r.get("error", "").splitlines()[0] if r.get("error") else ""))
+                    continue
+                print("| " + " | ".join(cells(r)) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
