@@ -6,4 +6,8 @@ PAIRS = [
     "//fixes/wrong_all_gather",
     "//repro/mean_of_means",
     "//fixes/mean_of_means",
+    "//repro/missing_set_epoch",
+    "//fixes/missing_set_epoch",
+    "//repro/drop_last_hang",
+    "//fixes/drop_last_hang",
 ]
