@@ -2,7 +2,9 @@
 """Prints one table of every result record in the given JSON files.
 
 Each file is a JSON array of records (schema: README.md, "Result records").
-Columns: bug, kind, variant, backend, W, reference, measured, verdict.
+Columns: bug, kind, variant, backend, W, reference, measured (the first
+number of each), the headline error (measured.error) when there is one, and
+the verdict.
 """
 import json
 import sys
@@ -28,11 +30,14 @@ def main(paths):
             print(f"summarize: {path}: {e}", file=sys.stderr)
             return 1
         for r in records:
+            err = r.get("measured", {}).get("error") if isinstance(r.get("measured"), dict) else None
             rows.append([r.get("bug", "?"), r.get("kind", "?"), r.get("variant", "?"),
                          r.get("backend", "?"), str(r.get("world_size", "?")),
                          headline(r.get("reference")), headline(r.get("measured")),
+                         f"{err:.3g}" if isinstance(err, (int, float)) else "",
                          r.get("verdict", "?")])
-    header = ["bug", "kind", "variant", "backend", "W", "reference", "measured", "verdict"]
+    header = ["bug", "kind", "variant", "backend", "W", "reference", "measured", "error",
+              "verdict"]
     widths = [max(len(x) for x in col) for col in zip(header, *rows)]
     for row in [header, ["-" * w for w in widths]] + rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
