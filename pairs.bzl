@@ -10,4 +10,6 @@ PAIRS = [
     "//fixes/missing_set_epoch",
     "//repro/drop_last_hang",
     "//fixes/drop_last_hang",
+    "//repro/small_batch_bn",
+    "//fixes/small_batch_bn",
 ]
