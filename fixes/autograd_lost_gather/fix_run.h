@@ -22,7 +22,7 @@
 namespace ddp::autograd_lost_gather {
 
 inline constexpr double kFixGradTol = 1e-10;
-inline constexpr double kTrainExactTol = 1e-9;
+inline constexpr double kTrainExactTol = 1e-10;
 
 std::vector<VariantSpec> FixVariants();
 
