@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
       "and uneven per-rank batches, and checks the DDP-averaged gradient against the\n"
       "one-process gradient of the full-batch objective (1e-10 relative, double); also the\n"
       "seed's fix with the loss times W on the global loss. Then trains --steps SGD steps.\n"
-      "--n is the held-out set size, --batch_size the rows per rank per step.";
+      "--n is the held-out set size, --batch_size the rows per rank per step; --drop_last has\n"
+      "no effect (batches are drawn fresh each step, no sampler).";
   spec.defaults.seeds = 3;
   spec.add_flags = [&](ddp::cli::Flags& flags) {
     ddp::autograd_lost_gather::AddPairFlags(flags, &pair);

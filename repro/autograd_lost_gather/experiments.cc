@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "core/nn/sgd.h"
 
@@ -14,6 +16,21 @@ using results::Json;
 
 constexpr double kMomentum = 0.9;
 constexpr LossKind kLosses[] = {LossKind::kGlobal, LossKind::kPerRank};
+
+// Rank 0's results to every rank, so that under a launcher (ddprun, torchrun:
+// RunWorld returns each rank its own value) every rank builds the same
+// records and exits with the same status.
+Json BroadcastFromRankZero(comm::Comm& comm, const Json& value) {
+  const std::string text = comm.rank() == 0 ? value.Dump() : std::string();
+  int64_t size = static_cast<int64_t>(text.size());
+  comm.Broadcast(std::span<int64_t>(&size, 1), 0);
+  std::vector<int32_t> chars(static_cast<std::size_t>(size));
+  for (std::size_t i = 0; i < text.size(); ++i) chars[i] = static_cast<unsigned char>(text[i]);
+  comm.Broadcast(std::span<int32_t>(chars), 0);
+  std::string received(chars.size(), '\0');
+  for (std::size_t i = 0; i < chars.size(); ++i) received[i] = static_cast<char>(chars[i]);
+  return results::ParseJson(received);
+}
 
 double Scale(const VariantSpec& v, int w) { return v.scale_by_world ? static_cast<double>(w) : 1.0; }
 
@@ -100,7 +117,7 @@ Json GradWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags&
       }
     }
   }
-  return out;
+  return BroadcastFromRankZero(comm, out);
 }
 
 // ---- training --------------------------------------------------------------
@@ -202,7 +219,7 @@ Json TrainWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags
       out.Push(j);
     }
   }
-  return out;
+  return BroadcastFromRankZero(comm, out);
 }
 
 }  // namespace
@@ -256,6 +273,8 @@ std::vector<GradCheck> RunGradChecks(const harness::CommonFlags& f, const PairFl
           c.scale_by_world = v.scale_by_world;
           if (!world.ok) {
             c.error = world.failure;
+          } else if (!world.value.IsArray() || i >= world.value.AsArray().size()) {
+            c.error = "rank 0 returned fewer results than configurations";
           } else {
             const Json& j = world.value.AsArray()[i++];
             auto get = [&](const char* key) { return j.Find(key)->AsDouble(); };
@@ -295,6 +314,8 @@ std::vector<TrainRun> RunTraining(const harness::CommonFlags& f, const PairFlags
         t.world_size = w;
         if (!world.ok) {
           t.error = world.failure;
+        } else if (!world.value.IsArray() || i >= world.value.AsArray().size()) {
+          t.error = "rank 0 returned fewer results than configurations";
         } else {
           const Json& j = world.value.AsArray()[i++];
           t.curve = CurveFromJson(*j.Find("curve"));

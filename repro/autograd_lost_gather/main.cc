@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
       "outputs with the gather detached and with the seed's fix (own slot re-inserted),\n"
       "averages gradients as DDP does, and compares with the one-process gradient of the\n"
       "full-batch objective; then trains --steps SGD steps with each. --n is the held-out\n"
-      "set size, --batch_size the rows per rank per step, --seeds the gradient-check seeds.";
+      "set size, --batch_size the rows per rank per step, --seeds the gradient-check seeds;\n"
+      "--drop_last has no effect (batches are drawn fresh each step, no sampler).";
   spec.defaults.seeds = 3;
   spec.add_flags = [&](ddp::cli::Flags& flags) {
     ddp::autograd_lost_gather::AddPairFlags(flags, &pair);
