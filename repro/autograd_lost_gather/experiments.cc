@@ -59,7 +59,10 @@ SeedStats Compare(const Vec& g, const Vec& truth, const Vec& predicted, int w, d
   s.scaled_error = (static_cast<double>(w) * g - truth).norm() / tn;
   const double gn = g.norm();
   s.cosine = gn > 0 ? g.dot(truth) / (gn * tn) : 0.0;
-  s.residual = std::sqrt(std::max(0.0, 1.0 - s.cosine * s.cosine));
+  // The best scale c = g.g* / |g|^2, and what it leaves (computed directly:
+  // sqrt(1 - cos^2) would lose half the digits when cos is near 1).
+  const double c = gn > 0 ? g.dot(truth) / (gn * gn) : 0.0;
+  s.residual = (c * g - truth).norm() / tn;
   s.gap = (g - predicted).norm() / tn;
   s.max_abs = g.size() ? g.cwiseAbs().maxCoeff() : 0.0;
   s.norm_ratio = gn / tn;

@@ -62,7 +62,7 @@ struct GradCheck {
   // parameter gradient):
   double rel_error = 0;            // max |g - g*| / |g*|
   double scaled_error = 0;         // max |W g - g*| / |g*|
-  double best_scale_residual = 0;  // max min_c |c g - g*| / |g*| = sqrt(1 - cos^2)
+  double best_scale_residual = 0;  // max min_c |c g - g*| / |g*| (c = g.g*/|g|^2)
   double min_cosine = 0;           // min cos(g, g*)
   double closed_form_gap = 0;      // max |g - g_predicted| / |g*|
   double max_abs_grad = 0;         // max |g_k| over entries and seeds
