@@ -1,0 +1,416 @@
+#include "repro/autograd_lost_gather/experiments.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/nn/sgd.h"
+
+namespace ddp::autograd_lost_gather {
+namespace {
+
+using results::Json;
+
+constexpr double kMomentum = 0.9;
+constexpr LossKind kLosses[] = {LossKind::kGlobal, LossKind::kPerRank};
+
+// Rank 0's results to every rank, so that under a launcher (ddprun, torchrun:
+// RunWorld returns each rank its own value) every rank builds the same
+// records and exits with the same status.
+Json BroadcastFromRankZero(comm::Comm& comm, const Json& value) {
+  const std::string text = comm.rank() == 0 ? value.Dump() : std::string();
+  int64_t size = static_cast<int64_t>(text.size());
+  comm.Broadcast(std::span<int64_t>(&size, 1), 0);
+  std::vector<int32_t> chars(static_cast<std::size_t>(size));
+  for (std::size_t i = 0; i < text.size(); ++i) chars[i] = static_cast<unsigned char>(text[i]);
+  comm.Broadcast(std::span<int32_t>(chars), 0);
+  std::string received(chars.size(), '\0');
+  for (std::size_t i = 0; i < chars.size(); ++i) received[i] = static_cast<char>(chars[i]);
+  return results::ParseJson(received);
+}
+
+double Scale(const VariantSpec& v, int w) { return v.scale_by_world ? static_cast<double>(w) : 1.0; }
+
+bool Runs(const VariantSpec& v, LossKind loss) {
+  return std::find(v.losses.begin(), v.losses.end(), loss) != v.losses.end();
+}
+
+Json CountsJson(const std::vector<int64_t>& counts) {
+  Json a = Json::MakeArray();
+  for (int64_t c : counts) a.Push(static_cast<long long>(c));
+  return a;
+}
+
+// ---- gradient check -------------------------------------------------------
+
+struct SeedStats {
+  double rel_error, scaled_error, residual, cosine, gap, max_abs, norm_ratio, true_norm, objective;
+};
+
+SeedStats Compare(const Vec& g, const Vec& truth, const Vec& predicted, int w, double objective) {
+  SeedStats s{};
+  const double tn = truth.norm();
+  s.true_norm = tn;
+  s.objective = objective;
+  s.rel_error = (g - truth).norm() / tn;
+  s.scaled_error = (static_cast<double>(w) * g - truth).norm() / tn;
+  const double gn = g.norm();
+  s.cosine = gn > 0 ? g.dot(truth) / (gn * tn) : 0.0;
+  // The best scale c = g.g* / |g|^2, and what it leaves (computed directly:
+  // sqrt(1 - cos^2) would lose half the digits when cos is near 1).
+  const double c = gn > 0 ? g.dot(truth) / (gn * gn) : 0.0;
+  s.residual = (c * g - truth).norm() / tn;
+  s.gap = (g - predicted).norm() / tn;
+  s.max_abs = g.size() ? g.cwiseAbs().maxCoeff() : 0.0;
+  s.norm_ratio = gn / tn;
+  return s;
+}
+
+Json GradWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags& p,
+               const std::vector<VariantSpec>& variants) {
+  const int w = comm.world_size();
+  Json out = Json::MakeArray();
+  for (LossKind loss : kLosses) {
+    for (bool uneven : {false, true}) {
+      const auto counts = uneven ? UnevenCounts(w, f.batch_size) : EvenCounts(w, f.batch_size);
+      const int64_t offset = Offsets(counts)[static_cast<std::size_t>(comm.rank())];
+      for (const VariantSpec& v : variants) {
+        if (!Runs(v, loss)) continue;
+        std::vector<SeedStats> stats;
+        for (int k = 0; k < f.seeds; ++k) {
+          const uint64_t seed = static_cast<uint64_t>(f.seed) + static_cast<uint64_t>(k);
+          const Batch global = MakeBatch(seed, kGradCheckStream, Total(counts), p.problem.task);
+          const Batch local = Slice(global, offset, counts[static_cast<std::size_t>(comm.rank())]);
+          Encoder model(EncoderFor(loss, p.problem, seed));
+          auto op = v.make_op();
+          const Vec g = RankGrad(comm, model, local, loss, counts, *op, Scale(v, w), p.problem.tau);
+          if (comm.rank() != 0) continue;
+          // The one-process computations (rank 0 only; the model is unchanged).
+          double objective = 0;
+          const Vec truth = SerialGrad(model, global, loss, counts, KeyPaths::kAll, 1.0,
+                                       p.problem.tau, &objective);
+          const Vec predicted =
+              SerialGrad(model, global, loss, counts, v.paths, Scale(v, w), p.problem.tau);
+          stats.push_back(Compare(g, truth, predicted, w, objective));
+        }
+        if (comm.rank() != 0) continue;
+        Json j;
+        double rel = 0, scaled = 0, residual = 0, cosine = 1, gap = 0, max_abs = 0;
+        for (const SeedStats& s : stats) {
+          rel = std::max(rel, s.rel_error);
+          scaled = std::max(scaled, s.scaled_error);
+          residual = std::max(residual, s.residual);
+          cosine = std::min(cosine, s.cosine);
+          gap = std::max(gap, s.gap);
+          max_abs = std::max(max_abs, s.max_abs);
+        }
+        j["rel_error"] = rel;
+        j["scaled_error"] = scaled;
+        j["best_scale_residual"] = residual;
+        j["min_cosine"] = cosine;
+        j["closed_form_gap"] = gap;
+        j["max_abs_grad"] = max_abs;
+        j["norm_ratio"] = stats[0].norm_ratio;
+        j["true_grad_norm"] = stats[0].true_norm;
+        j["objective"] = stats[0].objective;
+        out.Push(j);
+      }
+    }
+  }
+  return BroadcastFromRankZero(comm, out);
+}
+
+// ---- training --------------------------------------------------------------
+
+double Distance(Encoder& a, Encoder& b) {
+  return (nn::FlattenValues(a.Params()) - nn::FlattenValues(b.Params())).norm();
+}
+
+Json CurveJson(const std::vector<CurvePoint>& curve) {
+  Json a = Json::MakeArray();
+  for (const CurvePoint& c : curve) {
+    Json j;
+    j["step"] = c.step;
+    j["loss"] = c.loss;
+    j["accuracy"] = c.accuracy;
+    a.Push(j);
+  }
+  return a;
+}
+
+std::vector<CurvePoint> CurveFromJson(const Json& a) {
+  std::vector<CurvePoint> out;
+  for (const Json& j : a.AsArray()) {
+    out.push_back({static_cast<int>(j.Find("step")->AsDouble()), j.Find("loss")->AsDouble(),
+                   j.Find("accuracy")->AsDouble()});
+  }
+  return out;
+}
+
+// One process, W simulated only through the gradient formula: `paths` and
+// `loss_scale` as SerialGrad. Returns the curve at the checkpoints when
+// `held_out` is given.
+std::vector<CurvePoint> SerialTrain(Encoder& model, LossKind loss, const PairFlags& p,
+                                    const harness::CommonFlags& f, int w, KeyPaths paths,
+                                    double loss_scale, const Batch* held_out) {
+  const auto counts = EvenCounts(w, f.batch_size);
+  nn::Sgd<double> sgd(model.Params(), {.lr = p.lr, .momentum = kMomentum, .weight_decay = 0});
+  const auto checkpoints = Checkpoints(p.steps);
+  std::vector<CurvePoint> curve;
+  for (int t = 0; t <= p.steps; ++t) {
+    if (held_out && std::count(checkpoints.begin(), checkpoints.end(), t)) {
+      const Evaluation e = Evaluate(model, *held_out, loss, p.problem.tau);
+      curve.push_back({t, e.loss, e.accuracy});
+    }
+    if (t == p.steps) break;
+    const Batch global = MakeBatch(static_cast<uint64_t>(f.seed), static_cast<uint64_t>(t),
+                                   Total(counts), p.problem.task);
+    SerialGrad(model, global, loss, counts, paths, loss_scale, p.problem.tau);
+    sgd.Step();
+  }
+  return curve;
+}
+
+Json TrainWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags& p,
+                const std::vector<VariantSpec>& variants) {
+  const int w = comm.world_size();
+  const uint64_t seed = static_cast<uint64_t>(f.seed);
+  const auto counts = EvenCounts(w, f.batch_size);
+  const int64_t offset = Offsets(counts)[static_cast<std::size_t>(comm.rank())];
+  const Batch held_out = MakeBatch(seed, kHeldOutStream, f.n, p.problem.task);
+  const auto checkpoints = Checkpoints(p.steps);
+  std::map<LossKind, std::vector<CurvePoint>> true_curve;
+  std::map<LossKind, std::unique_ptr<Encoder>> true_model;
+  Json out = Json::MakeArray();
+  for (LossKind loss : kLosses) {
+    for (const VariantSpec& v : variants) {
+      if (!Runs(v, loss)) continue;
+      Encoder model(EncoderFor(loss, p.problem, seed));
+      Encoder initial(EncoderFor(loss, p.problem, seed));
+      nn::Sgd<double> sgd(model.Params(), {.lr = p.lr, .momentum = kMomentum, .weight_decay = 0});
+      auto op = v.make_op();
+      std::vector<CurvePoint> curve;
+      for (int t = 0; t <= p.steps; ++t) {
+        if (comm.rank() == 0 && std::count(checkpoints.begin(), checkpoints.end(), t)) {
+          const Evaluation e = Evaluate(model, held_out, loss, p.problem.tau);
+          curve.push_back({t, e.loss, e.accuracy});
+        }
+        if (t == p.steps) break;
+        const Batch global = MakeBatch(seed, static_cast<uint64_t>(t), Total(counts), p.problem.task);
+        const Batch local = Slice(global, offset, counts[static_cast<std::size_t>(comm.rank())]);
+        RankGrad(comm, model, local, loss, counts, *op, Scale(v, w), p.problem.tau);
+        sgd.Step();
+      }
+      if (comm.rank() != 0) continue;
+      if (!true_model.count(loss)) {
+        true_model[loss] = std::make_unique<Encoder>(EncoderFor(loss, p.problem, seed));
+        true_curve[loss] = SerialTrain(*true_model[loss], loss, p, f, w, KeyPaths::kAll, 1.0, &held_out);
+      }
+      Encoder predicted(EncoderFor(loss, p.problem, seed));
+      SerialTrain(predicted, loss, p, f, w, v.paths, Scale(v, w), nullptr);
+      const double truth_norm = nn::FlattenValues(true_model[loss]->Params()).norm();
+      Json j;
+      j["curve"] = CurveJson(curve);
+      j["reference"] = CurveJson(true_curve[loss]);
+      j["deviation"] = Distance(model, *true_model[loss]) / truth_norm;
+      j["closed_form_gap"] = Distance(model, predicted) / truth_norm;
+      j["param_change"] =
+          Distance(model, initial) / nn::FlattenValues(initial.Params()).norm();
+      out.Push(j);
+    }
+  }
+  return BroadcastFromRankZero(comm, out);
+}
+
+}  // namespace
+
+std::vector<int> WorldSizes(const harness::CommonFlags& f, const PairFlags& p) {
+  return p.sweep ? std::vector<int>{2, 4, 8} : std::vector<int>{f.world_size};
+}
+
+std::vector<int64_t> EvenCounts(int world_size, int batch_size) {
+  return std::vector<int64_t>(static_cast<std::size_t>(world_size), batch_size);
+}
+
+std::vector<int64_t> UnevenCounts(int world_size, int batch_size) {
+  std::vector<int64_t> counts;
+  for (int r = 0; r < world_size; ++r) {
+    counts.push_back(1 + static_cast<int64_t>(batch_size) * r / world_size);
+  }
+  return counts;
+}
+
+std::vector<int> Checkpoints(int steps) {
+  std::vector<int> out;
+  for (int s : {0, 10, 25, 50, 100}) {
+    if (s <= steps) out.push_back(s);
+  }
+  for (int s = 200; s <= steps; s += 100) out.push_back(s);
+  if (out.empty() || out.back() != steps) out.push_back(steps);
+  return out;
+}
+
+std::vector<GradCheck> RunGradChecks(const harness::CommonFlags& f, const PairFlags& p,
+                                     const std::vector<VariantSpec>& variants) {
+  std::vector<GradCheck> checks;
+  for (int w : WorldSizes(f, p)) {
+    std::fprintf(stderr, "autograd_lost_gather: gradient checks, W=%d, %d seeds...\n", w, f.seeds);
+    const harness::WorldResult world = harness::RunWorld(
+        f.World(w), [&](comm::Comm& comm) { return GradWorld(comm, f, p, variants); });
+    std::size_t i = 0;
+    for (LossKind loss : kLosses) {
+      for (bool uneven : {false, true}) {
+        for (const VariantSpec& v : variants) {
+          if (!Runs(v, loss)) continue;
+          GradCheck c;
+          c.variant = v.name;
+          c.loss = loss;
+          c.world_size = w;
+          c.uneven = uneven;
+          c.counts = uneven ? UnevenCounts(w, f.batch_size) : EvenCounts(w, f.batch_size);
+          c.seeds = f.seeds;
+          c.first_seed = static_cast<uint64_t>(f.seed);
+          c.scale_by_world = v.scale_by_world;
+          if (!world.ok) {
+            c.error = world.failure;
+          } else if (!world.value.IsArray() || i >= world.value.AsArray().size()) {
+            c.error = "rank 0 returned fewer results than configurations";
+          } else {
+            const Json& j = world.value.AsArray()[i++];
+            auto get = [&](const char* key) { return j.Find(key)->AsDouble(); };
+            c.rel_error = get("rel_error");
+            c.scaled_error = get("scaled_error");
+            c.best_scale_residual = get("best_scale_residual");
+            c.min_cosine = get("min_cosine");
+            c.closed_form_gap = get("closed_form_gap");
+            c.max_abs_grad = get("max_abs_grad");
+            c.norm_ratio = get("norm_ratio");
+            c.true_grad_norm = get("true_grad_norm");
+            c.objective = get("objective");
+          }
+          checks.push_back(c);
+        }
+      }
+    }
+  }
+  return checks;
+}
+
+std::vector<TrainRun> RunTraining(const harness::CommonFlags& f, const PairFlags& p,
+                                  const std::vector<VariantSpec>& variants) {
+  std::vector<TrainRun> runs;
+  if (p.steps <= 0) return runs;
+  for (int w : WorldSizes(f, p)) {
+    std::fprintf(stderr, "autograd_lost_gather: training, W=%d, %d steps...\n", w, p.steps);
+    const harness::WorldResult world = harness::RunWorld(
+        f.World(w), [&](comm::Comm& comm) { return TrainWorld(comm, f, p, variants); });
+    std::size_t i = 0;
+    for (LossKind loss : kLosses) {
+      for (const VariantSpec& v : variants) {
+        if (!Runs(v, loss)) continue;
+        TrainRun t;
+        t.variant = v.name;
+        t.loss = loss;
+        t.world_size = w;
+        if (!world.ok) {
+          t.error = world.failure;
+        } else if (!world.value.IsArray() || i >= world.value.AsArray().size()) {
+          t.error = "rank 0 returned fewer results than configurations";
+        } else {
+          const Json& j = world.value.AsArray()[i++];
+          t.curve = CurveFromJson(*j.Find("curve"));
+          t.reference = CurveFromJson(*j.Find("reference"));
+          t.deviation = j.Find("deviation")->AsDouble();
+          t.closed_form_gap = j.Find("closed_form_gap")->AsDouble();
+          t.param_change = j.Find("param_change")->AsDouble();
+        }
+        runs.push_back(t);
+      }
+    }
+  }
+  return runs;
+}
+
+results::Record GradRecord(const GradCheck& c, const harness::CommonFlags& f) {
+  results::Record r;
+  r.bug = "autograd_lost_gather";
+  r.variant = c.variant;
+  r.backend = f.backend;
+  r.world_size = c.world_size;
+  r.config["experiment"] = "gradient";
+  r.config["loss"] = Name(c.loss);
+  r.config["batches"] = c.uneven ? "uneven" : "even";
+  r.config["counts"] = CountsJson(c.counts);
+  r.config["seeds"] = c.seeds;
+  r.config["first_seed"] = static_cast<long long>(c.first_seed);
+  r.config["loss_times_world_size"] = c.scale_by_world;
+  if (!c.error.empty()) {
+    r.verdict = results::Verdict::kError;
+    r.error = c.error;
+    return r;
+  }
+  r.measured["rel_error"] = c.rel_error;
+  r.measured["norm_ratio"] = c.norm_ratio;
+  r.measured["best_scale_residual"] = c.best_scale_residual;
+  r.measured["scaled_error"] = c.scaled_error;
+  r.measured["min_cosine"] = c.min_cosine;
+  r.measured["closed_form_gap"] = c.closed_form_gap;
+  r.measured["max_abs_grad"] = c.max_abs_grad;
+  r.reference["grad_norm"] = c.true_grad_norm;
+  r.reference["objective"] = c.objective;
+  return r;
+}
+
+results::Record TrainRecord(const TrainRun& t, const harness::CommonFlags& f, const PairFlags& p) {
+  results::Record r;
+  r.bug = "autograd_lost_gather";
+  r.variant = t.variant;
+  r.backend = f.backend;
+  r.world_size = t.world_size;
+  r.config["experiment"] = "training";
+  r.config["loss"] = Name(t.loss);
+  r.config["steps"] = p.steps;
+  r.config["lr"] = p.lr;
+  r.config["momentum"] = kMomentum;
+  r.config["batch_size"] = f.batch_size;
+  r.config["held_out"] = static_cast<long long>(f.n);
+  r.config["seed"] = static_cast<long long>(f.seed);
+  if (!t.error.empty()) {
+    r.verdict = results::Verdict::kError;
+    r.error = t.error;
+    return r;
+  }
+  r.measured["final_loss"] = t.curve.back().loss;
+  r.measured["final_accuracy"] = t.curve.back().accuracy;
+  r.measured["deviation"] = t.deviation;
+  r.measured["closed_form_gap"] = t.closed_form_gap;
+  r.measured["param_change"] = t.param_change;
+  r.measured["curve"] = CurveJson(t.curve);
+  r.reference["final_loss"] = t.reference.back().loss;
+  r.reference["final_accuracy"] = t.reference.back().accuracy;
+  r.reference["curve"] = CurveJson(t.reference);
+  r.reference["accuracy_metric"] = t.loss == LossKind::kGlobal ? "roc_auc" : "top1_retrieval";
+  return r;
+}
+
+void AddPairFlags(cli::Flags& flags, PairFlags* p) {
+  flags.Bool("sweep", &p->sweep, "run W in {2,4,8} instead of --world_size");
+  flags.Int("steps", &p->steps, "training steps per variant (0: gradient checks only)", 0, 100000);
+  flags.Double("lr", &p->lr, "SGD learning rate (momentum 0.9)", 1e-6, 10);
+}
+
+std::string ValidatePair(const harness::CommonFlags& f, const PairFlags&) {
+  if (f.world_size < 2) {
+    return "--world_size must be at least 2 (allowed: 2..64): with one rank every gather is exact";
+  }
+  if (f.batch_size < 2) {
+    return "--batch_size must be at least 2 (allowed: 2..1000000), so the uneven layout is uneven";
+  }
+  if (f.n < 2) return "--n (held-out rows) must be at least 2 (allowed: 2..100000000)";
+  return "";
+}
+
+}  // namespace ddp::autograd_lost_gather

@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""Markdown tables from autograd_lost_gather result records (--json output).
+
+Usage: gen_table.py RECORDS.json [RECORDS.json ...]
+
+Prints, for the records of every file together:
+  1. gradient checks: per variant, loss and batch layout, for each W the
+     relative error |g - g*| / |g*| of the DDP-averaged gradient against the
+     one-process gradient, the part no rescaling can remove
+     (min_c |c g - g*| / |g*|), and |g| / |g*|; worst case over the seeds;
+  2. training: held-out loss / accuracy at the checkpoints, per W, with the
+     one-process true-gradient run as the reference row of each loss, and the
+     final parameter distance to it.
+Stdlib only; the output depends only on the records.
+"""
+import json
+import sys
+
+
+def fmt(x):
+    if x == 0:
+        return "0"
+    if abs(x) < 1e-3:
+        return "%.1e" % x
+    return "%.3f" % x
+
+
+def gradient_table(records):
+    rows = {}
+    worlds = sorted({r["world_size"] for r in records})
+    for r in records:
+        c = r["config"]
+        key = (r["kind"], r["variant"], c["loss"], c["batches"])
+        rows.setdefault(key, {})[r["world_size"]] = r
+    out = ["| kind | variant | loss | batches | " +
+           " | ".join("W=%d: rel. error / unremovable / norm ratio" % w for w in worlds) +
+           " | verdicts |",
+           "|---|---|---|---|" + "---|" * len(worlds) + "---|"]
+    for key in rows:
+        cells, verdicts = [], set()
+        for w in worlds:
+            r = rows[key].get(w)
+            if r is None:
+                cells.append("")
+                continue
+            verdicts.add(r["verdict"])
+            if r["verdict"] == "error":
+                cells.append("error")
+                continue
+            m = r["measured"]
+            cells.append("%s / %s / %s" % (fmt(m["rel_error"]), fmt(m["best_scale_residual"]),
+                                           fmt(m["norm_ratio"])))
+        out.append("| %s | %s | %s | %s | %s | %s |" % (key + (" | ".join(cells),
+                                                          ", ".join(sorted(verdicts)))))
+    return "\n".join(out)
+
+
+def training_table(records):
+    out = []
+    steps = [p["step"] for p in records[0]["measured"]["curve"]]
+    out.append("| W | loss | variant | " + " | ".join("step %d" % s for s in steps) +
+               " | distance to true-gradient run | verdict |")
+    out.append("|---|---|---|" + "---|" * len(steps) + "---|---|")
+    seen_reference = set()
+
+    def cells(curve):
+        return " | ".join("%.3f / %.3f" % (p["loss"], p["accuracy"]) for p in curve)
+
+    for r in sorted(records, key=lambda r: (r["world_size"], r["config"]["loss"])):
+        c = r["config"]
+        ref_key = (r["world_size"], c["loss"])
+        if ref_key not in seen_reference:
+            seen_reference.add(ref_key)
+            out.append("| %d | %s | *one process, true gradient* | %s | 0 | |" % (
+                r["world_size"], c["loss"], cells(r["reference"]["curve"])))
+        if r["verdict"] == "error":
+            out.append("| %d | %s | %s | error | | error |" % (r["world_size"], c["loss"],
+                                                              r["variant"]))
+            continue
+        m = r["measured"]
+        out.append("| %d | %s | %s | %s | %s | %s |" % (r["world_size"], c["loss"], r["variant"],
+                                                        cells(m["curve"]), fmt(m["deviation"]),
+                                                        r["verdict"]))
+    return "\n".join(out)
+
+
+def main(paths):
+    if not paths or any(p in ("-h", "--help") for p in paths):
+        print(__doc__.strip())
+        return 0 if paths else 2
+    records = []
+    for p in paths:
+        with open(p) as f:
+            records += json.load(f)
+    grad = [r for r in records if r["config"]["experiment"] == "gradient"]
+    train = [r for r in records if r["config"]["experiment"] == "training"]
+    print("Gradient checks (max over %s seeds; cells: |g - g*|/|g*| / min_c |c g - g*|/|g*| "
+          "/ |g|/|g*|)\n" % ", ".join(sorted({str(r["config"]["seeds"]) for r in grad})))
+    print(gradient_table(grad))
+    if train:
+        c = train[0]["config"]
+        print("\nTraining (%d SGD steps, lr %g, momentum %g, %d rows per rank per step; "
+              "cells: held-out loss / accuracy on %d rows, accuracy = ROC AUC for the global "
+              "loss, top-1 retrieval for the per-rank loss; distance = |theta - theta*|/|theta*| "
+              "after the last step)\n" % (c["steps"], c["lr"], c["momentum"], c["batch_size"],
+                                          c["held_out"]))
+        print(training_table(train))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
