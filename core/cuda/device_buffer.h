@@ -16,7 +16,7 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t size) : size_(size) {
-    if (size_ > 0) DDP_CUDA_CHECK(cudaMalloc(&data_, size_ * sizeof(T)));
+    if (size_ > 0) DDP_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&data_), size_ * sizeof(T)));
   }
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) { CopyFrom(host); }
   DeviceBuffer(const DeviceBuffer&) = delete;
