@@ -159,7 +159,7 @@ if [[ $run_pairs -eq 1 ]]; then
       *) pair_bad=$((pair_bad + 1)); what="CRASH       exit $rc" ;;
     esac
     echo "$what  $rel -> records/$name.json"
-    [[ $rc -eq 0 ]] || tail -n 15 "$log" | sed 's/^/      | /'
+    [[ $rc -eq 0 ]] || tail -n 6 "$log" | sed 's/^/      | /'
   done <"$here/pairs.txt"
   echo "pairs: $pair_ok as expected, $pair_bad not"
 fi
