@@ -38,7 +38,16 @@ die() {
   exit 1
 }
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# Next to this script in the source tree; in the runfiles under `bazel run`.
+here=""
+for d in "$(dirname "${BASH_SOURCE[0]}")" "${RUNFILES_DIR:-/nonexistent}/ddp_pitfalls/tools/bundle" \
+  "${BASH_SOURCE[0]}.runfiles/ddp_pitfalls/tools/bundle" "$PWD/tools/bundle"; do
+  if [[ -f "$d/bundle_lib.sh" && -f "$d/run_all.sh" ]]; then
+    here="$(cd "$d" && pwd)"
+    break
+  fi
+done
+[[ -n "$here" ]] || die "cannot find bundle_lib.sh and run_all.sh next to ${BASH_SOURCE[0]}"
 # shellcheck source=tools/bundle/bundle_lib.sh
 source "$here/bundle_lib.sh"
 
