@@ -1,0 +1,118 @@
+// Internal to the .cu files: stream-ordered scratch memory, a grid-stride
+// elementwise launcher and the two-stage segment reduction of reduce.h.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "core/cuda/check.h"
+#include "core/cuda/reduce.h"
+
+namespace ddp::cuda::internal {
+
+// Scratch allocated and freed in stream order (no device-wide sync).
+template <typename T>
+class StreamScratch {
+ public:
+  StreamScratch(std::size_t size, cudaStream_t stream) : stream_(stream) {
+    if (size > 0) DDP_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&data_), size * sizeof(T), stream_));
+  }
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+  // Reached with data_ set only when an exception unwinds; the throw already
+  // carries the first error, so a second one here is not reported.
+  ~StreamScratch() {
+    if (data_ != nullptr) cudaFreeAsync(data_, stream_);
+  }
+  T* get() const { return data_; }
+  // The normal path: free, and check that the free was accepted.
+  void Release() {
+    T* p = data_;
+    data_ = nullptr;
+    if (p != nullptr) DDP_CUDA_CHECK(cudaFreeAsync(p, stream_));
+  }
+
+ private:
+  T* data_ = nullptr;
+  cudaStream_t stream_;
+};
+
+inline constexpr int kElementwiseThreads = 256;
+inline constexpr int64_t kMaxGridBlocks = 65535;  // grid-stride loops cover the rest
+
+inline unsigned GridFor(int64_t total, int threads) {
+  int64_t blocks = (total + threads - 1) / threads;
+  if (blocks < 1) blocks = 1;
+  if (blocks > kMaxGridBlocks) blocks = kMaxGridBlocks;
+  return static_cast<unsigned>(blocks);
+}
+
+template <typename F>
+__global__ void ElementwiseKernel(int64_t total, F f) {
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total; i += stride) f(i);
+}
+
+// f(i) for every i in [0, total).
+template <typename F>
+void LaunchElementwise(int64_t total, F f, cudaStream_t stream) {
+  if (total <= 0) return;
+  ElementwiseKernel<<<GridFor(total, kElementwiseThreads), kElementwiseThreads, 0, stream>>>(total, f);
+  DDP_CUDA_CHECK(cudaGetLastError());
+}
+
+extern __shared__ __align__(16) unsigned char ddp_reduce_smem[];
+
+// Stage 1: block (segment, b) reduces its strided share into partials.
+template <typename Acc, typename Push>
+__global__ void SegmentPartialKernel(Push push, int64_t length, Acc* partials) {
+  Acc* lane = reinterpret_cast<Acc*>(ddp_reduce_smem);
+  const int64_t segment = blockIdx.x;
+  const int t = threadIdx.x;
+  const int64_t stride = int64_t{gridDim.y} * blockDim.x;
+  Acc acc = Acc::Zero();
+  for (int64_t k = int64_t{blockIdx.y} * blockDim.x + t; k < length; k += stride) push(acc, segment, k);
+  lane[t] = acc;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (t < s) lane[t].Merge(lane[t + s]);
+    __syncthreads();
+  }
+  if (t == 0) partials[segment * gridDim.y + blockIdx.y] = lane[0];
+}
+
+// Stage 2: one thread per segment merges the partials in block order.
+template <typename Acc, typename Finish>
+__global__ void SegmentFinishKernel(const Acc* partials, int64_t segments, int blocks, Finish finish) {
+  const int64_t segment = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (segment >= segments) return;
+  Acc acc = Acc::Zero();
+  for (int b = 0; b < blocks; ++b) acc.Merge(partials[segment * blocks + b]);
+  finish(segment, acc);
+}
+
+// For each of `segments` segments of `length` elements: push(acc, segment, k)
+// for its elements in the order of reduce.h, then finish(segment, acc).
+template <typename Acc, typename Push, typename Finish>
+void ReduceSegments(int64_t segments, int64_t length, Push push, Finish finish, cudaStream_t stream) {
+  if (segments <= 0) return;
+  if (segments > 0x7fffffff) throw std::invalid_argument("ReduceSegments: too many segments");
+  const ReducePlan plan = PlanReduce(length);
+  StreamScratch<Acc> partials(static_cast<std::size_t>(segments) * plan.blocks, stream);
+  SegmentPartialKernel<Acc><<<dim3(static_cast<unsigned>(segments), static_cast<unsigned>(plan.blocks)),
+                              plan.threads, plan.threads * sizeof(Acc), stream>>>(push, length, partials.get());
+  DDP_CUDA_CHECK(cudaGetLastError());
+  SegmentFinishKernel<Acc><<<GridFor(segments, kElementwiseThreads), kElementwiseThreads, 0, stream>>>(
+      partials.get(), segments, plan.blocks, finish);
+  DDP_CUDA_CHECK(cudaGetLastError());
+  partials.Release();
+}
+
+inline void RequireNonNegative(int64_t v, const char* what) {
+  if (v < 0) throw std::invalid_argument(std::string(what) + " must be >= 0, got " + std::to_string(v));
+}
+
+}  // namespace ddp::cuda::internal

@@ -1,0 +1,95 @@
+// The numerics shared by the kernels and by their host emulation
+// (reduce_emulation.h): accumulators and the fixed reduction plan.
+//
+// A "segment" is what one statistic is taken over: a BatchNorm channel
+// (N * H * W strided values) or a GroupNorm group (one contiguous block).
+// Each segment is split over `blocks` blocks of `threads` threads; thread t of
+// block b accumulates elements b * threads + t, stepping by blocks * threads;
+// a block merges its threads pairwise (stride threads/2, ..., 1), and one
+// thread merges the blocks' partials in block order. The order is fixed, so
+// results are bitwise reproducible run to run (no atomics).
+//
+// WelfordAcc accumulates (count, mean, M2) with Welford's update and merges
+// with Chan, Golub & LeVeque's pairwise formula, written exactly as
+// core/nn/channel_stats.h's MergeInto, so no raw sum of squares is ever
+// formed (E[x^2] - E[x]^2 cancels when |mean| >> std).
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define DDP_HD __host__ __device__
+#else
+#define DDP_HD
+#endif
+
+namespace ddp::cuda {
+
+template <typename T>
+struct WelfordAcc {
+  int64_t count;
+  T mean;
+  T m2;
+
+  DDP_HD static WelfordAcc Zero() { return WelfordAcc{0, T(0), T(0)}; }
+  DDP_HD void Push(T x) {
+    ++count;
+    const T d = x - mean;
+    mean += d / static_cast<T>(count);
+    m2 += d * (x - mean);
+  }
+  DDP_HD void Merge(const WelfordAcc& o) {
+    if (o.count == 0) return;
+    if (count == 0) {
+      *this = o;
+      return;
+    }
+    const int64_t n = count + o.count;
+    const T na = static_cast<T>(count);
+    const T nb = static_cast<T>(o.count);
+    const T total = static_cast<T>(n);
+    const T delta = o.mean - mean;
+    mean += delta * (nb / total);
+    m2 += o.m2 + delta * delta * (na * nb / total);
+    count = n;
+  }
+};
+
+// Two running sums (BatchNorm's sum_dy and sum_dy_xhat; GroupNorm's
+// dbeta and dgamma).
+template <typename T>
+struct SumPairAcc {
+  T a;
+  T b;
+
+  DDP_HD static SumPairAcc Zero() { return SumPairAcc{T(0), T(0)}; }
+  DDP_HD void Push(T x, T y) {
+    a += x;
+    b += y;
+  }
+  DDP_HD void Merge(const SumPairAcc& o) {
+    a += o.a;
+    b += o.b;
+  }
+};
+
+inline constexpr int kReduceThreads = 256;  // a power of two (pairwise tree)
+inline constexpr int kMaxBlocksPerSegment = 64;
+inline constexpr int64_t kMinElementsPerThread = 4;
+
+struct ReducePlan {
+  int threads;
+  int blocks;  // per segment
+};
+
+// Enough blocks that each thread has at least kMinElementsPerThread values,
+// at most kMaxBlocksPerSegment; at least one block even for empty segments.
+inline ReducePlan PlanReduce(int64_t segment_length) {
+  const int64_t per_block = int64_t{kReduceThreads} * kMinElementsPerThread;
+  int64_t blocks = (segment_length + per_block - 1) / per_block;
+  if (blocks < 1) blocks = 1;
+  if (blocks > kMaxBlocksPerSegment) blocks = kMaxBlocksPerSegment;
+  return ReducePlan{kReduceThreads, static_cast<int>(blocks)};
+}
+
+}  // namespace ddp::cuda

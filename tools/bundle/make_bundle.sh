@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# make_bundle.sh: builds the gpu-tagged test binaries and the repro / fix /
+# bench binaries with CUDA, and collects them with their runfiles and the
+# non-system shared libraries they need into a folder (and optionally a
+# .tar.gz) that runs on a GPU machine without Bazel: `DIR/run_all.sh`.
+# See tools/bundle/README.md.
+set -euo pipefail
+
+usage() {
+  cat <<'USAGE'
+usage: make_bundle.sh --out DIR [--compilation_mode opt|fastbuild|dbg] [--tar]
+       make_bundle.sh --list-libs BINARY
+       bazel run //tools/bundle -- --out DIR [...]
+
+  --out DIR              bundle folder to create (replaced if it exists);
+                         relative to the current directory (bazel run: the
+                         directory bazel was run from)
+  --compilation_mode M   Bazel compilation mode for the bundle (default opt,
+                         so bench binaries measure optimised code)
+  --tar                  also write DIR.tar.gz; fails if it is 64 MiB or more
+  --list-libs BINARY     print which shared libraries BINARY's bundle would
+                         carry ("bundle NAME PATH") or leave to the target
+                         ("host NAME"), then exit
+  --help                 this text
+
+Needs CUDA + NCCL detected by the WORKSPACE (@local_cuda), or there are no
+gpu binaries to bundle.
+USAGE
+}
+
+die_usage() {
+  echo "make_bundle.sh: $*" >&2
+  echo "run with --help for usage" >&2
+  exit 2
+}
+die() {
+  echo "make_bundle.sh: $*" >&2
+  exit 1
+}
+
+# Next to this script in the source tree; in the runfiles under `bazel run`.
+here=""
+for d in "$(dirname "${BASH_SOURCE[0]}")" "${RUNFILES_DIR:-/nonexistent}/ddp_pitfalls/tools/bundle" \
+  "${BASH_SOURCE[0]}.runfiles/ddp_pitfalls/tools/bundle" "$PWD/tools/bundle"; do
+  if [[ -f "$d/bundle_lib.sh" && -f "$d/run_all.sh" ]]; then
+    here="$(cd "$d" && pwd)"
+    break
+  fi
+done
+[[ -n "$here" ]] || die "cannot find bundle_lib.sh and run_all.sh next to ${BASH_SOURCE[0]}"
+# shellcheck source=tools/bundle/bundle_lib.sh
+source "$here/bundle_lib.sh"
+
+out="" mode="opt" tar=0 list_libs=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --out) [[ $# -ge 2 && -n "$2" ]] || die_usage "--out needs a folder"; out="$2"; shift 2 ;;
+    --compilation_mode)
+      [[ $# -ge 2 ]] || die_usage "--compilation_mode needs a value: opt, fastbuild or dbg"
+      case "$2" in opt | fastbuild | dbg) mode="$2" ;; *) die_usage "--compilation_mode must be opt, fastbuild or dbg, got '$2'" ;; esac
+      shift 2 ;;
+    --tar) tar=1; shift ;;
+    --list-libs) [[ $# -ge 2 ]] || die_usage "--list-libs needs a binary"; list_libs="$2"; shift 2 ;;
+    --help | -h) usage; exit 0 ;;
+    *) die_usage "unknown flag '$1'; allowed: --out, --compilation_mode, --tar, --list-libs, --help" ;;
+  esac
+done
+
+if [[ -n "$list_libs" ]]; then
+  [[ -f "$list_libs" ]] || die_usage "--list-libs: no such file '$list_libs'"
+  bundle_list_libs "$list_libs"
+  exit 0
+fi
+[[ -n "$out" ]] || die_usage "--out DIR is required"
+
+# Paths: --out is relative to where the user ran the command.
+start_dir="${BUILD_WORKING_DIRECTORY:-$PWD}"
+[[ "$out" = /* ]] || out="$start_dir/$out"
+workspace="${BUILD_WORKSPACE_DIRECTORY:-}"
+if [[ -z "$workspace" ]]; then
+  workspace="$(cd "$here/../.." && pwd)"
+fi
+[[ -f "$workspace/WORKSPACE" ]] || die "cannot find the workspace (looked in $workspace)"
+cd "$workspace"
+
+bazel_flags=(--compilation_mode="$mode")
+echo "== querying targets"
+gpu_tests=$(bazel query --noshow_progress 'attr(tags, "[\[ ]gpu[,\]]", tests(//...))' 2>/dev/null | sort)
+pattern=""
+for d in repro fixes bench; do
+  if [[ -d "$d" ]] && find "$d" -name BUILD -print -quit | grep -q .; then
+    pattern+="${pattern:+ + }//$d/..."
+  fi
+done
+binaries=""
+if [[ -n "$pattern" ]]; then
+  binaries=$(bazel query --noshow_progress "kind(cc_binary, $pattern)" 2>/dev/null | sort)
+fi
+
+defs="$(bazel info --noshow_progress output_base 2>/dev/null)/external/local_cuda/defs.bzl"
+grep -q '^CUDA_AVAILABLE = True' "$defs" 2>/dev/null ||
+  die "CUDA + NCCL were not detected for this workspace ($defs): the gpu binaries cannot be built here"
+[[ -n "$gpu_tests" ]] || die "no gpu-tagged tests found"
+
+echo "== building $(wc -w <<<"$gpu_tests") gpu tests and $(wc -w <<<"$binaries") binaries (-c $mode)"
+# shellcheck disable=SC2086
+bazel build --noshow_progress "${bazel_flags[@]}" $gpu_tests $binaries
+bin_dir="$(bazel info --noshow_progress "${bazel_flags[@]}" bazel-bin 2>/dev/null)"
+
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib"
+: >"$out/tests.txt"
+: >"$out/pairs.txt"
+: >"$out/bench.txt"
+libs_file="$(mktemp)"
+trap 'rm -f "$libs_file"' EXIT
+
+# //a/b:c -> a/b/c, the binary's path under bazel-bin.
+rel_path() {
+  local label="${1#//}"
+  echo "${label%%:*}/${label#*:}"
+}
+
+copy_target() {
+  local rel="$1" src="$bin_dir/$1"
+  [[ -f "$src" ]] || die "built target missing: $src"
+  mkdir -p "$out/bin/$(dirname "$rel")"
+  cp -L "$src" "$out/bin/$rel"
+  if [[ -d "$src.runfiles" ]]; then cp -rL "$src.runfiles" "$out/bin/$rel.runfiles"; fi
+  if file -L "$src" | grep -q ELF; then bundle_list_libs "$src" >>"$libs_file"; fi
+}
+
+for label in $gpu_tests; do
+  rel="$(rel_path "$label")"
+  copy_target "$rel"
+  echo "$rel" >>"$out/tests.txt"
+done
+for label in $binaries; do
+  rel="$(rel_path "$label")"
+  copy_target "$rel"
+  case "$rel" in bench/*) echo "$rel" >>"$out/bench.txt" ;; *) echo "$rel" >>"$out/pairs.txt" ;; esac
+done
+
+if grep -q '^missing ' "$libs_file"; then
+  die "ldd could not resolve: $(grep '^missing ' "$libs_file" | sort -u | cut -d' ' -f2 | tr '\n' ' ')"
+fi
+grep '^bundle ' "$libs_file" | sort -u | while read -r _ name path; do
+  cp -L "$path" "$out/lib/$name"
+done
+
+# Binaries also appear inside runfiles trees: store identical files once
+# (hard links; tar keeps them as links).
+declare -A first_copy=()
+while read -r sum file; do
+  if [[ -n "${first_copy[$sum]:-}" ]]; then
+    ln -f "${first_copy[$sum]}" "$file"
+  else
+    first_copy[$sum]="$file"
+  fi
+done < <(find "$out/bin" -type f -size +64k -print0 | xargs -0 -r sha256sum | sort)
+
+cp "$here/run_all.sh" "$out/run_all.sh"
+chmod +x "$out/run_all.sh"
+
+commit="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
+if [[ -n "$(git status --porcelain 2>/dev/null)" ]]; then commit+=" (with uncommitted changes)"; fi
+cuda_version="$(sed -n 's/^CUDA_VERSION = "\(.*\)"/\1/p' "$defs")"
+{
+  echo "ddp-pitfalls GPU-runner bundle"
+  echo "commit: $commit"
+  echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname) ($(uname -m)), -c $mode"
+  echo "cuda: $cuda_version (runtime linked statically; needs an NVIDIA driver that supports it)"
+  echo "compiler: $(gcc --version | head -1)"
+  echo "glibc: $(ldd --version | head -1)"
+  echo "carried libraries (lib/):"
+  grep '^bundle ' "$libs_file" | sort -u | awk '{print "  " $2 "  <- " $3}'
+  echo "left to the target machine:"
+  grep '^host ' "$libs_file" | sort -u | awk '{print "  " $2}'
+  echo "binaries (sha256):"
+  (cd "$out/bin" && sha256sum $(cat "$out/tests.txt" "$out/pairs.txt" "$out/bench.txt")) | sed 's/^/  /'
+} >"$out/MANIFEST.txt"
+
+echo "== bundle: $out ($(du -sh "$out" | cut -f1)): $(wc -l <"$out/tests.txt") tests, $(wc -l <"$out/pairs.txt") pair binaries, $(wc -l <"$out/bench.txt") bench binaries, $(ls "$out/lib" | wc -l) libraries"
+if [[ "$tar" == 1 ]]; then
+  tarball="$out.tar.gz"
+  tar -C "$(dirname "$out")" -czf "$tarball" "$(basename "$out")"
+  bytes=$(stat -c %s "$tarball")
+  echo "== $tarball: $bytes bytes"
+  ((bytes < 64 * 1024 * 1024)) || die "$tarball is $bytes bytes, over the 64 MiB limit"
+fi
