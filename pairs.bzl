@@ -12,4 +12,6 @@ PAIRS = [
     "//fixes/drop_last_hang",
     "//repro/small_batch_bn",
     "//fixes/small_batch_bn",
+    "//repro/autograd_lost_gather",
+    "//fixes/autograd_lost_gather",
 ]

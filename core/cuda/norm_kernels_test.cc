@@ -18,7 +18,7 @@
 #include "core/nn/batch_norm.h"
 #include "core/nn/channel_stats.h"
 #include "core/nn/group_norm.h"
-#include "core/cuda/gpu_once.h"
+#include "core/testing/gpu.h"
 #include "gtest/gtest.h"
 
 namespace ddp::cuda {
@@ -81,7 +81,7 @@ using Scalars = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(NormKernelsTest, Scalars);
 
 TYPED_TEST(NormKernelsTest, BatchNormTrainingForwardBackwardMatchEigen) {
-  DDP_CUDA_SKIP_UNLESS_GPU();
+  DDP_SKIP_UNLESS_GPU();
   using T = TypeParam;
   // One block per channel, 16 blocks per channel (cross-block Chan merges), N x C.
   for (const Shape& s : {Shape{5, 6, 7, 9}, Shape{16, 3, 32, 32}, Shape{7, 4, 1, 1}}) {
@@ -145,7 +145,7 @@ TYPED_TEST(NormKernelsTest, BatchNormTrainingForwardBackwardMatchEigen) {
 }
 
 TYPED_TEST(NormKernelsTest, BatchNormEvalMatchesEigen) {
-  DDP_CUDA_SKIP_UNLESS_GPU();
+  DDP_SKIP_UNLESS_GPU();
   using T = TypeParam;
   const nn::Tensor4<T> x = RandomTensor<T>(6, 5, 4, 3, 7);
   nn::BatchNorm<T> bn(5, nn::BatchNormOptions{kMomentum, kEps});
@@ -174,7 +174,7 @@ TYPED_TEST(NormKernelsTest, BatchNormEvalMatchesEigen) {
 // gradient sums (the all-reduce, done on the host here) must give what one
 // BatchNorm computes on the whole batch.
 TYPED_TEST(NormKernelsTest, SyncBatchNormPartsEqualWholeBatch) {
-  DDP_CUDA_SKIP_UNLESS_GPU();
+  DDP_SKIP_UNLESS_GPU();
   using T = TypeParam;
   constexpr int kC = 4, kH = 5, kW = 5;
   const std::vector<int64_t> samples = {3, 0, 4};
@@ -256,7 +256,7 @@ TYPED_TEST(NormKernelsTest, SyncBatchNormPartsEqualWholeBatch) {
 }
 
 TYPED_TEST(NormKernelsTest, GroupNormForwardBackwardMatchEigen) {
-  DDP_CUDA_SKIP_UNLESS_GPU();
+  DDP_SKIP_UNLESS_GPU();
   using T = TypeParam;
   struct Case {
     Shape s;

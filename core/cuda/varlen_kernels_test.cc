@@ -19,7 +19,7 @@
 #include "core/cuda/device_buffer.h"
 #include "core/cuda/varlen_kernels.h"
 #include "core/nn/rng.h"
-#include "core/cuda/gpu_once.h"
+#include "core/testing/gpu.h"
 #include "gtest/gtest.h"
 
 namespace ddp::cuda {
@@ -166,19 +166,19 @@ using Scalars = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(VarlenKernelsTest, Scalars);
 
 TYPED_TEST(VarlenKernelsTest, PaddedSamplerSharesGatherToEachSampleOnce) {
-  DDP_CUDA_SKIP_UNLESS_GPU();
+  DDP_SKIP_UNLESS_GPU();
   // 1003 samples over 4 ranks: 251 each, the last index of rank 3 a repeat.
   DeviceGather::Run(MakeShares<TypeParam>(PaddedSamplerShards(1003, 4, 5), 1), 1003);
 }
 
 TYPED_TEST(VarlenKernelsTest, UnequalSharesIncludingAnEmptyRank) {
-  DDP_CUDA_SKIP_UNLESS_GPU();
+  DDP_SKIP_UNLESS_GPU();
   DeviceGather::Run(MakeShares<TypeParam>(StridedShards(1003, 4), 2), 1003);  // 251, 251, 251, 250
   DeviceGather::Run(MakeShares<TypeParam>({{4, 0, 2}, {}, {3, 1}}, 3), 5);    // 3, 0, 2
 }
 
 TYPED_TEST(VarlenKernelsTest, ReorderReportsIndicesOutOfRangeAndMissing) {
-  DDP_CUDA_SKIP_UNLESS_GPU();
+  DDP_SKIP_UNLESS_GPU();
   using T = TypeParam;
   const std::vector<T> rows(4 * kWidth, T(1));
   const DeviceBuffer<T> d_rows(rows);

@@ -58,7 +58,11 @@ int ProbeInChild(std::string* reason) {
 }  // namespace
 
 int VisibleGpus(std::string* reason) {
-  const int count = ProbeInChild(reason);
+  // Probed once per process: after a test has used CUDA here, a child forked
+  // for a second probe could not use CUDA and would wrongly report no GPU.
+  static std::string cached_reason;
+  static const int count = ProbeInChild(&cached_reason);
+  *reason = cached_reason;
   // Printed so the test log says why, even when the summary only says PASSED.
   if (count == 0) std::fprintf(stderr, "[gpu] %s\n", reason->c_str());
   return count;

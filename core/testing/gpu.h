@@ -8,7 +8,8 @@
 namespace ddp::testing {
 
 // Number of visible CUDA devices; 0 with `reason` filled when there are none.
-// Probed in a child process, so this process can still fork CUDA-using ranks.
+// Probed once per process, in a child, so this process can still fork
+// CUDA-using ranks and later tests get the same answer.
 int VisibleGpus(std::string* reason);
 
 // True when DDP_PITFALLS_REQUIRE_GPU=1: a missing GPU must fail, not skip.
