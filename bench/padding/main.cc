@@ -179,7 +179,9 @@ int Main(int argc, char** argv) {
 
   std::fflush(stdout);
   std::cout.flush();
+  std::fflush(stderr);
   run.console_fd = ::dup(1);
+  run.console_err_fd = ::dup(2);
   launch::SpawnOptions so;
   so.deadline = std::chrono::milliseconds(static_cast<std::int64_t>(deadline_s * 1000));
   so.backend = run.backend;

@@ -170,9 +170,16 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
     std::fflush(stdout);
     ::dup2(config.console_fd, 1);
   }
+  if (env.rank == 0 && config.console_err_fd >= 0) ::dup2(config.console_err_fd, 2);
   Runner runner(env, config);
   std::vector<std::int64_t> iterations;
-  for (const Case& c : cases) iterations.push_back(runner.Probe(c));
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    iterations.push_back(runner.Probe(cases[i]));
+    if (env.rank == 0) {
+      std::fprintf(stderr, "padding: checked and probed %zu/%zu %s: %lld iterations\n", i + 1,
+                   cases.size(), cases[i].name.c_str(), static_cast<long long>(iterations.back()));
+    }
+  }
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];

@@ -30,6 +30,7 @@ struct RunConfig {
   std::vector<std::string> other_benchmark_args;
   bool console_summary = true;  // print the compact table after the run
   int console_fd = -1;          // rank 0 writes its stdout here (the terminal)
+  int console_err_fd = -1;      // and its stderr (progress lines) here
 };
 
 // The body of one rank; returns its exit code. Throws on failure (a wrong
