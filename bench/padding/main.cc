@@ -177,6 +177,10 @@ int Main(int argc, char** argv) {
   }
   if (cases.empty()) return Usage("--benchmark_filter='" + filter + "' matches no case");
 
+#ifndef __OPTIMIZE__
+  std::fprintf(stderr, "%s: warning: built without optimization (Bazel's default fastbuild); "
+               "numbers to cite come from `bazel run -c opt //bench/padding`\n", kProgram);
+#endif
   std::fflush(stdout);
   std::cout.flush();
   std::fflush(stderr);

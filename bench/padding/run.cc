@@ -197,6 +197,14 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
   int argc = static_cast<int>(argv.size());
   argv.push_back(nullptr);
   benchmark::Initialize(&argc, argv.data());
+  // Numbers to cite come from `bazel run -c opt`; the JSON says which build ran.
+#ifdef __OPTIMIZE__
+  benchmark::AddCustomContext("ddp_build", "optimized");
+#else
+  benchmark::AddCustomContext("ddp_build", "unoptimized (fastbuild): use bazel run -c opt");
+#endif
+  benchmark::AddCustomContext("ddp_backend", config.backend);
+  benchmark::AddCustomContext("ddp_world_size", std::to_string(env.world_size));
   if (env.rank == 0) {
     benchmark::RunSpecifiedBenchmarks();
     if (config.console_summary) runner.PrintSummary(stdout);

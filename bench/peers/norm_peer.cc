@@ -31,6 +31,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using S = float;
+#ifdef __OPTIMIZE__
+constexpr bool kOptimized = true;
+#else
+constexpr bool kOptimized = false;
+#endif
 
 struct Config {
   int world_size = 4;
@@ -126,8 +131,9 @@ int Rank(const launch::RankEnv& env, const Config& cfg) {
       if (env.rank == 0) {
         std::printf(
             "{\"norm\": \"%s\", \"W\": %d, \"C\": %d, \"N\": %d, \"hw\": %d, \"iters\": %d, "
-            "\"mean_s\": %.9g}\n",
-            cfg.norm.c_str(), env.world_size, c, n, cfg.hw, cfg.iters, total / cfg.iters);
+            "\"mean_s\": %.9g, \"optimized\": %s}\n",
+            cfg.norm.c_str(), env.world_size, c, n, cfg.hw, cfg.iters, total / cfg.iters,
+            kOptimized ? "true" : "false");
         std::fflush(stdout);
       }
     }
@@ -163,6 +169,10 @@ int main(int argc, char** argv) {
       }
     }
   }
+#ifndef __OPTIMIZE__
+  std::fprintf(stderr, "norm_peer: warning: built without optimization (Bazel's default "
+               "fastbuild): Eigen at -O0 is many times slower; use bazel run -c opt\n");
+#endif
   std::fflush(stdout);
   ddp::launch::SpawnOptions so;
   so.deadline = std::chrono::seconds(1800);

@@ -258,6 +258,9 @@ def run_ours_padding(binary, w, profiles, payloads, min_time):
                        check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             data = json.load(f)
+    build = data.get("context", {}).get("ddp_build", "?")
+    if build != "optimized":
+        print(f"peers: warning: bench/padding build is {build}", file=sys.stderr)
     res = {}
     for b in data["benchmarks"]:
         parts = b["name"].split("/")  # padding/gloo/W4/profile/payload/method/...
@@ -280,8 +283,19 @@ def run_ours_norm(binary, w, norm, channels, ns, iters, warmup):
     res = {}
     for line in p.stdout.splitlines():
         r = json.loads(line)
+        if not r["optimized"]:
+            print("peers: warning: norm_peer was built without optimization; run "
+                  "`bazel run -c opt //bench/peers` for numbers to cite", file=sys.stderr)
         res[(norm, r["C"], r["N"])] = (r["mean_s"], r["iters"])
     return res
+
+
+def optimized(args):
+    """Whether our binaries were built with optimization (they say so)."""
+    p = subprocess.run([args.norm_bin, "--world_size", "1", "--channels", "8", "--n", "2",
+                        "--iters", "1", "--warmup", "0"], check=True, capture_output=True,
+                       text=True)
+    return json.loads(p.stdout.splitlines()[0])["optimized"]
 
 
 def fmt_us(s):
@@ -330,12 +344,13 @@ def main(argv):
     for p, s in cases:
         for m in ("floor", "pad_gather_trim"):
             o, t = ours[(p, s, m)][0], theirs[(p, s, m)][0]
-            rows.append(f"| gather {p} {s}B/rank {m} | {fmt_us(o)} | {fmt_us(t)} | {o / t:.2f} |")
+            rows.append(f"| gather {p} {s}iB/rank {m} | {fmt_us(o)} | {fmt_us(t)} | {o / t:.2f} |")
     for norm, c, n in shapes:
         o, t = ours[(norm, c, n)][0], theirs[(norm, c, n)][0]
         rows.append(f"| {norm} C={c} N={n} {HW}x{HW} fwd+bwd | {fmt_us(o)} | {fmt_us(t)} | "
                     f"{o / t:.2f} |")
     header = (f"W={w} ranks, gloo, {os.cpu_count()} CPUs, torch {torch.__version__}, "
+              f"ours {'optimized' if optimized(args) else 'UNOPTIMIZED (fastbuild)'}, "
               f"one thread per rank; {time.strftime('%Y-%m-%d %H:%M')}")
     text = header + "\n\n" + "\n".join(rows) + "\n"
     print(text)
