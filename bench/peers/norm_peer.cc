@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/peers/sync_hooks.h"
 #include "core/cli/flags.h"
 #include "core/comm/make_comm.h"
 #include "core/launch/spawn.h"
@@ -49,53 +50,11 @@ struct Config {
   double timeout_s = 120;
 };
 
-// SyncBatchNorm's two exchanges on the Comm API.
-nn::BatchNormHooks<S> SyncHooks(comm::Comm& comm) {
-  nn::BatchNormHooks<S> hooks;
-  hooks.merge_stats = [&comm](const nn::ChannelStats<S>& local) {
-    const int c = static_cast<int>(local.mean.size());
-    std::vector<S> mine(1 + 2 * static_cast<std::size_t>(c));
-    mine[0] = static_cast<S>(local.count);  // exact: counts here are far below 2^24
-    for (int i = 0; i < c; ++i) {
-      mine[1 + i] = local.mean[i];
-      mine[1 + c + i] = local.m2[i];
-    }
-    const std::vector<S> all = comm.Allgather<S>(mine);
-    std::vector<nn::ChannelStats<S>> parts;
-    for (int r = 0; r < comm.world_size(); ++r) {
-      const S* p = all.data() + static_cast<std::size_t>(r) * mine.size();
-      nn::ChannelStats<S> s = nn::ChannelStats<S>::Empty(c);
-      s.count = static_cast<std::int64_t>(p[0]);
-      for (int i = 0; i < c; ++i) {
-        s.mean[i] = p[1 + i];
-        s.m2[i] = p[1 + c + i];
-      }
-      parts.push_back(std::move(s));
-    }
-    return nn::MergeChannelStats<S>(std::span<const nn::ChannelStats<S>>(parts));
-  };
-  hooks.merge_grad_sums = [&comm](const nn::ChannelGradSums<S>& local) {
-    const int c = static_cast<int>(local.sum_dy.size());
-    std::vector<S> both(2 * static_cast<std::size_t>(c));
-    for (int i = 0; i < c; ++i) {
-      both[i] = local.sum_dy[i];
-      both[c + i] = local.sum_dy_xhat[i];
-    }
-    comm.Allreduce<S>(both);
-    nn::ChannelGradSums<S> out{nn::Vector<S>(c), nn::Vector<S>(c)};
-    for (int i = 0; i < c; ++i) {
-      out.sum_dy[i] = both[i];
-      out.sum_dy_xhat[i] = both[c + i];
-    }
-    return out;
-  };
-  return hooks;
-}
-
 std::unique_ptr<nn::NormLayer<S>> MakeLayer(const Config& cfg, int channels, comm::Comm& comm) {
   if (cfg.norm == "group_norm") return std::make_unique<nn::GroupNorm<S>>(channels, cfg.groups);
   if (cfg.norm == "batch_norm") return std::make_unique<nn::BatchNorm<S>>(channels);
-  return std::make_unique<nn::BatchNorm<S>>(channels, nn::BatchNormOptions{}, SyncHooks(comm));
+  return std::make_unique<nn::BatchNorm<S>>(channels, nn::BatchNormOptions{},
+                                                SyncBatchNormHooks<S>(comm));
 }
 
 nn::Tensor4<S> Random(int n, int c, int hw, nn::Rng& rng) {
