@@ -1,0 +1,166 @@
+#include "bench/padding/gather.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace ddp::bench {
+namespace {
+
+std::size_t Size(std::int64_t n) { return static_cast<std::size_t>(n); }
+
+// This rank's input, filled once.
+Buffer MakeInput(Memory& memory, int rank, std::int64_t n) {
+  std::vector<double> host(Size(n));
+  for (std::int64_t i = 0; i < n; ++i) host[Size(i)] = Value(rank, i);
+  Buffer b(memory, Size(n));
+  memory.Upload(b.data(), host.data(), host.size());
+  return b;
+}
+
+class CommGather : public Gather {
+ public:
+  CommGather(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths,
+             std::int64_t input_len, std::size_t output_len)
+      : comm_(comm),
+        memory_(memory),
+        lengths_(std::move(lengths)),
+        input_(MakeInput(memory, comm.rank(), input_len)),
+        output_(memory, output_len) {}
+
+  std::vector<double> Output() override {
+    std::vector<double> host(output_.size());
+    memory_.Download(host.data(), output_.data(), host.size());
+    return host;
+  }
+
+ protected:
+  // What users' code does first: every rank's length, as a host list (the
+  // NCCL backend stages it through the device, as PyTorch's .tolist() does).
+  std::vector<std::int64_t> ExchangeSizes() {
+    const std::int64_t mine = lengths_[Size(comm_.rank())];
+    return comm_.Allgather<std::int64_t>(std::span<const std::int64_t>(&mine, 1));
+  }
+
+  comm::Comm& comm_;
+  Memory& memory_;
+  std::vector<std::int64_t> lengths_;
+  Buffer input_;
+  Buffer output_;
+};
+
+class Floor final : public CommGather {
+ public:
+  Floor(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths)
+      : CommGather(comm, memory, lengths, FloorCount(lengths),
+                   Size(FloorCount(lengths)) * lengths.size()) {}
+
+  void Run() override {
+    comm_.Allgather(input_.data(), output_.data(), output_.size() / lengths_.size(),
+                    comm::DType::kFloat64);
+  }
+};
+
+// torchmetrics' gather_all_tensors: sizes, pad to the longest (a new,
+// zero-filled tensor), one equal-count all_gather, then cut each rank's
+// share back to its length (here copied into one compact output, which is
+// what the caller's torch.cat produces).
+class PadGatherTrim final : public CommGather {
+ public:
+  PadGatherTrim(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths)
+      : CommGather(comm, memory, lengths, lengths[Size(comm.rank())],
+                   Size(Sum(lengths))),
+        padded_(memory, Size(Max(lengths))),
+        gathered_(memory, Size(Max(lengths)) * lengths.size()) {}
+
+  void Run() override {
+    const std::vector<std::int64_t> sizes = ExchangeSizes();
+    const std::size_t max = Size(*std::max_element(sizes.begin(), sizes.end()));
+    const std::size_t mine = Size(sizes[Size(comm_.rank())]);
+    if (max > padded_.size()) throw std::runtime_error("pad_gather_trim: sizes grew");
+    memory_.Copy(padded_.data(), input_.data(), mine);
+    memory_.Zero(padded_.data() + mine, max - mine);
+    memory_.Sync();
+    comm_.Allgather(padded_.data(), gathered_.data(), max, comm::DType::kFloat64);
+    std::size_t offset = 0;
+    for (std::size_t r = 0; r < sizes.size(); ++r) {
+      memory_.Copy(output_.data() + offset, gathered_.data() + r * max, Size(sizes[r]));
+      offset += Size(sizes[r]);
+    }
+    memory_.Sync();
+  }
+
+ private:
+  static std::int64_t Sum(const std::vector<std::int64_t>& v) {
+    std::int64_t s = 0;
+    for (std::int64_t x : v) s += x;
+    return s;
+  }
+  static std::int64_t Max(const std::vector<std::int64_t>& v) {
+    return *std::max_element(v.begin(), v.end());
+  }
+
+  Buffer padded_;
+  Buffer gathered_;
+};
+
+class Allgatherv final : public CommGather {
+ public:
+  Allgatherv(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths)
+      : CommGather(comm, memory, lengths, lengths[Size(comm.rank())], Total(lengths)) {}
+
+  void Run() override {
+    const std::vector<std::int64_t> sizes = ExchangeSizes();
+    std::vector<std::size_t> counts(sizes.size());
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < sizes.size(); ++r) {
+      counts[r] = Size(sizes[r]);
+      total += counts[r];
+    }
+    if (total > output_.size()) throw std::runtime_error("allgatherv: sizes grew");
+    comm_.Allgatherv(input_.data(), counts[Size(comm_.rank())], output_.data(), counts,
+                     comm::DType::kFloat64);
+  }
+
+ private:
+  static std::size_t Total(const std::vector<std::int64_t>& v) {
+    std::size_t s = 0;
+    for (std::int64_t x : v) s += Size(x);
+    return s;
+  }
+};
+
+}  // namespace
+
+std::vector<double> Expected(Method m, std::span<const std::int64_t> lengths) {
+  std::vector<double> out;
+  const std::int64_t floor_count = FloorCount(lengths);
+  for (std::size_t r = 0; r < lengths.size(); ++r) {
+    const std::int64_t n = m == Method::kFloor ? floor_count : lengths[r];
+    for (std::int64_t i = 0; i < n; ++i) out.push_back(Value(static_cast<int>(r), i));
+  }
+  return out;
+}
+
+std::unique_ptr<Gather> MakeCommGather(Method m, comm::Comm& comm, Memory& memory,
+                                       std::vector<std::int64_t> lengths) {
+  if (lengths.size() != static_cast<std::size_t>(comm.world_size())) {
+    throw std::invalid_argument("MakeCommGather: " + std::to_string(lengths.size()) +
+                                " lengths for world size " +
+                                std::to_string(comm.world_size()));
+  }
+  switch (m) {
+    case Method::kFloor: return std::make_unique<Floor>(comm, memory, std::move(lengths));
+    case Method::kPadGatherTrim:
+      return std::make_unique<PadGatherTrim>(comm, memory, std::move(lengths));
+    case Method::kAllgatherv:
+      return std::make_unique<Allgatherv>(comm, memory, std::move(lengths));
+    case Method::kGroupedBroadcast:
+    case Method::kGroupedSendRecv:
+      break;
+  }
+  throw std::invalid_argument(std::string("MakeCommGather: ") + Name(m) +
+                              " exists only on raw NCCL (nccl_gather.h)");
+}
+
+}  // namespace ddp::bench

@@ -1,0 +1,78 @@
+// Every Comm-API method leaves exactly the expected values on every rank,
+// for every profile, on real Gloo ranks (3 processes), run after run.
+#include "bench/padding/gather.h"
+
+#include "core/comm/make_comm.h"
+#include "core/launch/spawn.h"
+#include "gtest/gtest.h"
+
+namespace ddp::bench {
+namespace {
+
+int CheckAll(const launch::RankEnv& env) {
+  comm::CommOptions o = comm::OptionsFromRankEnv(env);
+  o.backend = "gloo";
+  o.timeout = std::chrono::seconds(20);
+  o.record_progress = false;
+  auto comm = comm::MakeComm(o);
+  auto memory = HostMemory();
+  int failures = 0;
+  for (Profile p : AllProfiles()) {
+    for (std::int64_t n : {1, 7, 1000}) {
+      const std::vector<std::int64_t> lengths = Lengths(p, env.world_size, n);
+      for (Method m : {Method::kFloor, Method::kPadGatherTrim, Method::kAllgatherv}) {
+        auto g = MakeCommGather(m, *comm, *memory, lengths);
+        for (int run = 0; run < 2; ++run) {
+          g->Run();
+          if (g->Output() != Expected(m, lengths)) {
+            std::fprintf(stderr, "rank %d: %s %s n=%lld run %d: wrong output\n", env.rank,
+                         Name(p), Name(m), static_cast<long long>(n), run);
+            ++failures;
+          }
+        }
+      }
+    }
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+TEST(CommGather, EveryMethodEveryProfileGathersExactly) {
+  launch::SpawnOptions so;
+  so.deadline = std::chrono::seconds(50);
+  const launch::RunResult r = launch::SpawnRanks(3, CheckAll, so);
+  EXPECT_TRUE(r.all_ok()) << r.Summary();
+}
+
+TEST(CommGather, ExpectedIsRankOrderedAndDistinct) {
+  const std::vector<std::int64_t> lengths = {2, 1};
+  EXPECT_EQ(Expected(Method::kAllgatherv, lengths),
+            (std::vector<double>{Value(0, 0), Value(0, 1), Value(1, 0)}));
+  // The floor: two blocks of ceil(3/2) = 2.
+  EXPECT_EQ(Expected(Method::kFloor, lengths),
+            (std::vector<double>{Value(0, 0), Value(0, 1), Value(1, 0), Value(1, 1)}));
+  EXPECT_NE(Value(0, 4294967296LL - 1), Value(1, 0));
+}
+
+TEST(CommGather, NcclOnlyMethodsAreRefused) {
+  launch::SpawnOptions so;
+  so.deadline = std::chrono::seconds(30);
+  const launch::RunResult r = launch::SpawnRanks(
+      1,
+      [](const launch::RankEnv& env) {
+        comm::CommOptions o = comm::OptionsFromRankEnv(env);
+        o.backend = "gloo";
+        auto comm = comm::MakeComm(o);
+        auto memory = HostMemory();
+        try {
+          MakeCommGather(Method::kGroupedBroadcast, *comm, *memory, {4});
+        } catch (const std::invalid_argument&) {
+          return 0;
+        }
+        return 1;
+      },
+      so);
+  EXPECT_TRUE(r.all_ok()) << r.Summary();
+}
+
+}  // namespace
+}  // namespace ddp::bench

@@ -1,0 +1,109 @@
+#include "bench/padding/profiles.h"
+
+#include <numeric>
+
+#include "bench/padding/cases.h"
+#include "gtest/gtest.h"
+
+namespace ddp::bench {
+namespace {
+
+using L = std::vector<std::int64_t>;
+
+TEST(Lengths, EveryProfileAtW4) {
+  EXPECT_EQ(Lengths(Profile::kEqual, 4, 128), (L{128, 128, 128, 128}));
+  EXPECT_EQ(Lengths(Profile::kShortTail, 4, 128), (L{128, 128, 128, 64}));
+  EXPECT_EQ(Lengths(Profile::kStraggler, 4, 128), (L{128, 128, 128, 256}));
+  // 1 + 0.1 * (2q - 1) at q = 1/8, 3/8, 5/8, 7/8: 0.925, 0.975, 1.025, 1.075.
+  EXPECT_EQ(Lengths(Profile::kUniform10, 4, 1000), (L{925, 975, 1025, 1075}));
+  // Pareto(1.5) quantiles (1-q)^(-2/3) = 1.0931, 1.3680, 1.9230, 4.0000,
+  // mean 2.0960: times 1000 / mean.
+  EXPECT_EQ(Lengths(Profile::kHeavyTailed, 4, 1000), (L{522, 653, 917, 1908}));
+}
+
+TEST(Lengths, NeverZero) {
+  for (Profile p : AllProfiles()) {
+    for (std::int64_t v : Lengths(p, 8, 1)) EXPECT_GE(v, 1) << Name(p);
+  }
+}
+
+TEST(Lengths, OneRank) {
+  EXPECT_EQ(Lengths(Profile::kStraggler, 1, 10), (L{20}));
+  EXPECT_EQ(Lengths(Profile::kHeavyTailed, 1, 10), (L{10}));
+}
+
+TEST(Cost, PadWastesWTimesMaxMinusSum) {
+  const L lengths = {128, 128, 128, 256};  // sum 640, max 256
+  const GatherCost pad = Cost(Method::kPadGatherTrim, lengths);
+  EXPECT_DOUBLE_EQ(pad.useful_bytes, 640 * 8);
+  EXPECT_DOUBLE_EQ(pad.wasted_bytes, (4 * 256 - 640) * 8);
+  EXPECT_DOUBLE_EQ(pad.wire_bytes_per_rank, 3 * 8 + 3 * 256 * 8);
+  const GatherCost v = Cost(Method::kAllgatherv, lengths);
+  EXPECT_DOUBLE_EQ(v.wasted_bytes, 0);
+  EXPECT_DOUBLE_EQ(v.wire_bytes_per_rank, 3 * 8 + 0.75 * 640 * 8);
+  const GatherCost floor = Cost(Method::kFloor, lengths);
+  EXPECT_EQ(FloorCount(lengths), 160);
+  EXPECT_DOUBLE_EQ(floor.wasted_bytes, 0);
+  EXPECT_DOUBLE_EQ(floor.wire_bytes_per_rank, 3 * 160 * 8);
+}
+
+TEST(Cost, FloorRoundsUp) {
+  const L lengths = {3, 2};  // sum 5: two blocks of 3
+  EXPECT_EQ(FloorCount(lengths), 3);
+  EXPECT_DOUBLE_EQ(Cost(Method::kFloor, lengths).wasted_bytes, 8);
+}
+
+TEST(Payload, ParsesSuffixesAndRejectsTheRest) {
+  EXPECT_EQ(ParsePayload("1K"), 1024);
+  EXPECT_EQ(ParsePayload("16M"), 16 << 20);
+  EXPECT_EQ(ParsePayload("64M"), std::int64_t{64} << 20);
+  EXPECT_EQ(ParsePayload("4096"), 4096);
+  for (const char* bad : {"", "K", "65M", "12", "1G", "-8", "1.5K", "0", "8x"}) {
+    EXPECT_FALSE(ParsePayload(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(PayloadName(1024), "1KiB");
+  EXPECT_EQ(PayloadName(16 << 20), "16MiB");
+  EXPECT_EQ(PayloadName(1000), "1000B");
+}
+
+std::vector<std::string> Names(const std::vector<Case>& cases) {
+  std::vector<std::string> out;
+  for (const Case& c : cases) out.push_back(c.name);
+  return out;
+}
+
+TEST(Cases, FloorFirstAndKeptForFilteredMethods) {
+  CaseOptions o;
+  o.world_size = 2;
+  o.profiles = {Profile::kEqual, Profile::kStraggler};
+  o.payloads = {1024};
+  EXPECT_EQ(Names(BuildCases(o)),
+            (std::vector<std::string>{"padding/gloo/W2/equal/1KiB/floor",
+                                      "padding/gloo/W2/equal/1KiB/pad_gather_trim",
+                                      "padding/gloo/W2/equal/1KiB/allgatherv",
+                                      "padding/gloo/W2/straggler/1KiB/floor",
+                                      "padding/gloo/W2/straggler/1KiB/pad_gather_trim",
+                                      "padding/gloo/W2/straggler/1KiB/allgatherv"}));
+  o.filter = "straggler.*allgatherv";
+  const std::vector<Case> cases = BuildCases(o);
+  EXPECT_EQ(Names(cases), (std::vector<std::string>{"padding/gloo/W2/straggler/1KiB/floor",
+                                                     "padding/gloo/W2/straggler/1KiB/allgatherv"}));
+  EXPECT_EQ(cases[0].group, cases[1].group);
+  EXPECT_EQ(cases[1].lengths, (L{128, 256}));
+  o.filter = "-equal";
+  EXPECT_EQ(BuildCases(o).size(), 3u);
+  o.filter = "(";
+  EXPECT_THROW(BuildCases(o), std::invalid_argument);
+}
+
+TEST(Cases, NcclAddsTheGroupedMethods) {
+  CaseOptions o;
+  o.backend = "nccl";
+  o.profiles = {Profile::kEqual};
+  o.payloads = {1024};
+  EXPECT_EQ(BuildCases(o).size(), 5u);
+  EXPECT_EQ(BuildCases(o).back().name, "padding/nccl/W4/equal/1KiB/grouped_sendrecv");
+}
+
+}  // namespace
+}  // namespace ddp::bench

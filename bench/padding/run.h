@@ -1,0 +1,40 @@
+// One rank of `bazel run //bench/padding`: verify every case, fix its
+// iteration count, then run the cases under Google Benchmark.
+//
+// Every rank runs the same cases with the same iteration counts (rank 0
+// probes each case and broadcasts the count), or the benchmark itself would
+// hang on a collective one rank never enters. Each iteration is
+//   barrier; t0; gather; t1; all_reduce(max of t1 - t0)
+// and the slowest rank's time is the iteration time (manual time), so every
+// rank records the same numbers; only rank 0 reports.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/padding/cases.h"
+#include "core/launch/rank_env.h"
+
+namespace ddp::bench {
+
+struct RunConfig {
+  std::string backend = "gloo";
+  double timeout_s = 120;       // deadline of every collective
+  double min_time_s = 0.3;      // per case: iterations = ceil(min_time / probed time)
+  std::int64_t min_iters = 3;
+  std::int64_t max_iters = 1000;
+  // Google Benchmark's flags: rank 0 gets all, the others only those that
+  // change what runs (--benchmark_repetitions), so every rank runs alike.
+  std::vector<std::string> rank0_benchmark_args;
+  std::vector<std::string> other_benchmark_args;
+  bool console_summary = true;  // print the compact table after the run
+  int console_fd = -1;          // rank 0 writes its stdout here (the terminal)
+  int console_err_fd = -1;      // and its stderr (progress lines) here
+};
+
+// The body of one rank; returns its exit code. Throws on failure (a wrong
+// gather output, a collective past its deadline).
+int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vector<Case>& cases);
+
+}  // namespace ddp::bench

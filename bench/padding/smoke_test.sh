@@ -1,0 +1,77 @@
+#!/bin/bash
+# bench/padding end to end with tiny settings: W=2, 1 KiB, two profiles, two
+# iterations per case. Checks the JSON has every case and every counter with
+# the values the lengths fix, the console summary, and exit 2 on bad flags.
+set -u
+bin="$1"
+out="$TEST_TMPDIR/padding.json"
+fail() { echo "FAIL: $*"; exit 1; }
+
+common=(--world_size 2 --payloads 1K --profiles equal,straggler --min_time 0 --min_iters 2
+        --max_iters 2 --timeout 20 --deadline 50)
+"$bin" "${common[@]}" --benchmark_format=json --benchmark_out="$out" > "$TEST_TMPDIR/stdout" \
+  || fail "run exited $?"
+[ -s "$out" ] || fail "no JSON at $out"
+
+# "name key value" for every counter of every benchmark entry.
+flat=$(awk -F': ' '
+  /"name":/ { gsub(/[",]/, "", $2); name = $2 }
+  /"(W|bytes_per_rank|max_bytes|wire_bytes_per_rank|wasted_bytes|eff_bandwidth|ratio_over_floor|iterations)":/ {
+    key = $1; gsub(/[" ]/, "", key); v = $2; gsub(/,/, "", v); printf "%s %s %s\n", name, key, v + 0 }
+' "$out")
+echo "$flat"
+
+want() {  # name key value
+  echo "$flat" | grep -qx "padding/gloo/W2/$1/iterations:2/manual_time $2 $3" \
+    || fail "$1: expected $2 = $3"
+}
+for c in equal/1KiB/floor equal/1KiB/pad_gather_trim equal/1KiB/allgatherv \
+         straggler/1KiB/floor straggler/1KiB/pad_gather_trim straggler/1KiB/allgatherv; do
+  want "$c" iterations 2
+  want "$c" W 2
+  for k in wire_bytes_per_rank eff_bandwidth ratio_over_floor; do
+    echo "$flat" | grep -q "^padding/gloo/W2/$c/iterations:2/manual_time $k " || fail "$c lacks $k"
+  done
+done
+# straggler at W=2, 1 KiB: lengths 128 and 256 elements.
+want straggler/1KiB/pad_gather_trim wasted_bytes 1024          # (2*256 - 384) * 8
+want straggler/1KiB/pad_gather_trim wire_bytes_per_rank 2056   # 8 + 256 * 8
+want straggler/1KiB/allgatherv wasted_bytes 0
+want straggler/1KiB/allgatherv wire_bytes_per_rank 1544        # 8 + 384 * 8 / 2
+want straggler/1KiB/floor wire_bytes_per_rank 1536             # 192 * 8
+want straggler/1KiB/floor ratio_over_floor 1
+want straggler/1KiB/floor bytes_per_rank 1536
+want equal/1KiB/pad_gather_trim max_bytes 1024
+grep -q '"time_unit": "us"' "$out" || fail "time unit is not us"
+grep -q 'padding' "$TEST_TMPDIR/stdout" || fail "rank 0 wrote nothing to stdout"
+
+# The console table and summary.
+"$bin" "${common[@]}" --profiles straggler > "$TEST_TMPDIR/console" || fail "console run failed"
+grep -q "x_floor" "$TEST_TMPDIR/console" || fail "no summary table"
+grep -q "straggler/1KiB/pad_gather_trim" "$TEST_TMPDIR/console" || fail "no case in the summary"
+
+# Listing, filter.
+[ "$("$bin" "${common[@]}" --benchmark_list_tests --benchmark_filter=straggler.*allgatherv)" = \
+  "$(printf 'padding/gloo/W2/straggler/1KiB/floor\npadding/gloo/W2/straggler/1KiB/allgatherv')" ] \
+  || fail "filter/list"
+
+# Bad usage: exit 2 with a message naming the flag.
+bad() {
+  local flag="$1"; shift
+  "$bin" "$@" > /dev/null 2> "$TEST_TMPDIR/err"
+  local rc=$?
+  [ $rc -eq 2 ] || fail "$* exited $rc, not 2"
+  grep -q -- "$flag" "$TEST_TMPDIR/err" || fail "$*: message does not name $flag: $(cat "$TEST_TMPDIR/err")"
+}
+bad --backend --backend mpi
+bad --world_size --world_size 0
+bad --payloads --payloads 3K5
+bad --payloads --payloads 128M
+bad --profiles --profiles equal,lumpy
+bad --benchmark_min_time --benchmark_min_time=1
+bad --benchmark_format --benchmark_format=xml
+bad --benchmark_filter --benchmark_filter='('
+bad --min_iters --min_iters 5 --max_iters 2
+"$bin" --help > "$TEST_TMPDIR/help" || fail "--help exited $?"
+grep -q -- "--payloads" "$TEST_TMPDIR/help" || fail "--help lacks --payloads"
+echo PASS
