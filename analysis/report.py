@@ -156,6 +156,69 @@ def figure_bench(plt, name, bench, outdir):
     return f"{name}_time"
 
 
+def figure_padding(plt, name, bench, outdir):
+    """bench/padding: time over the floor by skew profile, one line per method
+    (largest payload of the run)."""
+    rows = []
+    for b in bench["benchmarks"]:
+        parts = b["name"].split("/")
+        if len(parts) < 6 or parts[0] != "padding" or "ratio_over_floor" not in b:
+            continue
+        unit = {"KiB": 1024, "MiB": 1048576, "GiB": 1073741824}
+        label = parts[4]
+        nominal = float(label[:-3]) * unit[label[-3:]] if label[-3:] in unit else 0.0
+        rows.append((parts[3], label, parts[5], float(b["ratio_over_floor"]), nominal))
+    if not rows:
+        return None
+    top = max(r[4] for r in rows)  # the largest nominal payload per rank
+    profiles = list(dict.fromkeys(r[0] for r in rows))
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for method in dict.fromkeys(r[2] for r in rows):
+        ys = {r[0]: r[3] for r in rows if r[2] == method and r[4] == top}
+        ax.plot(profiles, [ys.get(p, float("nan")) for p in profiles], marker="o", label=method)
+    ax.set_xlabel("skew profile")
+    ax.set_ylabel("time / equal-size all_gather (floor)")
+    ax.set_title(f"{name}: padding overhead by skew, {top / 1048576:g} MiB per rank")
+    ax.legend(fontsize=7)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(outdir, f"{name}_overhead.{ext}"), dpi=120)
+    plt.close(fig)
+    return f"{name}_overhead"
+
+
+def figure_sync_bn(plt, name, bench, outdir):
+    """bench/sync_bn: SyncBN time over local BN by channel count, per N."""
+    times = {}
+    for b in bench["benchmarks"]:
+        parts = b["name"].split("/")
+        if len(parts) < 3 or not parts[1].startswith("C:") or not parts[2].startswith("N:"):
+            continue
+        times[(parts[0], int(parts[1][2:]), int(parts[2][2:]))] = float(b["real_time"])
+    ns = sorted({k[2] for k in times if k[0] == "sync_bn"})
+    if not ns:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for n in ns:
+        cs = sorted(c for (kind, c, nn) in times if kind == "sync_bn" and nn == n
+                    and ("bn", c, n) in times)
+        ax.plot(cs, [times[("sync_bn", c, n)] / times[("bn", c, n)] for c in cs],
+                marker="o", label=f"N={n} per rank")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("channels C")
+    ax.set_ylabel("SyncBN time / local BN time")
+    ax.set_title(f"{name}: SyncBN overhead by channels")
+    ax.legend(fontsize=7)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(outdir, f"{name}_overhead.{ext}"), dpi=120)
+    plt.close(fig)
+    return f"{name}_overhead"
+
+
 def build(results_dir, outdir):
     if not os.path.isdir(results_dir):
         raise InputError(f"{results_dir}: no such results folder")
@@ -212,9 +275,10 @@ def build(results_dir, outdir):
                f"Host {ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} CPUs, "
                f"date {ctx.get('date', '?')}; file `{os.path.basename(path)}`.", "",
                md_table(bh, rows), ""]
-        fig = figure_bench(plt, name, bench, outdir)
-        if fig:
-            md += [f"![{name}]({fig}.png)", ""]
+        for figure in (figure_bench, figure_padding, figure_sync_bn):
+            fig = figure(plt, name, bench, outdir)
+            if fig:
+                md += [f"![{name}]({fig}.png)", ""]
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
 

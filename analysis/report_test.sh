@@ -10,7 +10,8 @@ cp "$src"/*.json "$work/results/"
 export BUILD_WORKING_DIRECTORY="$work" MPLCONFIGDIR="$TEST_TMPDIR/mpl"
 "$report" --results results --out out || { echo "report failed"; exit 1; }
 for f in report.md mean_of_means.csv bench_bench.csv mean_of_means_error.png \
-         mean_of_means_error.svg bench_time.png; do
+         mean_of_means_error.svg bench_time.png bench_padding_overhead.png \
+         bench_sync_bn_overhead.svg; do
   [ -s "$work/out/$f" ] || { echo "missing $f"; ls "$work/out"; exit 1; }
 done
 grep -q "| repro | naive | gloo | 2 |" "$work/out/report.md" || { echo "table row missing"; exit 1; }
