@@ -136,6 +136,36 @@ def figure_bug(plt, bug, recs, outdir):
     return name
 
 
+def figure_accuracy_spread(plt, bug, recs, outdir):
+    """Validation-accuracy spread (epoch to epoch, pp) by per-rank batch, one
+    line per variant and world size: for records that carry both."""
+    series = {}
+    for _, r in recs:
+        b = r.get("config", {}).get("batch_per_rank")
+        sd = r.get("measured", {}).get("val_acc_sd_pp")
+        if isinstance(b, (int, float)) and isinstance(sd, (int, float)) and sd >= 0:
+            series.setdefault(f"{r['variant']} W={r['world_size']}", {})[int(b)] = float(sd)
+    series = {k: v for k, v in series.items() if len(v) > 1}
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.set_prop_cycle(color=plt.cm.tab20.colors)  # more lines than 10 colours
+    for label, pts in sorted(series.items()):
+        bs = sorted(pts)
+        ax.plot(bs, [pts[b] for b in bs], marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("samples per rank")
+    ax.set_ylabel("validation accuracy sd over epochs (pp)")
+    ax.set_title(f"{bug}: accuracy spread by per-rank batch")
+    ax.legend(fontsize=6, ncol=2)
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(outdir, f"{bug}_accuracy_spread.{ext}"), dpi=120)
+    plt.close(fig)
+    return f"{bug}_accuracy_spread"
+
+
 def figure_bench(plt, name, bench, outdir):
     rows = [b for b in bench["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
     if not rows:
@@ -255,9 +285,10 @@ def build(results_dir, outdir):
                          provenance_ref(path, r)])
         write_csv(os.path.join(outdir, f"{bug}.csv"), header, rows)
         md += [f"## {bug}", "", md_table(header, rows), ""]
-        fig = figure_bug(plt, bug, by_bug[bug], outdir)
-        if fig:
-            md += [f"![{bug}]({fig}.png)", ""]
+        for figure in (figure_bug, figure_accuracy_spread):
+            fig = figure(plt, bug, by_bug[bug], outdir)
+            if fig:
+                md += [f"![{bug}]({fig}.png)", ""]
     for path, bench in benches:
         name = os.path.splitext(os.path.basename(path))[0]
         ctx = bench.get("context", {})
