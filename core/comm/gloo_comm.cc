@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <csignal>
 #include <cstring>
 #include <limits>
 
@@ -211,6 +212,10 @@ std::string DefaultBindAddress(const CommOptions& options, const launch::Store& 
 }  // namespace
 
 std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) {
+  // Python ignores SIGPIPE at startup, so every PyTorch rank does. Without
+  // the same here, a rank whose Gloo pair writes to a dead peer's socket dies
+  // of SIGPIPE instead of seeing the write fail and raising a PeerError.
+  std::signal(SIGPIPE, SIG_IGN);
   gloo::transport::tcp::attr attr;
   attr.hostname = DefaultBindAddress(options, *setup.store);
   std::shared_ptr<gloo::transport::Device> device;
