@@ -226,8 +226,12 @@ TEST(Ddprun, RedisRendezvous) {
             "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.c_str(), nullptr);
     return 127;
   });
-  Cmd cmd{Ddprun({"--nproc", "3", "--rdzv", "redis://127.0.0.1:" + std::to_string(port), "--",
-                  Runfile(kExample)})};
+  // With a Redis store Gloo binds to this host's name by default, which does
+  // not resolve everywhere (a minimal chroot, some containers): this test is
+  // about the rendezvous, so the ranks bind to loopback like the server.
+  Cmd cmd(Ddprun({"--nproc", "3", "--rdzv", "redis://127.0.0.1:" + std::to_string(port), "--",
+                  Runfile(kExample)}),
+          {{"DDP_GLOO_ADDR", "127.0.0.1"}});
   // Wait for the server to accept connections (bounded), then run.
   RankOutcome r;
   for (int attempt = 0; attempt < 50; ++attempt) {
