@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Prints the Markdown table of small_batch_bn records (repro or fix JSON).
 
-Usage: repro/small_batch_bn/gen_table.py results/small_batch_bn_repro.json [more.json ...]
+Usage: repro/small_batch_bn/gen_table.py results/small_batch_bn_{repro,fix}.json [more.json ...]
+(one script for both kinds: the table follows the records' "kind")
 Stdlib only. -1 in a record means "not applicable" and prints as "-".
 """
 import json
