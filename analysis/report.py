@@ -104,6 +104,14 @@ def md_table(header, rows):
     return "\n".join(out)
 
 
+def save_figure(plt, fig, outdir, name):
+    """Writes NAME.png and NAME.svg and closes the figure."""
+    fig.tight_layout()
+    for ext in ("png", "svg"):
+        fig.savefig(os.path.join(outdir, f"{name}.{ext}"), dpi=120)
+    plt.close(fig)
+
+
 def figure_bug(plt, bug, recs, outdir):
     """Headline error by variant (one line per variant) over world size."""
     series = {}
@@ -128,12 +136,8 @@ def figure_bug(plt, bug, recs, outdir):
     ax.set_title(f"{bug}: error against the one-process reference")
     ax.legend(fontsize=7)
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    name = f"{bug}_error"
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(outdir, f"{name}.{ext}"), dpi=120)
-    plt.close(fig)
-    return name
+    save_figure(plt, fig, outdir, f"{bug}_error")
+    return f"{bug}_error"
 
 
 def figure_accuracy_spread(plt, bug, recs, outdir):
@@ -159,10 +163,7 @@ def figure_accuracy_spread(plt, bug, recs, outdir):
     ax.set_title(f"{bug}: accuracy spread by per-rank batch")
     ax.legend(fontsize=6, ncol=2)
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(outdir, f"{bug}_accuracy_spread.{ext}"), dpi=120)
-    plt.close(fig)
+    save_figure(plt, fig, outdir, f"{bug}_accuracy_spread")
     return f"{bug}_accuracy_spread"
 
 
@@ -179,10 +180,7 @@ def figure_bench(plt, name, bench, outdir):
     ax.set_xscale("log")
     ax.set_xlabel(f"real time per iteration ({rows[0].get('time_unit', 'ns')})")
     ax.set_title(name)
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(outdir, f"{name}_time.{ext}"), dpi=120)
-    plt.close(fig)
+    save_figure(plt, fig, outdir, f"{name}_time")
     return f"{name}_time"
 
 
@@ -211,10 +209,7 @@ def figure_padding(plt, name, bench, outdir):
     ax.set_title(f"{name}: padding overhead by skew, {top / 1048576:g} MiB per rank")
     ax.legend(fontsize=7)
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(outdir, f"{name}_overhead.{ext}"), dpi=120)
-    plt.close(fig)
+    save_figure(plt, fig, outdir, f"{name}_overhead")
     return f"{name}_overhead"
 
 
@@ -242,10 +237,7 @@ def figure_sync_bn(plt, name, bench, outdir):
     ax.set_title(f"{name}: SyncBN overhead by channels")
     ax.legend(fontsize=7)
     ax.grid(True, alpha=0.3)
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(outdir, f"{name}_overhead.{ext}"), dpi=120)
-    plt.close(fig)
+    save_figure(plt, fig, outdir, f"{name}_overhead")
     return f"{name}_overhead"
 
 

@@ -41,6 +41,14 @@ std::vector<int> WorldSizes(const std::vector<Row>& rows) {
   return {ws.begin(), ws.end()};
 }
 
+std::vector<Row> RowsOf(const std::vector<Row>& rows, int world_size) {
+  std::vector<Row> out;
+  for (const Row& r : rows) {
+    if (r.config.world_size == world_size) out.push_back(r);
+  }
+  return out;
+}
+
 results::Json ConfigJson(const Row& row) {
   results::Json j;
   j["sharding"] = Name(row.config.sharding);

@@ -25,6 +25,8 @@ std::vector<Row> Rows(const harness::CommonFlags& f, bool sweep);
 
 // Rows grouped by world size (one world of ranks runs all rows of its W).
 std::vector<int> WorldSizes(const std::vector<Row>& rows);
+// The rows of one world size, in order.
+std::vector<Row> RowsOf(const std::vector<Row>& rows, int world_size);
 
 results::Json ConfigJson(const Row& row);
 

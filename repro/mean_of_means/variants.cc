@@ -160,10 +160,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep)
   const std::vector<Row> rows = Rows(f, sweep);
   std::vector<results::Record> records;
   for (int w : WorldSizes(rows)) {
-    std::vector<Row> mine;
-    for (const Row& r : rows) {
-      if (r.config.world_size == w) mine.push_back(r);
-    }
+    const std::vector<Row> mine = RowsOf(rows, w);
     std::fprintf(stderr, "mean_of_means: W=%d, %zu configurations x %d seeds...\n", w,
                  mine.size(), f.seeds);
     const harness::WorldResult world =
