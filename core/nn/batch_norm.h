@@ -89,14 +89,17 @@ class BatchNorm : public NormLayer<S> {
       mean = running_mean_.row(0).transpose();
       invstd_ = (running_var_.row(0).transpose().array() + static_cast<S>(opts_.eps)).rsqrt().matrix();
     }
-    xhat_ = x;
-    Tensor4<S> y = x;
+    // One pass over x writes both x-hat (kept for Backward; its storage is
+    // reused call after call) and y, sample-major so memory is read in order.
+    ReshapeLike(&xhat_, x);
+    Tensor4<S> y = EmptyLike(x);
     const Eigen::Index plane = x.PlaneSize();
     for (int n = 0; n < x.n; ++n) {
       for (int c = 0; c < x.c; ++c) {
-        auto xh = Eigen::Map<Vector<S>>(xhat_.Plane(n, c), plane);
-        xh = (xh.array() - mean[c]) * invstd_[c];
-        Eigen::Map<Vector<S>>(y.Plane(n, c), plane) = (xh.array() * weight_.value(0, c) + bias_.value(0, c)).matrix();
+        const auto xin = Eigen::Map<const Array<S>>(x.Plane(n, c), plane);
+        auto xh = Eigen::Map<Array<S>>(xhat_.Plane(n, c), plane);
+        xh = (xin - mean[c]) * invstd_[c];
+        Eigen::Map<Array<S>>(y.Plane(n, c), plane) = xh * weight_.value(0, c) + bias_.value(0, c);
       }
     }
     return y;
@@ -123,13 +126,14 @@ class BatchNorm : public NormLayer<S> {
     const ChannelGradSums<S> local = LocalGradSums(dy);
     weight_.grad.row(0) += local.sum_dy_xhat.transpose();
     bias_.grad.row(0) += local.sum_dy.transpose();
-    Tensor4<S> dx = dy;
+    Tensor4<S> dx = EmptyLike(dy);
     const Eigen::Index plane = dy.PlaneSize();
     if (!forward_training_) {
       // Eval: mean and invstd are constants, so dx = dy * gamma * invstd.
       for (int n = 0; n < dy.n; ++n) {
         for (int c = 0; c < channels_; ++c) {
-          Eigen::Map<Vector<S>>(dx.Plane(n, c), plane) *= weight_.value(0, c) * invstd_[c];
+          Eigen::Map<Array<S>>(dx.Plane(n, c), plane) =
+              Eigen::Map<const Array<S>>(dy.Plane(n, c), plane) * (weight_.value(0, c) * invstd_[c]);
         }
       }
       return dx;
@@ -139,14 +143,15 @@ class BatchNorm : public NormLayer<S> {
       throw std::runtime_error("BatchNorm: merge_grad_sums returned sums for the wrong number of channels");
     }
     const S count = static_cast<S>(stats_.count);
-    for (int c = 0; c < channels_; ++c) {
-      const S mean_dy = global.sum_dy[c] / count;
-      const S mean_dy_xhat = global.sum_dy_xhat[c] / count;
-      const S scale = weight_.value(0, c) * invstd_[c];
-      for (int n = 0; n < dy.n; ++n) {
-        auto d = Eigen::Map<Vector<S>>(dx.Plane(n, c), plane);
-        const auto xh = Eigen::Map<const Vector<S>>(xhat_.Plane(n, c), plane);
-        d = ((d.array() - mean_dy - xh.array() * mean_dy_xhat) * scale).matrix();
+    const Vector<S> mean_dy = global.sum_dy / count;
+    const Vector<S> mean_dy_xhat = global.sum_dy_xhat / count;
+    const Vector<S> scale = weight_.value.row(0).transpose().cwiseProduct(invstd_);
+    // One pass: dy and x-hat in, dx out, sample-major.
+    for (int n = 0; n < dy.n; ++n) {
+      for (int c = 0; c < channels_; ++c) {
+        const auto g = Eigen::Map<const Array<S>>(dy.Plane(n, c), plane);
+        const auto xh = Eigen::Map<const Array<S>>(xhat_.Plane(n, c), plane);
+        Eigen::Map<Array<S>>(dx.Plane(n, c), plane) = (g - mean_dy[c] - xh * mean_dy_xhat[c]) * scale[c];
       }
     }
     return dx;

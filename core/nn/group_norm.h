@@ -29,54 +29,75 @@ class GroupNorm : public NormLayer<S> {
     weight_.value.setOnes();
   }
 
+  // Per (sample, group): the mean and the biased variance in two passes over
+  // the group's contiguous block (the second from cache), then one pass that
+  // writes x-hat (kept for Backward, storage reused) and y.
   Tensor4<S> Forward(const Tensor4<S>& x) override {
     if (x.c != channels_) {
       throw std::invalid_argument("GroupNorm::Forward: input has " + std::to_string(x.c) + " channels, expected " +
                                   std::to_string(channels_));
     }
-    const Eigen::Index group_size = static_cast<Eigen::Index>(channels_ / groups_) * x.PlaneSize();
-    invstd_ = Matrix<S>::Zero(x.n, groups_);
-    xhat_ = x;
+    const int per_group = channels_ / groups_;
+    const Eigen::Index plane = x.PlaneSize();
+    const Eigen::Index group_size = per_group * plane;
+    invstd_.resize(x.n, groups_);
+    ReshapeLike(&xhat_, x);
+    Tensor4<S> y = EmptyLike(x);
     for (int n = 0; n < x.n; ++n) {
       for (int g = 0; g < groups_; ++g) {
-        auto block = Eigen::Map<Vector<S>>(xhat_.Plane(n, g * (channels_ / groups_)), group_size);
-        const S mean = block.mean();  // two passes: mean, then squared deviations
-        const S var = (block.array() - mean).square().mean();
+        const int c0 = g * per_group;
+        const auto block = Eigen::Map<const Array<S>>(x.Plane(n, c0), group_size);
+        const S mean = block.mean();
+        const S var = (block - mean).square().mean();
         const S invstd = S(1) / std::sqrt(var + static_cast<S>(eps_));
-        block = ((block.array() - mean) * invstd).matrix();
         invstd_(n, g) = invstd;
+        for (int c = c0; c < c0 + per_group; ++c) {
+          auto xh = Eigen::Map<Array<S>>(xhat_.Plane(n, c), plane);
+          xh = (Eigen::Map<const Array<S>>(x.Plane(n, c), plane) - mean) * invstd;
+          Eigen::Map<Array<S>>(y.Plane(n, c), plane) = xh * weight_.value(0, c) + bias_.value(0, c);
+        }
       }
     }
-    Tensor4<S> y = xhat_;
-    ScalePerChannel(&y, true);
     return y;
   }
 
+  // With dxhat = dy * gamma_c, per (sample, group):
+  //   dx = invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),
+  // and both means follow from the per-channel sums sum(dy) and
+  // sum(dy * xhat) that the parameter gradients need anyway: one pass reads
+  // dy and x-hat for all of them, a second (from cache) writes dx.
   Tensor4<S> Backward(const Tensor4<S>& dy) override {
     if (!dy.SameShape(xhat_)) {
       throw std::invalid_argument("GroupNorm::Backward: gradient " + dy.ShapeString() +
                                   " does not match the last Forward " + xhat_.ShapeString());
     }
+    const int per_group = channels_ / groups_;
     const Eigen::Index plane = dy.PlaneSize();
-    for (int n = 0; n < dy.n; ++n) {
-      for (int c = 0; c < channels_; ++c) {
-        const auto g = Eigen::Map<const Vector<S>>(dy.Plane(n, c), plane);
-        weight_.grad(0, c) += g.dot(Eigen::Map<const Vector<S>>(xhat_.Plane(n, c), plane));
-        bias_.grad(0, c) += g.sum();
-      }
-    }
-    // dxhat = dy * gamma_c; per group: dx = invstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
-    Tensor4<S> dx = dy;
-    ScalePerChannel(&dx, false);
-    const Eigen::Index group_size = static_cast<Eigen::Index>(channels_ / groups_) * plane;
+    const S group_size = static_cast<S>(per_group * plane);
+    Tensor4<S> dx = EmptyLike(dy);
     for (int n = 0; n < dy.n; ++n) {
       for (int g = 0; g < groups_; ++g) {
-        const int c0 = g * (channels_ / groups_);
-        auto d = Eigen::Map<Vector<S>>(dx.Plane(n, c0), group_size);
-        const auto xh = Eigen::Map<const Vector<S>>(xhat_.Plane(n, c0), group_size);
-        const S mean_d = d.mean();
-        const S mean_d_xhat = d.dot(xh) / static_cast<S>(group_size);
-        d = ((d.array() - mean_d - xh.array() * mean_d_xhat) * invstd_(n, g)).matrix();
+        const int c0 = g * per_group;
+        S sum_dxhat = 0;
+        S sum_dxhat_xhat = 0;
+        for (int c = c0; c < c0 + per_group; ++c) {
+          const auto d = Eigen::Map<const Array<S>>(dy.Plane(n, c), plane);
+          const S sum_dy = d.sum();
+          const S sum_dy_xhat = (d * Eigen::Map<const Array<S>>(xhat_.Plane(n, c), plane)).sum();
+          weight_.grad(0, c) += sum_dy_xhat;
+          bias_.grad(0, c) += sum_dy;
+          sum_dxhat += weight_.value(0, c) * sum_dy;
+          sum_dxhat_xhat += weight_.value(0, c) * sum_dy_xhat;
+        }
+        const S mean_dxhat = sum_dxhat / group_size;
+        const S mean_dxhat_xhat = sum_dxhat_xhat / group_size;
+        const S invstd = invstd_(n, g);
+        for (int c = c0; c < c0 + per_group; ++c) {
+          const auto d = Eigen::Map<const Array<S>>(dy.Plane(n, c), plane);
+          const auto xh = Eigen::Map<const Array<S>>(xhat_.Plane(n, c), plane);
+          Eigen::Map<Array<S>>(dx.Plane(n, c), plane) =
+              (d * weight_.value(0, c) - mean_dxhat - xh * mean_dxhat_xhat) * invstd;
+        }
       }
     }
     return dx;
@@ -91,18 +112,6 @@ class GroupNorm : public NormLayer<S> {
   Parameter<S>& bias() { return bias_; }
 
  private:
-  // t = t * gamma_c (+ beta_c when add_bias), plane by plane.
-  void ScalePerChannel(Tensor4<S>* t, bool add_bias) const {
-    const Eigen::Index plane = t->PlaneSize();
-    for (int n = 0; n < t->n; ++n) {
-      for (int c = 0; c < channels_; ++c) {
-        auto p = Eigen::Map<Vector<S>>(t->Plane(n, c), plane);
-        p *= weight_.value(0, c);
-        if (add_bias) p.array() += bias_.value(0, c);
-      }
-    }
-  }
-
   int channels_;
   int groups_;
   double eps_;

@@ -24,6 +24,10 @@ using Matrix = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>
 template <typename S>
 using Vector = Eigen::Matrix<S, Eigen::Dynamic, 1>;
 
+// Elementwise view of the same storage (e.g. Eigen::Map<Array<S>> of a plane).
+template <typename S>
+using Array = Eigen::Array<S, Eigen::Dynamic, 1>;
+
 template <typename S>
 struct Tensor4 {
   int n = 0;
@@ -57,6 +61,31 @@ struct Tensor4 {
            std::to_string(w);
   }
 };
+
+// A tensor of t's shape whose values are unspecified, for an output about to
+// be written in full (the constructor's zero fill would be one more pass
+// over memory).
+template <typename S>
+Tensor4<S> EmptyLike(const Tensor4<S>& t) {
+  Tensor4<S> out;
+  out.n = t.n;
+  out.c = t.c;
+  out.h = t.h;
+  out.w = t.w;
+  out.data.resize(t.Size());
+  return out;
+}
+
+// Gives *t the shape of `like`, keeping its storage when the size is the same
+// (a layer's saved tensor reused call after call); values unspecified.
+template <typename S>
+void ReshapeLike(Tensor4<S>* t, const Tensor4<S>& like) {
+  t->n = like.n;
+  t->c = like.c;
+  t->h = like.h;
+  t->w = like.w;
+  t->data.resize(like.Size());
+}
 
 // The N x C matrix as the N x C x 1 x 1 tensor that BatchNorm1d / GroupNorm see.
 template <typename S>
