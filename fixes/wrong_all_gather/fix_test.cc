@@ -1,12 +1,15 @@
 // Property test of the fix: for every W in 1..8, N in a range that includes
-// N < W, and batch sizes from 1 to N, both gathers give the one-process AUC
+// N < W, and batch sizes from 1 to N, all three gathers give the one-process AUC
 // and AP to 1e-12 (or the same "undefined" as one process), with every
 // sample exactly once.
 #include <algorithm>
 #include <vector>
 
+#include "core/comm/make_comm.h"
+#include "core/launch/spawn.h"
 #include "core/testing/backend.h"
 #include "fixes/wrong_all_gather/fix_run.h"
+#include "fixes/wrong_all_gather/gather.h"
 #include "gtest/gtest.h"
 
 namespace ddp::wrong_all_gather {
@@ -36,7 +39,7 @@ TEST(WrongAllGatherFix, ExactForEveryWorldSizeDatasetSizeAndBatchSize) {
     }
   }
   const auto records = RunFixOnRows(f, rows);
-  ASSERT_EQ(records.size(), rows.size() * 4);  // x 2 shardings x 2 methods
+  ASSERT_EQ(records.size(), rows.size() * 6);  // x 2 shardings x 3 methods
   int defined = 0;
   for (const auto& r : records) {
     ASSERT_EQ(r.verdict, results::Verdict::kExact)
@@ -47,6 +50,43 @@ TEST(WrongAllGatherFix, ExactForEveryWorldSizeDatasetSizeAndBatchSize) {
   // Tiny N can hold one class only (AUC undefined, as in sklearn); most rows
   // must still measure something.
   EXPECT_GT(defined, static_cast<int>(records.size()) * 3 / 4);
+}
+
+TEST(WrongAllGatherFix, ShardCountsFollowTheSharding) {
+  using V = std::vector<int64_t>;
+  // DistributedSampler pads: ceil(N / W) everywhere, even for N < W.
+  EXPECT_EQ(ShardCounts(10, 4, Sharding::kPaddedSampler), (V{3, 3, 3, 3}));
+  EXPECT_EQ(ShardCounts(2, 4, Sharding::kPaddedSampler), (V{1, 1, 1, 1}));
+  // len(range(r, N, W)).
+  EXPECT_EQ(ShardCounts(10, 4, Sharding::kStrided), (V{3, 3, 2, 2}));
+  EXPECT_EQ(ShardCounts(2, 4, Sharding::kStrided), (V{1, 1, 0, 0}));
+  EXPECT_EQ(ShardCounts(1003, 8, Sharding::kStrided)[7], 125);
+}
+
+// A share that does not have its known length is refused before any
+// collective (here on every rank, so nobody waits for a deadline).
+TEST(WrongAllGatherFix, KnownCountsRefusesAShareOfAnotherLength) {
+  DDP_REQUIRE_BACKEND();
+  launch::SpawnOptions so;
+  so.backend = testing::TestBackend();
+  so.deadline = std::chrono::seconds(30);
+  const launch::RunResult r = launch::SpawnRanks(
+      2,
+      [](const launch::RankEnv& env) {
+        comm::CommOptions o = comm::OptionsFromRankEnv(env);
+        o.timeout = std::chrono::seconds(10);
+        auto comm = comm::MakeComm(o);
+        const std::vector<Prediction> mine(3);
+        const std::vector<int64_t> known = {2, 2};
+        try {
+          GatherPredictions(*comm, mine, Method::kKnownCounts, known);
+        } catch (const std::invalid_argument&) {
+          return 0;
+        }
+        return 1;
+      },
+      so);
+  EXPECT_TRUE(r.all_ok()) << r.Summary();
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 #include "fixes/wrong_all_gather/gather.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "core/data/sampler.h"
 
 namespace ddp::wrong_all_gather {
 namespace {
@@ -34,14 +38,46 @@ void Unpack(const double* data, std::size_t count, std::vector<Prediction>& out)
 }  // namespace
 
 const char* Name(Method m) {
-  return m == Method::kPadGatherTrim ? "pad_gather_trim" : "allgatherv";
+  switch (m) {
+    case Method::kPadGatherTrim: return "pad_gather_trim";
+    case Method::kAllgatherv: return "allgatherv";
+    case Method::kKnownCounts: return "known_counts";
+  }
+  return "?";
+}
+
+std::vector<int64_t> ShardCounts(int64_t n, int world_size, Sharding sharding) {
+  std::vector<int64_t> counts;
+  for (int r = 0; r < world_size; ++r) {
+    if (sharding == Sharding::kPaddedSampler) {
+      data::DistributedSamplerOptions o;
+      o.num_replicas = world_size;
+      o.rank = r;
+      counts.push_back(data::DistributedSampler(n, o).num_samples());
+    } else {
+      counts.push_back(r < n ? (n - r + world_size - 1) / world_size : 0);  // len(range(r, n, W))
+    }
+  }
+  return counts;
 }
 
 std::vector<Prediction> GatherPredictions(comm::Comm& comm, const std::vector<Prediction>& mine,
-                                          Method method) {
+                                          Method method, std::span<const int64_t> known_counts) {
   const int64_t n_local = static_cast<int64_t>(mine.size());
-  const std::vector<int64_t> counts =
-      comm.Allgather<int64_t>(std::span<const int64_t>(&n_local, 1));
+  std::vector<int64_t> counts;
+  if (method == Method::kKnownCounts) {
+    if (known_counts.size() != static_cast<std::size_t>(comm.world_size()) ||
+        known_counts[static_cast<std::size_t>(comm.rank())] != n_local) {
+      throw std::invalid_argument(
+          "GatherPredictions(known_counts): rank " + std::to_string(comm.rank()) + " holds " +
+          std::to_string(n_local) + " predictions, not the known count (" +
+          std::to_string(known_counts.size()) + " counts for world size " +
+          std::to_string(comm.world_size()) + ")");
+    }
+    counts.assign(known_counts.begin(), known_counts.end());
+  } else {
+    counts = comm.Allgather<int64_t>(std::span<const int64_t>(&n_local, 1));
+  }
   std::vector<double> packed = Pack(mine);
   std::vector<Prediction> all;
   if (method == Method::kPadGatherTrim) {
