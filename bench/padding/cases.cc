@@ -6,7 +6,9 @@
 namespace ddp::bench {
 
 std::vector<Method> Methods(const std::string& backend) {
-  std::vector<Method> m = {Method::kFloor, Method::kPadGatherTrim, Method::kAllgatherv};
+  std::vector<Method> m = {Method::kFloorAllgather, Method::kFloorAllgatherv,
+                           Method::kPadGatherTrim,  Method::kAllgatherv,
+                           Method::kKnownCounts,    Method::kBoundedPad};
   if (backend == "nccl") {
     m.push_back(Method::kGroupedBroadcast);
     m.push_back(Method::kGroupedSendRecv);
@@ -46,7 +48,7 @@ std::vector<Case> BuildCases(const CaseOptions& options) {
                  Name(p) + "/" + PayloadName(payload) + "/" + Name(m);
         const bool selected = std::regex_search(c.name, re) != negate;
         keep_group = keep_group || selected;
-        if (m == Method::kFloor || selected) cases.push_back(std::move(c));
+        if (IsFloor(m) || selected) cases.push_back(std::move(c));
       }
       if (keep_group) {
         for (Case& c : cases) out.push_back(std::move(c));

@@ -1,6 +1,6 @@
-// The benchmark cases of one run: every (profile, payload) group, the floor
-// first (so each method's ratio over the floor comes from the same run),
-// then the methods the backend has.
+// The benchmark cases of one run: every (profile, payload) group, its two
+// floor methods first (so each method's ratio over the floor comes from the
+// same repetition of the same run), then the methods the backend has.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@ namespace ddp::bench {
 struct Case {
   Profile profile = Profile::kEqual;
   std::int64_t payload_bytes = 0;  // nominal per rank
-  Method method = Method::kFloor;
+  Method method = Method::kFloorAllgather;
   int group = 0;                   // index of its (profile, payload) group
   std::vector<std::int64_t> lengths;
   std::string name;                // "padding/gloo/W4/straggler/1MiB/allgatherv"
@@ -26,12 +26,12 @@ struct CaseOptions {
   std::vector<Profile> profiles;
   std::vector<std::int64_t> payloads;  // bytes
   // ECMAScript regex over Case::name, as --benchmark_filter; a leading '-'
-  // negates it. Empty or "all": every case. A group's floor is kept whenever
-  // one of its methods is, so no ratio lacks its floor.
+  // negates it. Empty or "all": every case. A group's floors are kept
+  // whenever one of its methods is, so no ratio lacks its floor.
   std::string filter;
 };
 
-// The methods of a backend, floor first.
+// The methods of a backend, the floors first.
 std::vector<Method> Methods(const std::string& backend);
 
 // Throws std::invalid_argument for a filter that is not a valid regex.

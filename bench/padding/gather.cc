@@ -49,9 +49,11 @@ class CommGather : public Gather {
   Buffer output_;
 };
 
-class Floor final : public CommGather {
+// (d) The same total bytes as W equal shares: what an equal-size gather
+// costs, through either of the engine's gathers.
+class FloorAllgather final : public CommGather {
  public:
-  Floor(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths)
+  FloorAllgather(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths)
       : CommGather(comm, memory, lengths, FloorCount(lengths),
                    Size(FloorCount(lengths)) * lengths.size()) {}
 
@@ -59,6 +61,21 @@ class Floor final : public CommGather {
     comm_.Allgather(input_.data(), output_.data(), output_.size() / lengths_.size(),
                     comm::DType::kFloat64);
   }
+};
+
+class FloorAllgatherv final : public CommGather {
+ public:
+  FloorAllgatherv(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths)
+      : CommGather(comm, memory, lengths, FloorCount(lengths),
+                   Size(FloorCount(lengths)) * lengths.size()),
+        counts_(lengths_.size(), Size(FloorCount(lengths_))) {}
+
+  void Run() override {
+    comm_.Allgatherv(input_.data(), counts_[0], output_.data(), counts_, comm::DType::kFloat64);
+  }
+
+ private:
+  std::vector<std::size_t> counts_;
 };
 
 // torchmetrics' gather_all_tensors: sizes, pad to the longest (a new,
@@ -104,6 +121,12 @@ class PadGatherTrim final : public CommGather {
   Buffer gathered_;
 };
 
+std::size_t Total(const std::vector<std::int64_t>& v) {
+  std::size_t s = 0;
+  for (std::int64_t x : v) s += Size(x);
+  return s;
+}
+
 class Allgatherv final : public CommGather {
  public:
   Allgatherv(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths)
@@ -121,13 +144,75 @@ class Allgatherv final : public CommGather {
     comm_.Allgatherv(input_.data(), counts[Size(comm_.rank())], output_.data(), counts,
                      comm::DType::kFloat64);
   }
+};
+
+// (b') No sizes exchange: every rank already knows every count, as when the
+// counts follow from the sharding (a DistributedSampler without padding
+// gives rank r exactly len(range(r, N, W)) samples). One collective, the
+// same one the floor_allgatherv makes, only with unequal counts.
+class KnownCounts final : public CommGather {
+ public:
+  KnownCounts(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths)
+      : CommGather(comm, memory, lengths, lengths[Size(comm.rank())], Total(lengths)) {
+    for (std::int64_t n : lengths_) counts_.push_back(Size(n));
+  }
+
+  void Run() override {
+    comm_.Allgatherv(input_.data(), counts_[Size(comm_.rank())], output_.data(), counts_,
+                     comm::DType::kFloat64);
+  }
 
  private:
-  static std::size_t Total(const std::vector<std::int64_t>& v) {
-    std::size_t s = 0;
-    for (std::int64_t x : v) s += Size(x);
-    return s;
+  std::vector<std::size_t> counts_;
+};
+
+// (e) The sizes ride in the same collective as the data: one all_gather of
+// blocks of 1 + bound elements, the first holding the block's length, when
+// every rank knows a bound on every share (here the tightest one, the
+// longest share; e.g. a shard's size before data-dependent filtering). The
+// padded block is allocated and zeroed once (its tail is never read), then
+// each share is trimmed into one compact output. Lengths in a float64 are
+// exact below 2^53.
+class BoundedPad final : public CommGather {
+ public:
+  BoundedPad(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths)
+      : CommGather(comm, memory, lengths, lengths[Size(comm.rank())], Total(lengths)),
+        bound_(Size(*std::max_element(lengths_.begin(), lengths_.end()))),
+        block_(memory, bound_ + 1),
+        gathered_(memory, (bound_ + 1) * lengths_.size()),
+        headers_(lengths_.size()) {
+    memory_.Zero(block_.data(), block_.size());
+    memory_.Sync();
   }
+
+  void Run() override {
+    const std::size_t mine = input_.size();
+    const double header = static_cast<double>(mine);
+    memory_.Upload(block_.data(), &header, 1);
+    memory_.Copy(block_.data() + 1, input_.data(), mine);
+    memory_.Sync();
+    comm_.Allgather(block_.data(), gathered_.data(), block_.size(), comm::DType::kFloat64);
+    const std::size_t stride = block_.size();
+    for (std::size_t r = 0; r < headers_.size(); ++r) {
+      memory_.Download(&headers_[r], gathered_.data() + r * stride, 1);
+    }
+    std::size_t offset = 0;
+    for (std::size_t r = 0; r < headers_.size(); ++r) {
+      const std::size_t n = static_cast<std::size_t>(headers_[r]);
+      if (n > bound_ || offset + n > output_.size()) {
+        throw std::runtime_error("bounded_pad: a share exceeds the bound");
+      }
+      memory_.Copy(output_.data() + offset, gathered_.data() + r * stride + 1, n);
+      offset += n;
+    }
+    memory_.Sync();
+  }
+
+ private:
+  std::size_t bound_;
+  Buffer block_;
+  Buffer gathered_;
+  std::vector<double> headers_;
 };
 
 }  // namespace
@@ -136,7 +221,7 @@ std::vector<double> Expected(Method m, std::span<const std::int64_t> lengths) {
   std::vector<double> out;
   const std::int64_t floor_count = FloorCount(lengths);
   for (std::size_t r = 0; r < lengths.size(); ++r) {
-    const std::int64_t n = m == Method::kFloor ? floor_count : lengths[r];
+    const std::int64_t n = IsFloor(m) ? floor_count : lengths[r];
     for (std::int64_t i = 0; i < n; ++i) out.push_back(Value(static_cast<int>(r), i));
   }
   return out;
@@ -150,7 +235,14 @@ std::unique_ptr<Gather> MakeCommGather(Method m, comm::Comm& comm, Memory& memor
                                 std::to_string(comm.world_size()));
   }
   switch (m) {
-    case Method::kFloor: return std::make_unique<Floor>(comm, memory, std::move(lengths));
+    case Method::kFloorAllgather:
+      return std::make_unique<FloorAllgather>(comm, memory, std::move(lengths));
+    case Method::kFloorAllgatherv:
+      return std::make_unique<FloorAllgatherv>(comm, memory, std::move(lengths));
+    case Method::kKnownCounts:
+      return std::make_unique<KnownCounts>(comm, memory, std::move(lengths));
+    case Method::kBoundedPad:
+      return std::make_unique<BoundedPad>(comm, memory, std::move(lengths));
     case Method::kPadGatherTrim:
       return std::make_unique<PadGatherTrim>(comm, memory, std::move(lengths));
     case Method::kAllgatherv:

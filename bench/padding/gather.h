@@ -3,7 +3,7 @@
 //
 // Every rank r contributes lengths[r] float64 values Value(r, i); every
 // method leaves all ranks' values in rank order in one contiguous output
-// (the floor: W blocks of FloorCount(lengths) values), so Output() can be
+// (the floors: W blocks of FloorCount(lengths) values), so Output() can be
 // checked against Expected() before anything is timed.
 #pragma once
 
@@ -35,12 +35,14 @@ inline double Value(int rank, std::int64_t i) {
 // What Output() must equal for `m` on these lengths.
 std::vector<double> Expected(Method m, std::span<const std::int64_t> lengths);
 
-// kFloor, kPadGatherTrim and kAllgatherv through the Comm API (either
+// Every method but the NCCL-only ones, through the Comm API (either
 // backend); `memory` must be what the backend takes (host for Gloo, device
-// or host for NCCL). The lengths of the other ranks are used only to size
-// buffers and fill this rank's input: the methods learn them as users' code
-// does, from the sizes exchange. Throws std::invalid_argument for an NCCL-only
-// method.
+// or host for NCCL). What a method may know of the other ranks' lengths is
+// its premise: pad_gather_trim and allgatherv learn them as users' code
+// does, from the sizes exchange (the lengths here only size buffers);
+// known_counts takes them as known (they follow from the sharding);
+// bounded_pad knows only a bound (the longest) and reads each length from
+// the gathered block. Throws std::invalid_argument for an NCCL-only method.
 std::unique_ptr<Gather> MakeCommGather(Method m, comm::Comm& comm, Memory& memory,
                                        std::vector<std::int64_t> lengths);
 

@@ -1,5 +1,6 @@
-// Every Comm-API method leaves exactly the expected values on every rank,
-// for every profile, on real Gloo ranks (3 processes), run after run.
+// Every Comm-API method (both floors, pad_gather_trim, allgatherv,
+// known_counts, bounded_pad) leaves exactly the expected values on every
+// rank, for every profile, on real Gloo ranks (3 processes), run after run.
 #include "bench/padding/gather.h"
 
 #include "core/comm/make_comm.h"
@@ -20,7 +21,8 @@ int CheckAll(const launch::RankEnv& env) {
   for (Profile p : AllProfiles()) {
     for (std::int64_t n : {1, 7, 1000}) {
       const std::vector<std::int64_t> lengths = Lengths(p, env.world_size, n);
-      for (Method m : {Method::kFloor, Method::kPadGatherTrim, Method::kAllgatherv}) {
+      for (Method m : {Method::kFloorAllgather, Method::kFloorAllgatherv, Method::kPadGatherTrim,
+                       Method::kAllgatherv, Method::kKnownCounts, Method::kBoundedPad}) {
         auto g = MakeCommGather(m, *comm, *memory, lengths);
         for (int run = 0; run < 2; ++run) {
           g->Run();
@@ -47,9 +49,11 @@ TEST(CommGather, ExpectedIsRankOrderedAndDistinct) {
   const std::vector<std::int64_t> lengths = {2, 1};
   EXPECT_EQ(Expected(Method::kAllgatherv, lengths),
             (std::vector<double>{Value(0, 0), Value(0, 1), Value(1, 0)}));
-  // The floor: two blocks of ceil(3/2) = 2.
-  EXPECT_EQ(Expected(Method::kFloor, lengths),
-            (std::vector<double>{Value(0, 0), Value(0, 1), Value(1, 0), Value(1, 1)}));
+  // The floors: two blocks of ceil(3/2) = 2.
+  for (Method m : {Method::kFloorAllgather, Method::kFloorAllgatherv}) {
+    EXPECT_EQ(Expected(m, lengths),
+              (std::vector<double>{Value(0, 0), Value(0, 1), Value(1, 0), Value(1, 1)}));
+  }
   EXPECT_NE(Value(0, 4294967296LL - 1), Value(1, 0));
 }
 

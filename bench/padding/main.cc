@@ -109,8 +109,10 @@ int Main(int argc, char** argv) {
   bool share_gpu = false;
   cli::Flags flags(kProgram,
                    "What the variable-length gather fixes cost: (a) sizes exchange + pad + "
-                   "all_gather + trim, (b) allgatherv, (c) NCCL grouped broadcasts / send-recv, "
-                   "against (d) an equal-size all_gather of the same total bytes (the floor).\n"
+                   "all_gather + trim, (b) sizes exchange + allgatherv, (b') allgatherv with "
+                   "known counts, (e) one all_gather of (length, share padded to a known bound), "
+                   "(c) NCCL grouped broadcasts / send-recv, against (d) the floor: the faster of "
+                   "an equal-count all_gather and allgatherv of the same total bytes.\n"
                    "Also takes --benchmark_format=, --benchmark_out=, --benchmark_filter=, "
                    "--benchmark_repetitions=, --benchmark_list_tests.");
   flags.Int("world_size", &world_size, "number of ranks (processes) to spawn", 1, 64);
@@ -121,8 +123,11 @@ int Main(int argc, char** argv) {
   flags.String("payloads", &payloads,
                "nominal bytes per rank, comma-separated: K = KiB, M = MiB, or plain bytes; "
                "multiples of 8 in 8..64M");
-  flags.Double("min_time", &run.min_time_s, "seconds of timed gathers per case (sets iterations)",
-               0, 60);
+  flags.Double("min_time", &run.min_time_s,
+               "seconds of timed gathers per case and repetition (sets iterations)", 0, 60);
+  flags.Int("reps", &run.reps,
+            "interleaved repetitions of every case (the summary gives their median, min, max)",
+            1, 100);
   flags.Int64("min_iters", &run.min_iters, "fewest iterations per case", 1, 1000000);
   flags.Int64("max_iters", &run.max_iters, "most iterations per case", 1, 1000000);
   flags.Double("timeout", &run.timeout_s, "deadline of every collective, seconds", 1, 3600);

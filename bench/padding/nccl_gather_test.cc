@@ -24,7 +24,8 @@ int CheckAll(const launch::RankEnv& env) {
   int failures = 0;
   for (Profile p : {Profile::kEqual, Profile::kStraggler, Profile::kHeavyTailed}) {
     const std::vector<std::int64_t> lengths = Lengths(p, env.world_size, 1000);
-    for (Method m : {Method::kFloor, Method::kPadGatherTrim, Method::kAllgatherv,
+    for (Method m : {Method::kFloorAllgather, Method::kFloorAllgatherv, Method::kPadGatherTrim,
+                     Method::kAllgatherv, Method::kKnownCounts, Method::kBoundedPad,
                      Method::kGroupedBroadcast, Method::kGroupedSendRecv}) {
       const bool raw = m == Method::kGroupedBroadcast || m == Method::kGroupedSendRecv;
       auto g = raw ? MakeNcclGather(m, nccl, *memory, lengths)

@@ -101,14 +101,19 @@ std::string PayloadName(std::int64_t bytes) {
 
 const char* Name(Method m) {
   switch (m) {
-    case Method::kFloor: return "floor";
+    case Method::kFloorAllgather: return "floor_allgather";
+    case Method::kFloorAllgatherv: return "floor_allgatherv";
     case Method::kPadGatherTrim: return "pad_gather_trim";
     case Method::kAllgatherv: return "allgatherv";
+    case Method::kKnownCounts: return "known_counts";
+    case Method::kBoundedPad: return "bounded_pad";
     case Method::kGroupedBroadcast: return "grouped_bcast";
     case Method::kGroupedSendRecv: return "grouped_sendrecv";
   }
   return "?";
 }
+
+bool IsFloor(Method m) { return m == Method::kFloorAllgather || m == Method::kFloorAllgatherv; }
 
 std::int64_t FloorCount(std::span<const std::int64_t> lengths) {
   const std::int64_t w = static_cast<std::int64_t>(lengths.size());
@@ -127,7 +132,8 @@ GatherCost Cost(Method m, std::span<const std::int64_t> lengths) {
   GatherCost c;
   c.useful_bytes = sum * e;
   switch (m) {
-    case Method::kFloor: {
+    case Method::kFloorAllgather:
+    case Method::kFloorAllgatherv: {
       const double per_rank = static_cast<double>(FloorCount(lengths));
       c.wire_bytes_per_rank = (w - 1) * per_rank * e;
       c.wasted_bytes = (w * per_rank - sum) * e;
@@ -136,6 +142,16 @@ GatherCost Cost(Method m, std::span<const std::int64_t> lengths) {
     case Method::kPadGatherTrim:
       c.wire_bytes_per_rank = sizes_exchange + (w - 1) * max * e;
       c.wasted_bytes = (w * max - sum) * e;
+      break;
+    case Method::kBoundedPad:
+      // The bound here is the longest share (the tightest bound); each
+      // block carries its length in one extra element.
+      c.wire_bytes_per_rank = (w - 1) * (max + 1) * e;
+      c.wasted_bytes = (w * max - sum) * e;
+      break;
+    case Method::kKnownCounts:
+      c.wire_bytes_per_rank = (w - 1) / w * sum * e;
+      c.wasted_bytes = 0;
       break;
     case Method::kAllgatherv:
     case Method::kGroupedBroadcast:

@@ -46,15 +46,23 @@ std::optional<std::int64_t> ParsePayload(const std::string& text);
 // 1024 -> "1KiB", 16777216 -> "16MiB", 1000 -> "1000B".
 std::string PayloadName(std::int64_t bytes);
 
-// The ways to gather the lengths above onto every rank.
+// The ways to gather the lengths above onto every rank. The two floor
+// methods move the same total bytes as equal shares (no sizes, no padding);
+// the floor of a case is the faster of them in each repetition.
 enum class Method {
-  kFloor,            // (d) one equal-count all_gather of ceil(sum/W) per rank
+  kFloorAllgather,   // (d) one all_gather of ceil(sum/W) per rank
+  kFloorAllgatherv,  // (d) one allgatherv with ceil(sum/W) per rank
   kPadGatherTrim,    // (a) sizes exchange, pad to max, all_gather, trim
   kAllgatherv,       // (b) sizes exchange, the engine's allgatherv
+  kKnownCounts,      // (b') the engine's allgatherv with counts every rank
+                     //      already knows (from the sharding): no exchange
+  kBoundedPad,       // (e) one all_gather of (length, share padded to a bound
+                     //     every rank knows): the sizes ride with the data
   kGroupedBroadcast, // (c) NCCL: sizes exchange, W broadcasts in one group
   kGroupedSendRecv,  // (c) NCCL: sizes exchange, W-1 send/recv pairs in one group
 };
-const char* Name(Method m);  // "floor", "pad_gather_trim", ...
+const char* Name(Method m);  // "floor_allgather", "pad_gather_trim", ...
+bool IsFloor(Method m);
 
 // What one gather puts on the wire, in bytes of float64 elements.
 struct GatherCost {

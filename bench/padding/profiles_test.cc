@@ -41,16 +41,26 @@ TEST(Cost, PadWastesWTimesMaxMinusSum) {
   const GatherCost v = Cost(Method::kAllgatherv, lengths);
   EXPECT_DOUBLE_EQ(v.wasted_bytes, 0);
   EXPECT_DOUBLE_EQ(v.wire_bytes_per_rank, 3 * 8 + 0.75 * 640 * 8);
-  const GatherCost floor = Cost(Method::kFloor, lengths);
-  EXPECT_EQ(FloorCount(lengths), 160);
-  EXPECT_DOUBLE_EQ(floor.wasted_bytes, 0);
-  EXPECT_DOUBLE_EQ(floor.wire_bytes_per_rank, 3 * 160 * 8);
+  for (Method m : {Method::kFloorAllgather, Method::kFloorAllgatherv}) {
+    const GatherCost floor = Cost(m, lengths);
+    EXPECT_EQ(FloorCount(lengths), 160);
+    EXPECT_DOUBLE_EQ(floor.wasted_bytes, 0);
+    EXPECT_DOUBLE_EQ(floor.wire_bytes_per_rank, 3 * 160 * 8);
+  }
+  // Known counts: allgatherv's bytes without the sizes exchange.
+  const GatherCost known = Cost(Method::kKnownCounts, lengths);
+  EXPECT_DOUBLE_EQ(known.wasted_bytes, 0);
+  EXPECT_DOUBLE_EQ(known.wire_bytes_per_rank, 0.75 * 640 * 8);
+  // Bounded pad: W blocks of (1 + max), the padding wasted, no exchange.
+  const GatherCost bounded = Cost(Method::kBoundedPad, lengths);
+  EXPECT_DOUBLE_EQ(bounded.wasted_bytes, (4 * 256 - 640) * 8);
+  EXPECT_DOUBLE_EQ(bounded.wire_bytes_per_rank, 3 * 257 * 8);
 }
 
 TEST(Cost, FloorRoundsUp) {
   const L lengths = {3, 2};  // sum 5: two blocks of 3
   EXPECT_EQ(FloorCount(lengths), 3);
-  EXPECT_DOUBLE_EQ(Cost(Method::kFloor, lengths).wasted_bytes, 8);
+  EXPECT_DOUBLE_EQ(Cost(Method::kFloorAllgatherv, lengths).wasted_bytes, 8);
 }
 
 TEST(Payload, ParsesSuffixesAndRejectsTheRest) {
@@ -72,26 +82,28 @@ std::vector<std::string> Names(const std::vector<Case>& cases) {
   return out;
 }
 
-TEST(Cases, FloorFirstAndKeptForFilteredMethods) {
+TEST(Cases, FloorsFirstAndKeptForFilteredMethods) {
   CaseOptions o;
   o.world_size = 2;
   o.profiles = {Profile::kEqual, Profile::kStraggler};
   o.payloads = {1024};
-  EXPECT_EQ(Names(BuildCases(o)),
-            (std::vector<std::string>{"padding/gloo/W2/equal/1KiB/floor",
-                                      "padding/gloo/W2/equal/1KiB/pad_gather_trim",
-                                      "padding/gloo/W2/equal/1KiB/allgatherv",
-                                      "padding/gloo/W2/straggler/1KiB/floor",
-                                      "padding/gloo/W2/straggler/1KiB/pad_gather_trim",
-                                      "padding/gloo/W2/straggler/1KiB/allgatherv"}));
-  o.filter = "straggler.*allgatherv";
+  std::vector<std::string> want;
+  for (const char* p : {"equal", "straggler"}) {
+    for (const char* m : {"floor_allgather", "floor_allgatherv", "pad_gather_trim", "allgatherv",
+                          "known_counts", "bounded_pad"}) {
+      want.push_back(std::string("padding/gloo/W2/") + p + "/1KiB/" + m);
+    }
+  }
+  EXPECT_EQ(Names(BuildCases(o)), want);
+  o.filter = "straggler.*/allgatherv";
   const std::vector<Case> cases = BuildCases(o);
-  EXPECT_EQ(Names(cases), (std::vector<std::string>{"padding/gloo/W2/straggler/1KiB/floor",
+  EXPECT_EQ(Names(cases), (std::vector<std::string>{"padding/gloo/W2/straggler/1KiB/floor_allgather",
+                                                     "padding/gloo/W2/straggler/1KiB/floor_allgatherv",
                                                      "padding/gloo/W2/straggler/1KiB/allgatherv"}));
-  EXPECT_EQ(cases[0].group, cases[1].group);
-  EXPECT_EQ(cases[1].lengths, (L{128, 256}));
+  EXPECT_EQ(cases[0].group, cases[2].group);
+  EXPECT_EQ(cases[2].lengths, (L{128, 256}));
   o.filter = "-equal";
-  EXPECT_EQ(BuildCases(o).size(), 3u);
+  EXPECT_EQ(BuildCases(o).size(), 6u);
   o.filter = "(";
   EXPECT_THROW(BuildCases(o), std::invalid_argument);
 }
@@ -101,7 +113,7 @@ TEST(Cases, NcclAddsTheGroupedMethods) {
   o.backend = "nccl";
   o.profiles = {Profile::kEqual};
   o.payloads = {1024};
-  EXPECT_EQ(BuildCases(o).size(), 5u);
+  EXPECT_EQ(BuildCases(o).size(), 8u);
   EXPECT_EQ(BuildCases(o).back().name, "padding/nccl/W4/equal/1KiB/grouped_sendrecv");
 }
 

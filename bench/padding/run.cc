@@ -9,11 +9,13 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "bench/padding/gather.h"
 #include "bench/padding/memory.h"
 #include "benchmark/benchmark.h"
 #include "core/comm/make_comm.h"
+#include "core/results/provenance.h"
 #ifdef DDP_HAVE_NCCL
 #include "bench/padding/nccl_gather.h"
 #endif
@@ -30,17 +32,31 @@ class NullReporter final : public benchmark::BenchmarkReporter {
   void ReportRuns(const std::vector<Run>&) override {}
 };
 
-struct Row {
-  std::string name;
-  std::int64_t iterations = 0;
-  double mean_s = 0;
-  GatherCost cost;
-  double ratio = 0;
-};
+// /proc/loadavg's 1-, 5- and 15-minute load averages (empty where unreadable).
+std::vector<double> LoadAverages() {
+  std::vector<double> out(3);
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (f == nullptr) return {};
+  const int got = std::fscanf(f, "%lf %lf %lf", &out[0], &out[1], &out[2]);
+  std::fclose(f);
+  return got == 3 ? out : std::vector<double>{};
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 class Runner {
  public:
-  Runner(const launch::RankEnv& env, const RunConfig& config) : config_(config) {
+  Runner(const launch::RankEnv& env, const RunConfig& config, const std::vector<Case>& cases)
+      : config_(config),
+        cases_(cases),
+        times_(cases.size(), std::vector<double>(static_cast<std::size_t>(config.reps), -1)) {
+    for (std::size_t i = 0; i < cases_.size(); ++i) {
+      if (IsFloor(cases_[i].method)) floors_[cases_[i].group].push_back(i);
+    }
     comm::CommOptions o = comm::OptionsFromRankEnv(env);
     o.backend = config.backend;
     o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.timeout_s * 1000));
@@ -106,7 +122,19 @@ class Runner {
     return n;
   }
 
-  void RunCase(benchmark::State& state, const Case& c) {
+  // The floor of (group, rep): the fastest floor method of that repetition
+  // run so far (the floors run first in every repetition of a group).
+  double FloorOf(int group, int rep) const {
+    double best = -1;
+    for (std::size_t i : floors_.at(group)) {
+      const double t = times_[i][static_cast<std::size_t>(rep)];
+      if (t > 0 && (best < 0 || t < best)) best = t;
+    }
+    return best;
+  }
+
+  void RunCase(benchmark::State& state, std::size_t index, int rep) {
+    const Case& c = cases_[index];
     std::unique_ptr<Gather> g = Make(c);
     g->Run();  // first touch of fresh buffers stays out of the timing
     double total = 0;
@@ -116,35 +144,63 @@ class Runner {
       total += dt;
     }
     const double mean = total / static_cast<double>(state.iterations());
-    if (c.method == Method::kFloor) {
-      floor_sum_[c.group] += mean;
-      floor_count_[c.group] += 1;
-    }
+    times_[index][static_cast<std::size_t>(rep)] = mean;
     const GatherCost cost = Cost(c.method, c.lengths);
     const double w = static_cast<double>(c.lengths.size());
     const double max = static_cast<double>(*std::max_element(c.lengths.begin(), c.lengths.end()));
     state.counters["W"] = w;
+    state.counters["rep"] = rep;
     state.counters["bytes_per_rank"] = cost.useful_bytes / w;
     state.counters["max_bytes"] = max * kElementBytes;
     state.counters["wire_bytes_per_rank"] = cost.wire_bytes_per_rank;
     state.counters["wasted_bytes"] = cost.wasted_bytes;
     state.counters["eff_bandwidth"] = cost.useful_bytes / mean;  // bytes/s of data gathered
-    Row row{c.name, static_cast<std::int64_t>(state.iterations()), mean, cost, 0};
-    if (floor_count_[c.group] > 0) {
-      row.ratio = mean / (floor_sum_[c.group] / floor_count_[c.group]);
-      state.counters["ratio_over_floor"] = row.ratio;
+    // The machine's load as this entry ended: a number to judge it by.
+    if (const std::vector<double> load = LoadAverages(); !load.empty()) {
+      state.counters["load1"] = load[0];
     }
-    rows_.push_back(row);
+    // A floor entry gets its ratio once both floors of the repetition ran.
+    const std::vector<std::size_t>& floors = floors_.at(c.group);
+    const bool floors_done = !IsFloor(c.method) || index == floors.back();
+    const double floor = FloorOf(c.group, rep);
+    if (floors_done && floor > 0) {
+      state.counters["floor_us"] = floor * 1e6;
+      state.counters["ratio_over_floor"] = mean / floor;
+    }
   }
 
+  // Per case: median and min/max over repetitions of the time and of the
+  // ratio over that repetition's floor; per group, which floor won.
   void PrintSummary(std::FILE* out) const {
-    std::fprintf(out, "\n%-52s %6s %12s %12s %12s %10s %8s\n", "case", "iters", "time_us",
-                 "wire_KiB/rk", "wasted_KiB", "eff_MB/s", "x_floor");
-    for (const Row& r : rows_) {
-      std::fprintf(out, "%-52s %6lld %12.1f %12.1f %12.1f %10.1f %8.3f\n", r.name.c_str(),
-                   static_cast<long long>(r.iterations), r.mean_s * 1e6,
-                   r.cost.wire_bytes_per_rank / 1024, r.cost.wasted_bytes / 1024,
-                   r.cost.useful_bytes / r.mean_s / 1e6, r.ratio);
+    std::fprintf(out,
+                 "\nmedian over %d interleaved repetitions [min, max]; ratio = time / the same "
+                 "repetition's floor (the faster floor method)\n",
+                 config_.reps);
+    std::fprintf(out, "%-52s %10s %21s %11s %11s %9s %20s\n", "case", "time_us", "[min, max]",
+                 "wire_KiB/rk", "wasted_KiB", "eff_MB/s", "x_floor [min, max]");
+    for (std::size_t i = 0; i < cases_.size(); ++i) {
+      const Case& c = cases_[i];
+      std::vector<double> t, ratio;
+      int wins = 0;
+      for (int rep = 0; rep < config_.reps; ++rep) {
+        const double v = times_[i][static_cast<std::size_t>(rep)];
+        if (v <= 0) continue;
+        t.push_back(v);
+        const double floor = FloorOf(c.group, rep);
+        ratio.push_back(v / floor);
+        wins += IsFloor(c.method) && v == floor;
+      }
+      if (t.empty()) continue;
+      const GatherCost cost = Cost(c.method, c.lengths);
+      const double med = Median(t);
+      std::fprintf(out, "%-52s %10.1f [%8.1f, %9.1f] %11.1f %11.1f %9.1f   %5.3f [%5.3f, %5.3f]",
+                   c.name.c_str(), med * 1e6, *std::min_element(t.begin(), t.end()) * 1e6,
+                   *std::max_element(t.begin(), t.end()) * 1e6, cost.wire_bytes_per_rank / 1024,
+                   cost.wasted_bytes / 1024, cost.useful_bytes / med / 1e6, Median(ratio),
+                   *std::min_element(ratio.begin(), ratio.end()),
+                   *std::max_element(ratio.begin(), ratio.end()));
+      if (IsFloor(c.method)) std::fprintf(out, "  (floor in %d/%zu)", wins, t.size());
+      std::fprintf(out, "\n");
     }
     std::fflush(out);
   }
@@ -153,14 +209,14 @@ class Runner {
 
  private:
   const RunConfig& config_;
+  const std::vector<Case>& cases_;
   std::unique_ptr<comm::Comm> comm_;
   std::unique_ptr<Memory> memory_;
 #ifdef DDP_HAVE_NCCL
   std::shared_ptr<RawNccl> nccl_;
 #endif
-  std::map<int, double> floor_sum_;
-  std::map<int, int> floor_count_;
-  std::vector<Row> rows_;
+  std::map<int, std::vector<std::size_t>> floors_;  // group -> its floor cases
+  std::vector<std::vector<double>> times_;          // [case][rep] mean seconds; -1: not run
 };
 
 }  // namespace
@@ -171,7 +227,7 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
     ::dup2(config.console_fd, 1);
   }
   if (env.rank == 0 && config.console_err_fd >= 0) ::dup2(config.console_err_fd, 2);
-  Runner runner(env, config);
+  Runner runner(env, config, cases);
   std::vector<std::int64_t> iterations;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     iterations.push_back(runner.Probe(cases[i]));
@@ -181,13 +237,21 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
     }
   }
 
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
-    benchmark::RegisterBenchmark(c.name.c_str(),
-                                 [&runner, &c](benchmark::State& s) { runner.RunCase(s, c); })
-        ->Iterations(iterations[i])
-        ->UseManualTime()
-        ->Unit(benchmark::kMicrosecond);
+  // Interleaved: within each group, repetition by repetition, every case.
+  for (std::size_t first = 0; first < cases.size();) {
+    std::size_t last = first;
+    while (last < cases.size() && cases[last].group == cases[first].group) ++last;
+    for (int rep = 0; rep < config.reps; ++rep) {
+      for (std::size_t i = first; i < last; ++i) {
+        const std::string name = cases[i].name + "/rep:" + std::to_string(rep);
+        benchmark::RegisterBenchmark(
+            name.c_str(), [&runner, i, rep](benchmark::State& s) { runner.RunCase(s, i, rep); })
+            ->Iterations(iterations[i])
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+    }
+    first = last;
   }
   std::vector<std::string> args = {"padding"};
   const auto& extra = env.rank == 0 ? config.rank0_benchmark_args : config.other_benchmark_args;
@@ -205,6 +269,27 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
 #endif
   benchmark::AddCustomContext("ddp_backend", config.backend);
   benchmark::AddCustomContext("ddp_world_size", std::to_string(env.world_size));
+  benchmark::AddCustomContext("ddp_reps", std::to_string(config.reps));
+  if (env.rank == 0) {  // provenance, as every result record carries it
+    const results::Provenance provenance = results::CollectProvenance();
+    benchmark::AddCustomContext("ddp_commit", provenance.commit);
+    benchmark::AddCustomContext("ddp_cpu", provenance.cpu);
+    benchmark::AddCustomContext("ddp_gloo", provenance.gloo);
+  }
+  // Rows with more ranks than cores measure the scheduler as much as the
+  // engine: say so where the numbers are.
+  const unsigned cpus = std::thread::hardware_concurrency();
+  benchmark::AddCustomContext("ddp_cpus", std::to_string(cpus));
+  benchmark::AddCustomContext(
+      "ddp_oversubscribed",
+      static_cast<unsigned>(env.world_size) > cpus
+          ? "yes: " + std::to_string(env.world_size) + " ranks on " + std::to_string(cpus) + " CPUs"
+          : "no");
+  if (const std::vector<double> load = LoadAverages(); !load.empty()) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.2f %.2f %.2f", load[0], load[1], load[2]);
+    benchmark::AddCustomContext("ddp_loadavg_start", text);
+  }
   if (env.rank == 0) {
     benchmark::RunSpecifiedBenchmarks();
     if (config.console_summary) runner.PrintSummary(stdout);
