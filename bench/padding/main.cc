@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/sched.h"
 #include "bench/padding/cases.h"
 #include "bench/padding/run.h"
 #include "core/cli/flags.h"
@@ -130,6 +131,11 @@ int Main(int argc, char** argv) {
             1, 100);
   flags.Int64("min_iters", &run.min_iters, "fewest iterations per case", 1, 1000000);
   flags.Int64("max_iters", &run.max_iters, "most iterations per case", 1, 1000000);
+  flags.Choice("sched", &run.sched,
+               "scheduling class of the rank processes (batch: no wakeup preemption, which "
+               "keeps Gloo's loop thread from spinning against a preempted lock holder; see "
+               "bench/common/sched.h)",
+               SchedPolicies());
   flags.Double("timeout", &run.timeout_s, "deadline of every collective, seconds", 1, 3600);
   flags.Double("deadline", &deadline_s, "deadline of the whole run, seconds", 1, 86400);
   flags.Bool("share_gpu", &share_gpu,

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "bench/common/sched.h"
 #include "bench/padding/gather.h"
 #include "bench/padding/memory.h"
 #include "benchmark/benchmark.h"
@@ -227,6 +228,7 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
     ::dup2(config.console_fd, 1);
   }
   if (env.rank == 0 && config.console_err_fd >= 0) ::dup2(config.console_err_fd, 2);
+  UseSchedPolicy(config.sched);  // before Gloo's threads exist: they inherit it
   Runner runner(env, config, cases);
   std::vector<std::int64_t> iterations;
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -270,6 +272,7 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
   benchmark::AddCustomContext("ddp_backend", config.backend);
   benchmark::AddCustomContext("ddp_world_size", std::to_string(env.world_size));
   benchmark::AddCustomContext("ddp_reps", std::to_string(config.reps));
+  benchmark::AddCustomContext("ddp_sched", config.sched);
   if (env.rank == 0) {  // provenance, as every result record carries it
     const results::Provenance provenance = results::CollectProvenance();
     benchmark::AddCustomContext("ddp_commit", provenance.commit);

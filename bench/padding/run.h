@@ -32,6 +32,7 @@ struct RunConfig {
   std::int64_t min_iters = 3;
   std::int64_t max_iters = 1000;
   int reps = 5;                 // interleaved repetitions of every case
+  std::string sched = "batch";  // scheduling class of the ranks (bench/common/sched.h)
   // Google Benchmark's flags: rank 0 gets all, the others only those that
   // change what runs (--benchmark_repetitions), so every rank runs alike.
   std::vector<std::string> rank0_benchmark_args;

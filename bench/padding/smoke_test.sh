@@ -63,14 +63,16 @@ want straggler/1KiB/floor_allgather wire_bytes_per_rank 1536   # 192 * 8
 want straggler/1KiB/floor_allgatherv wire_bytes_per_rank 1536
 want straggler/1KiB/floor_allgather bytes_per_rank 1536
 want equal/1KiB/pad_gather_trim max_bytes 1024
+grep -q '"ddp_sched": "batch"' "$out" || fail "context lacks ddp_sched batch"
 for key in ddp_reps ddp_oversubscribed ddp_loadavg_start ddp_commit ddp_cpus; do
   grep -q "\"$key\":" "$out" || fail "context lacks $key"
 done
 grep -q '"time_unit": "us"' "$out" || fail "time unit is not us"
 grep -q 'padding' "$TEST_TMPDIR/stdout" || fail "rank 0 wrote nothing to stdout"
 
-# The console table and summary.
-"$bin" "${common[@]}" --profiles straggler > "$TEST_TMPDIR/console" || fail "console run failed"
+# The console table and summary (and the default scheduling class, SCHED_OTHER, works too).
+"$bin" "${common[@]}" --profiles straggler --sched normal > "$TEST_TMPDIR/console" \
+  || fail "console run failed"
 grep -q "x_floor" "$TEST_TMPDIR/console" || fail "no summary table"
 grep -q "median over 2 interleaved repetitions" "$TEST_TMPDIR/console" || fail "no median line"
 grep -q "straggler/1KiB/pad_gather_trim " "$TEST_TMPDIR/console" || fail "no case in the summary"
@@ -100,6 +102,7 @@ bad --benchmark_format --benchmark_format=xml
 bad --benchmark_filter --benchmark_filter='('
 bad --min_iters --min_iters 5 --max_iters 2
 bad --reps --reps 0
+bad --sched --sched realtime
 "$bin" --help > "$TEST_TMPDIR/help" || fail "--help exited $?"
 grep -q -- "--payloads" "$TEST_TMPDIR/help" || fail "--help lacks --payloads"
 echo PASS

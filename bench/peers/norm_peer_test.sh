@@ -22,4 +22,5 @@ bad() {
 bad --norm --norm layer_norm
 bad --groups --norm group_norm --channels 12 --groups 8
 bad --channels --channels 0
+bad --sched --sched realtime
 echo PASS

@@ -1,35 +1,52 @@
 #!/usr/bin/python3
-"""bazel run //bench/peers -- [--world_size 4] [--quick] [--out FILE.md]
+"""bazel run -c opt //bench/peers -- [--world_size 2] [--reps 5] [--json PATH] [--quick]
 
 Side by side with PyTorch on this CPU: the same workloads through PyTorch
-1.13 (Debian's python3-torch, gloo backend, W processes from
-torch.multiprocessing, one thread each) and through our binaries, in one
-run; prints one Markdown row per workload with our time over PyTorch's.
+1.13 (Debian's python3-torch, gloo backend, W processes, one thread each)
+and through our binaries, interleaved, ours / PyTorch per row and
+repetition.
 
 Workloads:
-  padded gather  bench/padding's cases (float64, the same skew profiles,
-                 payloads per rank): `floor` (one equal-count all_gather of
-                 ceil(sum/W)) and `pad_gather_trim` (torchmetrics'
-                 gather_all_tensors: sizes all_gather, pad, all_gather, trim +
-                 cat). PyTorch's gloo all_gather has no uneven variant (it
-                 aborts on unequal sizes), so allgatherv has no peer row.
-  norm layers    training forward + backward, float32, x of N x C x 8 x 8 per
-                 rank, C in {16, 64, 256}, N in {2, 8, 32}: sync_bn,
-                 batch_norm (local), group_norm (8 groups). PyTorch's
-                 SyncBatchNorm refuses CPU tensors (aten::batch_norm_stats has
-                 no CPU kernel in 1.13), so its peer here is SyncBatchNorm's
-                 algorithm written with torch ops and the same two
-                 collectives (all_gather of mean/invstd/count forward,
-                 all_reduce of sum_dy/sum_dy_xmu backward).
+  gathers      bench/padding's cases (float64, the same skew profiles and
+               payloads per rank): `floor_allgather` (one equal-count
+               all_gather of ceil(sum/W), the same Gloo call as PyTorch's
+               dist.all_gather) and `pad_gather_trim` (torchmetrics'
+               gather_all_tensors: sizes all_gather, pad, all_gather, trim +
+               cat). PyTorch's gloo all_gather has no uneven variant (it
+               aborts on unequal sizes), so allgatherv has no peer row.
+  norm layers  training forward + backward, float32, x of N x C x 8 x 8 per
+               rank, C in {16, 64, 256}, N in {2, 8, 32}: sync_bn,
+               batch_norm (local), group_norm (8 groups). PyTorch's
+               SyncBatchNorm refuses CPU tensors (aten::batch_norm_stats has
+               no CPU kernel in 1.13), so its peer here is SyncBatchNorm's
+               algorithm written with torch ops and the same two collectives
+               (all_gather of mean/invstd/count forward, all_reduce of
+               sum_dy/sum_dy_xmu backward).
 
-Timing, both sides: barrier; t0; op; the slowest rank's time (all_reduce
-max); mean over the timed iterations after warm-up. Exit 2 for bad usage, 1
-when a run fails; exit 0 with a message when torch is missing.
+Interleaving: the PyTorch ranks stay up for the whole run and take one
+block of work at a time (one gather case, or one norm layer over all
+shapes); for every repetition and block, our binary runs the block, then
+PyTorch does (the order rotates every repetition: A B, B A, ...), so both
+sides of a row's ratio are measured seconds apart. Our ranks run
+SCHED_BATCH by default (--sched; bench/common/sched.h says why), PyTorch's
+as PyTorch runs (--torch_sched normal); --torch_batch_control adds PyTorch
+ranks under SCHED_BATCH as a third, interleaved side. Timing, both sides:
+barrier; t0; op; the slowest rank's time (all_reduce max); mean over the
+timed iterations after warm-up.
+
+--json writes Google-Benchmark-shaped JSON (context + one entry per row and
+repetition: real_time = ours, torch_us, ratio) that bench/tables.py turns
+into the README tables. Exit 2 for bad usage, 1 when a run fails; exit 0
+with a message when torch is missing.
 """
 import argparse
+import datetime
 import json
 import math
 import os
+import platform
+import queue as queue_mod
+import socket
 import subprocess
 import sys
 import tempfile
@@ -42,6 +59,8 @@ CHANNELS = (16, 64, 256)
 NS = (2, 8, 32)
 HW = 8
 GROUPS = 8
+GATHER_METHODS = ("floor_allgather", "pad_gather_trim")
+BLOCK_TIMEOUT_S = 900
 
 
 def payload_bytes(text):
@@ -70,6 +89,22 @@ def round_half_away(x):  # C's llround
     return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
 
 
+def load1():
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return -1.0
+
+
+def loadavg_text():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 # ---------------------------------------------------------------- PyTorch side
 
 def timed(dist, torch, fn, iters, warmup):
@@ -95,45 +130,37 @@ def iterations(dist, torch, fn, min_time, lo, hi):
     return int(n.item())
 
 
-def torch_gather_worker(rank, w, port, cases, min_time, queue):
-    import torch
-    import torch.distributed as dist
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=w)
-    results = []
-    for profile, payload in cases:
-        lens = lengths(profile, w, payload_bytes(payload) // 8)
-        mine = torch.arange(lens[rank], dtype=torch.float64) + rank * 4294967296.0
-        floor_n = -(-sum(lens) // w)
-        floor_in = torch.arange(floor_n, dtype=torch.float64)
-        floor_out = [torch.empty(floor_n, dtype=torch.float64) for _ in range(w)]
+def torch_gather_block(torch, dist, rank, w, profile, payload, min_time):
+    lens = lengths(profile, w, payload_bytes(payload) // 8)
+    mine = torch.arange(lens[rank], dtype=torch.float64) + rank * 4294967296.0
+    floor_n = -(-sum(lens) // w)
+    floor_in = torch.arange(floor_n, dtype=torch.float64)
+    floor_out = [torch.empty(floor_n, dtype=torch.float64) for _ in range(w)]
 
-        def floor():
-            dist.all_gather(floor_out, floor_in)
+    def floor():
+        dist.all_gather(floor_out, floor_in)
 
-        def pad_gather_trim():
-            # torchmetrics.utilities.distributed.gather_all_tensors, then cat.
-            size = torch.tensor([mine.shape[0]], dtype=torch.int64)
-            sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(w)]
-            dist.all_gather(sizes, size)
-            mx = int(max(s.item() for s in sizes))
-            padded = torch.nn.functional.pad(mine, (0, mx - mine.shape[0]))
-            out = [torch.empty(mx, dtype=torch.float64) for _ in range(w)]
-            dist.all_gather(out, padded)
-            return torch.cat([o[:int(s.item())] for o, s in zip(out, sizes)])
+    def pad_gather_trim():
+        # torchmetrics.utilities.distributed.gather_all_tensors, then cat.
+        size = torch.tensor([mine.shape[0]], dtype=torch.int64)
+        sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(w)]
+        dist.all_gather(sizes, size)
+        mx = int(max(s.item() for s in sizes))
+        padded = torch.nn.functional.pad(mine, (0, mx - mine.shape[0]))
+        out = [torch.empty(mx, dtype=torch.float64) for _ in range(w)]
+        dist.all_gather(out, padded)
+        return torch.cat([o[:int(s.item())] for o, s in zip(out, sizes)])
 
-        got = pad_gather_trim()
-        want = torch.cat([torch.arange(n, dtype=torch.float64) + r * 4294967296.0
-                          for r, n in enumerate(lens)])
-        if not torch.equal(got, want):
-            raise RuntimeError(f"{profile}/{payload}: PyTorch pad_gather_trim output is wrong")
-        for name, fn in (("floor", floor), ("pad_gather_trim", pad_gather_trim)):
-            n = iterations(dist, torch, fn, min_time, 3, 1000)
-            results.append(((profile, payload, name), timed(dist, torch, fn, n, 1), n))
-    if rank == 0:
-        queue.put(results)
-    dist.destroy_process_group()
+    got = pad_gather_trim()
+    want = torch.cat([torch.arange(n, dtype=torch.float64) + r * 4294967296.0
+                      for r, n in enumerate(lens)])
+    if not torch.equal(got, want):
+        raise RuntimeError(f"{profile}/{payload}: PyTorch pad_gather_trim output is wrong")
+    results = {}
+    for name, fn in (("floor_allgather", floor), ("pad_gather_trim", pad_gather_trim)):
+        n = iterations(dist, torch, fn, min_time, 3, 1000)
+        results[name] = (timed(dist, torch, fn, n, 1), n)
+    return results
 
 
 class TorchSyncBN:
@@ -184,144 +211,202 @@ class TorchSyncBN:
         return Fn
 
 
-def torch_norm_worker(rank, w, port, shapes, iters, warmup, queue):
+def torch_norm_block(torch, dist, rank, sync_fn, norm, channels, ns, iters, warmup):
+    gen = torch.Generator().manual_seed(1234 + rank)
+    results = {}
+    for c in channels:
+        for n in ns:
+            x = torch.randn(n, c, HW, HW, generator=gen, requires_grad=True)
+            dy = torch.randn(n, c, HW, HW, generator=gen)
+            if norm == "group_norm":
+                fwd = torch.nn.GroupNorm(GROUPS, c)
+            elif norm == "batch_norm":
+                fwd = torch.nn.BatchNorm2d(c)
+            else:
+                weight = torch.ones(c, requires_grad=True)
+                bias = torch.zeros(c, requires_grad=True)
+
+                def fwd(t, weight=weight, bias=bias):
+                    return sync_fn.apply(t, weight, bias, 1e-5)
+
+            def step(fwd=fwd, x=x, dy=dy):
+                x.grad = None
+                fwd(x).backward(dy)
+
+            results[(c, n)] = (timed(dist, torch, step, iters, warmup), iters)
+    return results
+
+
+def torch_worker(rank, w, port, sched, commands, results):
+    """One persistent PyTorch rank: runs the blocks it is sent, in order."""
+    if sched == "batch":  # before any thread exists: Gloo's inherit it
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     import torch
     import torch.distributed as dist
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=w)
+                            world_size=w, timeout=datetime.timedelta(seconds=BLOCK_TIMEOUT_S))
     sync_fn = TorchSyncBN.make(torch, dist, w)
-    gen = torch.Generator().manual_seed(1234 + rank)
-    results = []
-    for norm, c, n in shapes:
-        x = torch.randn(n, c, HW, HW, generator=gen, requires_grad=True)
-        dy = torch.randn(n, c, HW, HW, generator=gen)
-        if norm == "group_norm":
-            layer = torch.nn.GroupNorm(GROUPS, c)
-            fwd = layer
-        elif norm == "batch_norm":
-            layer = torch.nn.BatchNorm2d(c)
-            fwd = layer
-        else:
-            weight = torch.ones(c, requires_grad=True)
-            bias = torch.zeros(c, requires_grad=True)
-
-            def fwd(t):
-                return sync_fn.apply(t, weight, bias, 1e-5)
-
-        def step():
-            x.grad = None
-            fwd(x).backward(dy)
-
-        results.append(((norm, c, n), timed(dist, torch, step, iters, warmup), iters))
-    if rank == 0:
-        queue.put(results)
+    while True:
+        cmd = commands.get()
+        if cmd[0] == "stop":
+            break
+        try:
+            if cmd[0] == "gather":
+                out = torch_gather_block(torch, dist, rank, w, *cmd[1:])
+            else:
+                out = torch_norm_block(torch, dist, rank, sync_fn, *cmd[1:])
+        except Exception as e:  # reported by the parent, which stops everyone
+            results.put(("error", f"rank {rank}: {e!r}"))
+            raise
+        if rank == 0:
+            results.put(("ok", out))
     dist.destroy_process_group()
 
 
 def free_port():
-    import socket
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def run_torch(worker, w, *args):
-    import torch.multiprocessing as mp
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    port = free_port()
-    procs = [ctx.Process(target=worker, args=(r, w, port) + args + (queue,)) for r in range(w)]
-    for p in procs:
-        p.start()
-    try:
-        results = queue.get(timeout=1800)
-    finally:
-        for p in procs:
-            p.join(timeout=60)
+class TorchRanks:
+    """W PyTorch ranks that stay up and run one block per call."""
+
+    def __init__(self, w, sched):
+        import torch.multiprocessing as mp
+        ctx = mp.get_context("spawn")
+        self.results = ctx.Queue()
+        self.commands = [ctx.Queue() for _ in range(w)]
+        port = free_port()
+        self.procs = [ctx.Process(target=torch_worker,
+                                  args=(r, w, port, sched, self.commands[r], self.results))
+                      for r in range(w)]
+        for p in self.procs:
+            p.start()
+
+    def run(self, *cmd):
+        for q in self.commands:
+            q.put(cmd)
+        try:
+            status, out = self.results.get(timeout=BLOCK_TIMEOUT_S)
+        except queue_mod.Empty:
+            raise RuntimeError(f"PyTorch ranks gave no result for {cmd} within "
+                               f"{BLOCK_TIMEOUT_S} s")
+        if status != "ok":
+            raise RuntimeError(f"a PyTorch rank failed on {cmd}: {out}")
+        return out
+
+    def close(self, ok):
+        if ok:
+            for q in self.commands:
+                q.put(("stop",))
+        for p in self.procs:
+            p.join(timeout=60 if ok else 1)
             if p.is_alive():
                 p.terminate()
-    if any(p.exitcode != 0 for p in procs):
-        raise RuntimeError(f"a PyTorch rank failed: exit codes {[p.exitcode for p in procs]}")
-    return {key: (t, n) for key, t, n in results}
+        if ok and any(p.exitcode != 0 for p in self.procs):
+            raise RuntimeError("a PyTorch rank failed: exit codes "
+                               f"{[p.exitcode for p in self.procs]}")
 
 
 # ------------------------------------------------------------------- our side
 
-def run_ours_padding(binary, w, profiles, payloads, min_time):
+def ours_gather(binary, w, profile, payload, min_time, sched, context):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "padding.json")
-        subprocess.run([binary, "--world_size", str(w), "--profiles", ",".join(profiles),
-                        "--payloads", ",".join(payloads), "--min_time", str(min_time),
-                        "--benchmark_filter=floor|pad_gather_trim",
+        subprocess.run([binary, "--world_size", str(w), "--sched", sched, "--profiles", profile,
+                        "--payloads", payload, "--min_time", str(min_time), "--reps", "1",
+                        "--benchmark_filter=floor_allgather$|pad_gather_trim$",
                         "--benchmark_format=json", f"--benchmark_out={out}"],
                        check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             data = json.load(f)
-    build = data.get("context", {}).get("ddp_build", "?")
-    if build != "optimized":
-        print(f"peers: warning: bench/padding build is {build}", file=sys.stderr)
+    ctx = data.get("context", {})
+    for key in ("ddp_build", "ddp_gloo", "ddp_backend"):
+        if key in ctx:
+            context[key] = ctx[key]
+    lens = lengths(profile, w, payload_bytes(payload) // 8)
     res = {}
     for b in data["benchmarks"]:
-        parts = b["name"].split("/")  # padding/gloo/W4/profile/payload/method/...
-        profile, payload, method = parts[3], parts[4], parts[5]
-        payload = payload.replace("KiB", "K").replace("MiB", "M")
-        scale = {"us": 1e-6, "ms": 1e-3, "ns": 1e-9, "s": 1.0}[b["time_unit"]]
-        lens = lengths(profile, w, payload_bytes(payload) // 8)
+        method = b["name"].split("/")[5]  # padding/gloo/W2/profile/payload/method/rep:0/...
+        if method not in GATHER_METHODS:
+            continue
         if abs(b["bytes_per_rank"] * w - 8 * sum(lens)) > 0.5 or \
                 abs(b["max_bytes"] - 8 * max(lens)) > 0.5:
             raise RuntimeError(f"{b['name']}: lengths differ from this script's profiles")
-        res[(profile, payload, method)] = (b["real_time"] * scale, b["iterations"])
+        scale = {"us": 1e-6, "ms": 1e-3, "ns": 1e-9, "s": 1.0}[b["time_unit"]]
+        res[method] = (b["real_time"] * scale, b["iterations"])
     return res
 
 
-def run_ours_norm(binary, w, norm, channels, ns, iters, warmup):
-    p = subprocess.run([binary, "--world_size", str(w), "--norm", norm,
+def ours_norm(binary, w, norm, channels, ns, iters, warmup, sched, context):
+    p = subprocess.run([binary, "--world_size", str(w), "--sched", sched, "--norm", norm,
                         "--channels", ",".join(map(str, channels)), "--n", ",".join(map(str, ns)),
                         "--hw", str(HW), "--groups", str(GROUPS), "--iters", str(iters),
                         "--warmup", str(warmup)], check=True, capture_output=True, text=True)
     res = {}
     for line in p.stdout.splitlines():
         r = json.loads(line)
-        if not r["optimized"]:
-            print("peers: warning: norm_peer was built without optimization; run "
-                  "`bazel run -c opt //bench/peers` for numbers to cite", file=sys.stderr)
-        res[(norm, r["C"], r["N"])] = (r["mean_s"], r["iters"])
+        context["ddp_norm_build"] = "optimized" if r["optimized"] else "UNOPTIMIZED (fastbuild)"
+        res[(r["C"], r["N"])] = (r["mean_s"], r["iters"])
     return res
 
 
-def optimized(args):
-    """Whether our binaries were built with optimization (they say so)."""
-    p = subprocess.run([args.norm_bin, "--world_size", "1", "--channels", "8", "--n", "2",
-                        "--iters", "1", "--warmup", "0"], check=True, capture_output=True,
-                       text=True)
-    return json.loads(p.stdout.splitlines()[0])["optimized"]
+def git_commit():
+    where = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
+    try:
+        head = subprocess.run(["git", "-C", where, "rev-parse", "HEAD"], check=True,
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", where, "status", "--porcelain", "--untracked-files=no"],
+                               check=True, capture_output=True, text=True).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
-def fmt_us(s):
-    return f"{s * 1e6:.1f}"
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
 
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
-    ap.add_argument("--world_size", type=int, default=4)
+    ap.add_argument("--world_size", type=int, default=2)
     ap.add_argument("--padding_bin", required=True, help="path of //bench/padding")
     ap.add_argument("--norm_bin", required=True, help="path of //bench/peers:norm_peer")
-    ap.add_argument("--min_time", type=float, default=0.3,
-                    help="padded gather: seconds of timed gathers per row (default 0.3)")
-    ap.add_argument("--norm_iters", type=int, default=20)
+    ap.add_argument("--reps", type=int, default=5,
+                    help="interleaved repetitions (ours, PyTorch) per block (default 5)")
+    ap.add_argument("--min_time", type=float, default=0.1,
+                    help="gathers: seconds of timed gathers per row and repetition (default 0.1)")
+    ap.add_argument("--norm_iters", type=int, default=50,
+                    help="norm layers: timed iterations per shape and repetition (default 50)")
     ap.add_argument("--quick", action="store_true",
                     help="1K and 64K payloads only, C=16 and N=2 only (a check that it runs)")
-    ap.add_argument("--out", help="also write the Markdown table here")
+    ap.add_argument("--sched", choices=("batch", "normal"), default="batch",
+                    help="scheduling class of our ranks (default batch; bench/common/sched.h)")
+    ap.add_argument("--torch_sched", choices=("normal", "batch"), default="normal",
+                    help="scheduling class of the PyTorch ranks (default normal, as PyTorch runs)")
+    ap.add_argument("--torch_batch_control", action="store_true",
+                    help="also time a second set of PyTorch ranks under SCHED_BATCH, interleaved "
+                         "(a control: how much of a ratio is the scheduling class)")
+    ap.add_argument("--json", help="write the results here (Google-Benchmark-shaped JSON)")
     args = ap.parse_args(argv)
-    if not 1 <= args.world_size <= 16:
-        print("peers: --world_size must be in 1..16", file=sys.stderr)
-        return 2
-    if args.min_time < 0 or args.norm_iters < 1:
-        print("peers: --min_time must be >= 0 and --norm_iters >= 1", file=sys.stderr)
-        return 2
+    for bad, msg in ((not 1 <= args.world_size <= 16, "--world_size must be in 1..16"),
+                     (not 1 <= args.reps <= 100, "--reps must be in 1..100"),
+                     (args.min_time < 0, "--min_time must be >= 0"),
+                     (args.norm_iters < 1, "--norm_iters must be >= 1")):
+        if bad:
+            print(f"peers: {msg}", file=sys.stderr)
+            return 2
     try:
-        import torch  # noqa: F401
+        import torch
     except ImportError:
         print("peers: skipped: PyTorch is not importable by this python "
               f"({sys.executable}); install Debian's python3-torch")
@@ -330,33 +415,91 @@ def main(argv):
     payloads = PAYLOADS[:2] if args.quick else PAYLOADS
     channels = CHANNELS[:1] if args.quick else CHANNELS
     ns = NS[:1] if args.quick else NS
-    cases = [(p, s) for p in PROFILES for s in payloads]
-
-    ours = run_ours_padding(args.padding_bin, w, PROFILES, payloads, args.min_time)
-    theirs = run_torch(torch_gather_worker, w, cases, args.min_time)
-    for norm in NORMS:
-        ours.update(run_ours_norm(args.norm_bin, w, norm, channels, ns, args.norm_iters, 3))
-    shapes = [(norm, c, n) for norm in NORMS for c in channels for n in ns]
-    theirs.update(run_torch(torch_norm_worker, w, shapes, args.norm_iters, 3))
-
-    rows = ["| workload | ours (us) | PyTorch 1.13 (us) | ours / PyTorch |",
-            "|---|---:|---:|---:|"]
-    for p, s in cases:
-        for m in ("floor", "pad_gather_trim"):
-            o, t = ours[(p, s, m)][0], theirs[(p, s, m)][0]
-            rows.append(f"| gather {p} {s}iB/rank {m} | {fmt_us(o)} | {fmt_us(t)} | {o / t:.2f} |")
-    for norm, c, n in shapes:
-        o, t = ours[(norm, c, n)][0], theirs[(norm, c, n)][0]
-        rows.append(f"| {norm} C={c} N={n} {HW}x{HW} fwd+bwd | {fmt_us(o)} | {fmt_us(t)} | "
-                    f"{o / t:.2f} |")
-    header = (f"W={w} ranks, gloo, {os.cpu_count()} CPUs, torch {torch.__version__}, "
-              f"ours {'optimized' if optimized(args) else 'UNOPTIMIZED (fastbuild)'}, "
-              f"one thread per rank; {time.strftime('%Y-%m-%d %H:%M')}")
-    text = header + "\n\n" + "\n".join(rows) + "\n"
-    print(text)
-    if args.out:
-        with open(os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", "."), args.out), "w") as f:
-            f.write(text)
+    blocks = [("gather", p, s) for p in PROFILES for s in payloads] + \
+             [("norm", norm) for norm in NORMS]
+    cpus = os.cpu_count() or 1
+    context = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host_name": socket.gethostname(),
+        "num_cpus": cpus,
+        "ddp_tool": "bench/peers",
+        "ddp_commit": git_commit(),
+        "ddp_cpu": cpu_model(),
+        "ddp_world_size": str(w),
+        "ddp_reps": str(args.reps),
+        "ddp_oversubscribed": f"yes: {w} ranks on {cpus} CPUs" if w > cpus else "no",
+        "ddp_loadavg_start": loadavg_text(),
+        "ddp_torch": torch.__version__,
+        "ddp_sched": args.sched,
+        "ddp_torch_sched": args.torch_sched,
+        "ddp_order": "per block and repetition, every side once; the order rotates "
+                     "every repetition (ours, PyTorch[, control]; PyTorch, ..., ours; ...)",
+    }
+    print(f"peers: W={w}, {args.reps} interleaved repetitions of {len(blocks)} blocks; "
+          f"load average {context['ddp_loadavg_start']}", file=sys.stderr)
+    entries = []
+    torch_sides = {"torch": TorchRanks(w, args.torch_sched)}
+    if args.torch_batch_control:
+        torch_sides["torch_batch"] = TorchRanks(w, "batch")
+        context["ddp_control"] = "torch_batch: PyTorch ranks under SCHED_BATCH, interleaved"
+    ok = False
+    try:
+        for rep in range(args.reps):
+            for block in blocks:
+                # The order rotates every repetition: A B (C), B (C) A, ...
+                order = ["ours"] + list(torch_sides)
+                k = rep % len(order)
+                got = {}
+                for side in order[k:] + order[:k]:
+                    if side == "ours" and block[0] == "gather":
+                        got[side] = ours_gather(args.padding_bin, w, block[1], block[2],
+                                                args.min_time, args.sched, context)
+                    elif side == "ours":
+                        got[side] = ours_norm(args.norm_bin, w, block[1], channels, ns,
+                                              args.norm_iters, 3, args.sched, context)
+                    elif block[0] == "gather":
+                        got[side] = torch_sides[side].run("gather", block[1], block[2],
+                                                          args.min_time)
+                    else:
+                        got[side] = torch_sides[side].run("norm", block[1], channels, ns,
+                                                          args.norm_iters, 3)
+                load = load1()
+                ratios = []
+                for key, (ours_s, ours_n) in got["ours"].items():
+                    torch_s, torch_n = got["torch"][key]
+                    if block[0] == "gather":
+                        name = f"peers/W{w}/gather/{block[1]}/{block[2]}iB/{key}/rep:{rep}"
+                    else:
+                        name = f"peers/W{w}/{block[1]}/C:{key[0]}/N:{key[1]}/rep:{rep}"
+                    entry = {
+                        "name": name, "run_type": "iteration", "iterations": ours_n,
+                        "real_time": ours_s * 1e6, "cpu_time": 0.0, "time_unit": "us",
+                        "torch_us": torch_s * 1e6, "torch_iterations": torch_n,
+                        "ratio": ours_s / torch_s, "rep": rep, "W": w, "load1": load}
+                    if "torch_batch" in got:
+                        entry["torch_batch_us"] = got["torch_batch"][key][0] * 1e6
+                        entry["ratio_torch_batch"] = ours_s / got["torch_batch"][key][0]
+                    entries.append(entry)
+                    ratios.append(ours_s / torch_s)
+                print(f"peers: rep {rep + 1}/{args.reps} {' '.join(block[1:])}: ours/PyTorch "
+                      f"{min(ratios):.2f}..{max(ratios):.2f} (load {load:.2f})", file=sys.stderr)
+        ok = True
+    finally:
+        for ranks in torch_sides.values():
+            ranks.close(ok)
+    context["ddp_loadavg_end"] = loadavg_text()
+    data = {"context": context, "benchmarks": entries}
+    if args.json:
+        path = os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", "."), args.json)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".peers-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+        print(f"peers: wrote {path}", file=sys.stderr)
+    else:
+        json.dump(data, sys.stdout, indent=1)
+        print()
     return 0
 
 

@@ -1,0 +1,28 @@
+// The scheduling class of a benchmark's rank processes.
+//
+// Why it matters (measured with perf in bench/peers/README.md): Gloo's TCP
+// transport handles incoming messages on its own loop thread, which only
+// try-locks a connection's mutex and, when the rank's main thread holds it
+// (while posting a send or receive), returns to a level-triggered epoll_wait
+// that fires again at once: it spins. Under the default policy a thread
+// woken by a message preempts the one it lands next to, so on a loaded or
+// oversubscribed machine the lock holder is often preempted by the spinning
+// thread, and a 1 KiB gather that takes about 0.2 ms takes 2 to 8 ms.
+// SCHED_BATCH (the Linux class for CPU-bound batch work) keeps the CFS share
+// but never preempts on wakeup, which removes those stalls.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ddp::bench {
+
+// "batch" (SCHED_BATCH) or "normal" (SCHED_OTHER, the default of a process).
+const std::vector<std::string>& SchedPolicies();
+
+// Puts the calling thread, and the threads it creates from now on (Gloo's
+// loop thread among them), in `policy`. Call it in each rank process before
+// the communicator exists. Throws std::runtime_error if the kernel refuses.
+void UseSchedPolicy(const std::string& policy);
+
+}  // namespace ddp::bench

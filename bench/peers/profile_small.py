@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+"""bench/peers/profile_small.py --gather_loop PATH [--world_sizes 2,4] [--reps 3] [--json FILE]
+
+Where a small gather's time goes, ours and PyTorch's, on the same Gloo.
+Each side runs the same loop on W ranks -- barrier; all_gather of 1 KiB per
+rank; all_reduce of one double, one timed iteration of bench/padding's
+floor_allgather -- under `perf stat`, twice (N and 2N iterations), so that
+the difference is per iteration and free of start-up costs:
+
+  ours_normal   //bench/peers:gather_loop --sched normal (SCHED_OTHER)
+  ours_batch    //bench/peers:gather_loop --sched batch (SCHED_BATCH)
+  torch_normal  torch.distributed gloo, as PyTorch runs
+  torch_batch   the same, under SCHED_BATCH
+
+Per iteration (summed over every process of the run): wall time of rank
+0's loop, CPU time, context switches, and the number of epoll_wait and
+writev calls. Gloo's loop thread calls epoll_wait once per wake-up; when it
+finds the connection's mutex held (try-lock) it goes straight back to a
+level-triggered epoll_wait that fires at once, so epoll_wait calls far
+above the writev count are the loop thread spinning. Sides run interleaved
+(every repetition runs each side once, the order rotating).
+
+Needs `perf` with syscall tracepoints (root or perf_event_paranoid <= 1);
+without torch the torch sides are skipped. --json writes Google-Benchmark-
+shaped JSON for bench/tables.py. Exit 2 for bad usage, 1 when a run fails.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+EVENTS = ("task-clock", "context-switches", "syscalls:sys_enter_epoll_wait",
+          "syscalls:sys_enter_writev")
+COUNT = 128  # float64 per rank: 1 KiB
+
+
+def torch_rank(rank, w, port, iters, sched, queue):
+    if sched == "batch":
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=w)
+    x = torch.ones(COUNT, dtype=torch.float64)
+    out = [torch.empty(COUNT, dtype=torch.float64) for _ in range(w)]
+    t = torch.zeros(1, dtype=torch.float64)
+
+    def step():
+        dist.barrier()
+        dist.all_gather(out, x)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+
+    for _ in range(20):
+        step()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        step()
+    if rank == 0:
+        queue.put((time.perf_counter() - t0) / max(iters, 1) * 1e6)
+    dist.destroy_process_group()
+
+
+def torch_child(w, iters, sched):
+    """The torch side as its own process tree, so perf stat can wrap it."""
+    import torch.multiprocessing as mp
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=torch_rank, args=(r, w, port, iters, sched, queue))
+             for r in range(w)]
+    for p in procs:
+        p.start()
+    mean_us = queue.get(timeout=600)
+    for p in procs:
+        p.join(timeout=60)
+    if any(p.exitcode != 0 for p in procs):
+        return 1
+    print(json.dumps({"mean_us": mean_us}))
+    return 0
+
+
+def perf_run(cmd):
+    """(rank 0's mean us per iteration, {event: count}) of one run."""
+    with tempfile.NamedTemporaryFile(mode="r", suffix=".csv") as stats:
+        p = subprocess.run(["perf", "stat", "-x,", "-o", stats.name,
+                            "-e", ",".join(EVENTS), "--"] + cmd,
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr[-2000:]}")
+        counts = {}
+        for line in stats.read().splitlines():
+            parts = line.split(",")
+            if len(parts) > 2 and parts[2] in EVENTS:
+                counts[parts[2]] = float(parts[0]) if parts[0] not in ("", "<not counted>",
+                                                                        "<not supported>") \
+                    else math.nan
+    mean_us = json.loads(p.stdout.strip().splitlines()[-1])["mean_us"]
+    return mean_us, counts
+
+
+def command(side, w, iters, gather_loop):
+    who, sched = side.split("_")
+    if who == "ours":
+        return [gather_loop, "--world_size", str(w), "--iters", str(iters), "--count",
+                str(COUNT), "--sched", sched]
+    return [sys.executable, os.path.abspath(__file__), "--torch_child", str(w), str(iters),
+            sched]
+
+
+def main(argv):
+    if argv[:1] == ["--torch_child"]:
+        return torch_child(int(argv[1]), int(argv[2]), argv[3])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
+    ap.add_argument("--gather_loop", required=True, help="path of //bench/peers:gather_loop")
+    ap.add_argument("--world_sizes", default="2,4")
+    ap.add_argument("--iters", type=int, default=2000, help="N (the runs do N and 2N)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    try:
+        worlds = [int(x) for x in args.world_sizes.split(",")]
+    except ValueError:
+        worlds = []
+    if not worlds or any(not 1 <= w <= 16 for w in worlds) or args.iters < 1 or \
+            not 1 <= args.reps <= 20:
+        print("profile_small: --world_sizes needs values in 1..16, --iters >= 1, --reps 1..20",
+              file=sys.stderr)
+        return 2
+    sides = ["ours_normal", "ours_batch"]
+    try:
+        import torch  # noqa: F401
+        sides += ["torch_normal", "torch_batch"]
+    except ImportError:
+        print("profile_small: no torch here; profiling our side only", file=sys.stderr)
+    with open("/proc/loadavg") as f:
+        load_start = " ".join(f.read().split()[:3])
+    entries = []
+    for w in worlds:
+        for rep in range(args.reps):
+            k = rep % len(sides)
+            for side in sides[k:] + sides[:k]:
+                short_us, short = perf_run(command(side, w, args.iters, args.gather_loop))
+                long_us, long = perf_run(command(side, w, 2 * args.iters, args.gather_loop))
+                per = {e: (long[e] - short[e]) / args.iters for e in EVENTS}
+                entry = {
+                    "name": f"profile/W{w}/{side}/rep:{rep}", "run_type": "iteration",
+                    "iterations": 2 * args.iters, "real_time": long_us, "cpu_time": 0.0,
+                    "time_unit": "us", "W": w, "rep": rep,
+                    "cpu_us_per_iter": per["task-clock"] * 1e3,  # perf reports ms
+                    "context_switches_per_iter": per["context-switches"],
+                    "epoll_wait_per_iter": per["syscalls:sys_enter_epoll_wait"],
+                    "writev_per_iter": per["syscalls:sys_enter_writev"]}
+                with open("/proc/loadavg") as f:
+                    entry["load1"] = float(f.read().split()[0])
+                entries.append(entry)
+                print(f"profile_small: W={w} rep {rep + 1}/{args.reps} {side}: "
+                      f"{long_us:.0f} us/iter wall, {entry['cpu_us_per_iter']:.0f} us CPU, "
+                      f"{entry['epoll_wait_per_iter']:.0f} epoll_wait, "
+                      f"{entry['writev_per_iter']:.1f} writev (load {entry['load1']:.2f})",
+                      file=sys.stderr)
+    with open("/proc/loadavg") as f:
+        load_end = " ".join(f.read().split()[:3])
+    cpus = os.cpu_count() or 1
+    data = {"context": {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host_name": socket.gethostname(), "num_cpus": cpus, "ddp_tool": "bench/peers/profile",
+        "ddp_world_sizes": args.world_sizes, "ddp_reps": str(args.reps),
+        "ddp_iters": str(args.iters), "ddp_loadavg_start": load_start,
+        "ddp_loadavg_end": load_end,
+        "ddp_oversubscribed": ", ".join(f"W={w}: {'yes' if w > cpus else 'no'}" for w in worlds)},
+        "benchmarks": entries}
+    if args.json:
+        path = os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", "."), args.json)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".prof-")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+    else:
+        json.dump(data, sys.stdout, indent=1)
+        print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

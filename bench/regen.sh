@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# bench/regen.sh [padding|peers|profile|all] — regenerates the committed
+# benchmark JSON (results/bench_padding_w{2,4}.json,
+# results/bench_peers_w{2,4}.json, results/bench_profile_small.json) and the
+# README tables made from them (bench/tables.py --update).
+#
+# Timings are only worth committing from a quiet machine: before each run
+# the script waits until the 1-minute load average is below MAX_LOAD
+# (default 0.7), for at most WAIT_S seconds (default 1800), and then gives
+# up (exit 1) unless FORCE=1. The load at the start of every run and next to
+# every entry is recorded in the JSON either way.
+#
+# Run from anywhere; about 4 minutes for padding, 12 for peers, 4 for
+# profile, on the 2-core machine this was written on (plus any wait for
+# quiet). profile needs perf (root, for the syscall tracepoints).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what="${1:-all}"
+case "$what" in
+  padding | peers | profile | all) ;;
+  *) echo "regen: unknown target '$what' (allowed: padding, peers, profile, all)" >&2; exit 2 ;;
+esac
+max_load="${MAX_LOAD:-0.7}"
+wait_s="${WAIT_S:-1800}"
+
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
+wait_quiet() {
+  local waited=0
+  while awk -v l="$(load1)" -v m="$max_load" 'BEGIN { exit !(l >= m) }'; do
+    if [ "$waited" -ge "$wait_s" ]; then
+      if [ "${FORCE:-0}" = 1 ]; then
+        echo "regen: load $(load1) >= $max_load after ${waited}s; FORCE=1, measuring anyway" >&2
+        return
+      fi
+      echo "regen: load $(load1) >= $max_load after ${waited}s; not measuring (FORCE=1 to" \
+           "measure anyway, MAX_LOAD/WAIT_S to change the limits)" >&2
+      exit 1
+    fi
+    [ $((waited % 60)) -eq 0 ] && echo "regen: waiting for a quiet machine (load $(load1))" >&2
+    sleep 10
+    waited=$((waited + 10))
+  done
+  echo "regen: load $(load1), measuring" >&2
+}
+
+bazel build -c opt //bench/padding //bench/peers //bench/peers:gather_loop
+
+if [ "$what" = padding ] || [ "$what" = all ]; then
+  for w in 2 4; do
+    wait_quiet
+    tmp="results/.bench_padding_w$w.json.tmp"
+    bazel-bin/bench/padding/padding --world_size "$w" --benchmark_out="$PWD/$tmp" \
+      --benchmark_out_format=json
+    mv "$tmp" "results/bench_padding_w$w.json"
+  done
+fi
+if [ "$what" = peers ] || [ "$what" = all ]; then
+  for w in 2 4; do
+    wait_quiet
+    bazel-bin/bench/peers/peers --world_size "$w" --torch_batch_control \
+      --json "results/bench_peers_w$w.json"
+  done
+fi
+if [ "$what" = profile ] || [ "$what" = all ]; then
+  wait_quiet
+  /usr/bin/python3 bench/peers/profile_small.py --gather_loop bazel-bin/bench/peers/gather_loop \
+    --json results/bench_profile_small.json
+fi
+/usr/bin/python3 bench/tables.py --update
+echo "regen: done; tables updated in bench/README.md, bench/padding/README.md," \
+     "bench/peers/README.md" >&2

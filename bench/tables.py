@@ -1,0 +1,313 @@
+#!/usr/bin/python3
+"""bench/tables.py [--results results] [--update]
+
+Renders the committed benchmark JSON as the README tables of bench/,
+bench/padding/ and bench/peers/ (nothing in them is typed by hand):
+
+  results/bench_padding_w{2,4}.json  (bazel run -c opt //bench/padding)
+  results/bench_peers_w{2,4}.json    (bazel run -c opt //bench/peers)
+  results/bench_profile_small.json   (bench/peers/profile_small.py)
+
+Every number is a median over the interleaved repetitions of one run, with
+the min and max beside it; a ratio is computed per repetition (the method
+and its floor, or ours and PyTorch's, measured seconds apart) before the
+median is taken. Without --update it prints the tables; with --update it
+replaces the text between `<!-- table:ID:begin -->` and `<!-- table:ID:end -->`
+in the three READMEs (each file rewritten atomically). Exit 2 when a file is
+missing or malformed, or a marker is not found.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+WORLD_SIZES = (2, 4)
+FLOORS = ("floor_allgather", "floor_allgatherv")
+# Methods that need nothing but the data (the sizes travel or are exchanged)
+# and those that need knowledge every rank shares (counts, or a bound).
+UNKNOWN_SIZES = ("pad_gather_trim", "allgatherv")
+NEEDS_KNOWLEDGE = ("known_counts", "bounded_pad")
+MIB = 1024 * 1024
+
+
+class InputError(Exception):
+    pass
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}")
+    except ValueError as e:
+        raise InputError(f"{path}: not valid JSON: {e}")
+    if not isinstance(data, dict) or "benchmarks" not in data:
+        raise InputError(f"{path}: not Google-Benchmark-shaped JSON")
+    return data
+
+
+def spread(values, fmt):
+    """'median [min, max]' of the values, each with `fmt`."""
+    return (f"{fmt.format(statistics.median(values))} "
+            f"[{fmt.format(min(values))}, {fmt.format(max(values))}]")
+
+
+def payload_bytes(name):
+    for suffix, scale in (("MiB", MIB), ("KiB", 1024), ("B", 1)):
+        if name.endswith(suffix):
+            return int(name[:-len(suffix)]) * scale
+    raise InputError(f"unknown payload {name!r}")
+
+
+def context_line(ctx, what):
+    return (f"{what}: host `{ctx.get('host_name', '?')}` ({ctx.get('num_cpus', '?')} CPUs, "
+            f"{ctx.get('ddp_cpu', '?')}), {ctx.get('date', '?')}, commit "
+            f"`{ctx.get('ddp_commit', '?')[:12]}`; W = {ctx.get('ddp_world_size', '?')} "
+            f"(oversubscribed: {ctx.get('ddp_oversubscribed', '?')}); "
+            f"{ctx.get('ddp_reps', '?')} interleaved repetitions; our ranks "
+            f"SCHED_{ctx.get('ddp_sched', '?').upper()}; load average at the start "
+            f"{ctx.get('ddp_loadavg_start', '?')}"
+            + (f", at the end {ctx['ddp_loadavg_end']}" if "ddp_loadavg_end" in ctx else ""))
+
+
+# ------------------------------------------------------------------ padding
+
+def padding_cases(data, path):
+    """{(profile, payload): {method: {rep: seconds}}} in the file's order."""
+    cases = {}
+    for b in data["benchmarks"]:
+        if b.get("run_type", "iteration") != "iteration":
+            continue
+        parts = b["name"].split("/")
+        if len(parts) < 7 or parts[0] != "padding" or not parts[6].startswith("rep:"):
+            raise InputError(f"{path}: unexpected benchmark name {b['name']!r}")
+        scale = {"us": 1e-6, "ms": 1e-3, "ns": 1e-9, "s": 1.0}[b["time_unit"]]
+        rep = int(parts[6][4:])
+        cases.setdefault((parts[3], parts[4]), {}).setdefault(parts[5], {})[rep] = \
+            b["real_time"] * scale
+    return cases
+
+
+def floor_per_rep(methods):
+    reps = sorted(set.intersection(*(set(methods[f]) for f in FLOORS if f in methods)))
+    return {r: min(methods[f][r] for f in FLOORS if f in methods) for r in reps}
+
+
+def ratios(methods, name, floor):
+    return [methods[name][r] / floor[r] for r in sorted(floor) if r in methods.get(name, {})]
+
+
+def best(methods, names, floor):
+    """The method of `names` with the lowest median ratio, and its ratios."""
+    scored = [(statistics.median(ratios(methods, n, floor)), n) for n in names if n in methods]
+    if not scored:
+        return None, []
+    _, name = min(scored)
+    return name, ratios(methods, name, floor)
+
+
+def target(payload):
+    b = payload_bytes(payload)
+    return 1.05 if b >= MIB else 1.2 if b >= 64 * 1024 else None
+
+
+def padding_table(data, path):
+    cases = padding_cases(data, path)
+    all_methods = [m for m in ("pad_gather_trim", "allgatherv", "known_counts", "bounded_pad")
+                   if any(m in c for c in cases.values())]
+    head = ["profile", "payload/rank", "floor (us)", "floor won by"] + \
+           [f"{m} / floor" for m in all_methods] + ["best fix / floor", "target"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (profile, payload), methods in cases.items():
+        floor = floor_per_rep(methods)
+        if not floor:
+            raise InputError(f"{path}: {profile}/{payload} has no complete floor")
+        wins = {f: sum(1 for r in floor if methods.get(f, {}).get(r) == floor[r]) for f in FLOORS}
+        won = ", ".join(f"{f[6:]} {n}/{len(floor)}" for f, n in wins.items() if n)
+        cells = [profile, payload, spread([v * 1e6 for v in floor.values()], "{:.0f}"), won]
+        for m in all_methods:
+            rs = ratios(methods, m, floor)
+            cells.append(spread(rs, "{:.2f}") if rs else "")
+        name, rs = best(methods, all_methods, floor)
+        t = target(payload)
+        verdict = "" if t is None else (f"≤ {t:g} ✓" if statistics.median(rs) <= t
+                                        else f"≤ {t:g} ✗")
+        cells += [f"{spread(rs, '{:.3f}')} ({name})", verdict]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def padding_summary(data, path):
+    """Per payload: the worst case (over profiles) of the best fix, with and
+    without knowledge of the counts."""
+    cases = padding_cases(data, path)
+    by_payload = {}
+    for (profile, payload), methods in cases.items():
+        floor = floor_per_rep(methods)
+        any_name, any_rs = best(methods, UNKNOWN_SIZES + NEEDS_KNOWLEDGE, floor)
+        unk_name, unk_rs = best(methods, UNKNOWN_SIZES, floor)
+        entry = by_payload.setdefault(payload, {"best": (0, ""), "unknown": (0, "")})
+        if any_rs and statistics.median(any_rs) > entry["best"][0]:
+            entry["best"] = (statistics.median(any_rs), f"{profile}, {any_name}")
+        if unk_rs and statistics.median(unk_rs) > entry["unknown"][0]:
+            entry["unknown"] = (statistics.median(unk_rs), f"{profile}, {unk_name}")
+    return by_payload
+
+
+# -------------------------------------------------------------------- peers
+
+def peers_rows(data, path):
+    """{row label: [(ours_us, torch_us, ratio, torch_batch_us or None,
+    ratio_torch_batch or None), ...]} in the file's order."""
+    rows = {}
+    for b in data["benchmarks"]:
+        parts = b["name"].split("/")
+        if parts[0] != "peers" or not parts[-1].startswith("rep:"):
+            raise InputError(f"{path}: unexpected benchmark name {b['name']!r}")
+        if parts[2] == "gather":
+            label = f"gather {parts[3]} {parts[4]}/rank {parts[5]}"
+        else:
+            label = f"{parts[2]} {parts[3].replace(':', '=')} {parts[4].replace(':', '=')} " \
+                    "8x8 fwd+bwd"
+        rows.setdefault(label, []).append((b["real_time"], b["torch_us"], b["ratio"],
+                                           b.get("torch_batch_us"), b.get("ratio_torch_batch")))
+    return rows
+
+
+def peers_table(data, path):
+    rows = peers_rows(data, path)
+    control = all(r[4] is not None for reps in rows.values() for r in reps)
+    head = "| workload | ours (us) | PyTorch 1.13 (us) | ours / PyTorch |"
+    rule = "|---|---:|---:|---:|"
+    if control:
+        head += " control: PyTorch under SCHED_BATCH (us) | ours / that |"
+        rule += "---:|---:|"
+    out = [head, rule]
+    for label, reps in rows.items():
+        line = (f"| {label} | {spread([r[0] for r in reps], '{:.1f}')} | "
+                f"{spread([r[1] for r in reps], '{:.1f}')} | "
+                f"{spread([r[2] for r in reps], '{:.2f}')} |")
+        if control:
+            line += (f" {spread([r[3] for r in reps], '{:.1f}')} | "
+                     f"{spread([r[4] for r in reps], '{:.2f}')} |")
+        out.append(line)
+    return "\n".join(out)
+
+
+def peers_summary(data, path):
+    rows = peers_rows(data, path)
+    medians = {label: statistics.median(r[2] for r in reps) for label, reps in rows.items()}
+    worst = max(medians, key=medians.get)
+    return len(medians), sum(1 for m in medians.values() if m <= 1.0), medians[worst], worst
+
+
+# ------------------------------------------------------------------ profile
+
+def profile_table(data, path):
+    sides = {}
+    for b in data["benchmarks"]:
+        parts = b["name"].split("/")  # profile/W2/ours_batch/rep:0
+        if parts[0] != "profile" or len(parts) != 4:
+            raise InputError(f"{path}: unexpected benchmark name {b['name']!r}")
+        sides.setdefault((parts[1], parts[2]), []).append(b)
+    out = ["| W | side | wall (us / iteration) | CPU, all threads (us / iteration) | "
+           "epoll_wait calls / iteration | writev calls / iteration | "
+           "context switches / iteration |", "|---|---|---:|---:|---:|---:|---:|"]
+    for (w, side), reps in sides.items():
+        out.append(f"| {w[1:]} | {side} | {spread([b['real_time'] for b in reps], '{:.0f}')} | "
+                   f"{spread([b['cpu_us_per_iter'] for b in reps], '{:.0f}')} | "
+                   f"{spread([b['epoll_wait_per_iter'] for b in reps], '{:.0f}')} | "
+                   f"{spread([b['writev_per_iter'] for b in reps], '{:.1f}')} | "
+                   f"{spread([b['context_switches_per_iter'] for b in reps], '{:.1f}')} |")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------ output
+
+def overview(padding, peers):
+    out = ["| W | bench | what | result (median over repetitions) |", "|---|---|---|---|"]
+    for w in WORLD_SIZES:
+        data, path = padding[w]
+        for payload, e in padding_summary(data, path).items():
+            t = target(payload)
+            goal = f" (target ≤ {t:g})" if t else ""
+            out.append(f"| {w} | padding | {payload}/rank: worst profile, best fix / floor{goal}"
+                       f" | {e['best'][0]:.3f} ({e['best'][1]}); without known counts or bound:"
+                       f" {e['unknown'][0]:.3f} ({e['unknown'][1]}) |")
+        data, path = peers[w]
+        n, ok, worst, label = peers_summary(data, path)
+        out.append(f"| {w} | peers | rows with ours / PyTorch ≤ 1.0 | {ok} of {n}; worst "
+                   f"{worst:.2f} ({label}) |")
+    return "\n".join(out)
+
+
+def update(path, marker, text):
+    begin, end = f"<!-- table:{marker}:begin -->", f"<!-- table:{marker}:end -->"
+    try:
+        with open(path) as f:
+            doc = f.read()
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror}")
+    if begin not in doc or end not in doc:
+        raise InputError(f"{path}: markers {begin} / {end} not found")
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    doc = head + begin + "\n" + text + "\n" + end + tail
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".table-")
+    with os.fdopen(fd, "w") as f:
+        f.write(doc)
+    os.replace(tmp, path)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
+    ap.add_argument("--results", default="results", help="folder of the JSON files")
+    ap.add_argument("--update", action="store_true", help="rewrite the README tables")
+    args = ap.parse_args(argv)
+    root = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
+    results = os.path.join(root, args.results)
+    try:
+        padding = {w: (load(p), p) for w in WORLD_SIZES
+                   for p in [os.path.join(results, f"bench_padding_w{w}.json")]}
+        peers = {w: (load(p), p) for w in WORLD_SIZES
+                 for p in [os.path.join(results, f"bench_peers_w{w}.json")]}
+        blocks = [(os.path.join(root, "bench/README.md"), "overview", overview(padding, peers))]
+        for w in WORLD_SIZES:
+            data, path = padding[w]
+            blocks.append((os.path.join(root, "bench/padding/README.md"), f"padding_w{w}",
+                           context_line(data["context"], f"`{os.path.basename(path)}`") +
+                           "\n\n" + padding_table(data, path)))
+            data, path = peers[w]
+            blocks.append((os.path.join(root, "bench/peers/README.md"), f"peers_w{w}",
+                           context_line(data["context"], f"`{os.path.basename(path)}`") +
+                           f", torch {data['context'].get('ddp_torch', '?')}\n\n" +
+                           peers_table(data, path)))
+        profile_path = os.path.join(results, "bench_profile_small.json")
+        profile = load(profile_path)
+        ctx = profile["context"]
+        blocks.append((os.path.join(root, "bench/peers/README.md"), "profile",
+                       f"`{os.path.basename(profile_path)}`: host `{ctx.get('host_name', '?')}` "
+                       f"({ctx.get('num_cpus', '?')} CPUs), {ctx.get('date', '?')}; "
+                       f"{ctx.get('ddp_reps', '?')} interleaved repetitions of N = "
+                       f"{ctx.get('ddp_iters', '?')} and 2N iterations per side (per-iteration "
+                       f"values are the difference); oversubscribed: "
+                       f"{ctx.get('ddp_oversubscribed', '?')}; load average "
+                       f"{ctx.get('ddp_loadavg_start', '?')} at the start, "
+                       f"{ctx.get('ddp_loadavg_end', '?')} at the end\n\n" +
+                       profile_table(profile, profile_path)))
+        for target_file, marker, text in blocks:
+            if args.update:
+                update(target_file, marker, text)
+            else:
+                print(f"<!-- {os.path.relpath(target_file, root)}: {marker} -->\n{text}\n")
+    except (InputError, KeyError) as e:
+        print(f"tables: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,51 @@
+#!/bin/bash
+# bench/tables.py on fixture JSON (bench/testdata): the medians and
+# per-repetition ratios it computes, the README blocks it rewrites between
+# their markers, and exit 2 on a missing marker or file.
+set -u
+tables="$1"
+src="$(dirname "$tables")/testdata"
+root="$TEST_TMPDIR/root"
+fail() { echo "FAIL: $*"; exit 1; }
+mkdir -p "$root/results" "$root/bench/padding" "$root/bench/peers"
+cp "$src"/*.json "$root/results/"
+printf 'top\n<!-- table:overview:begin -->\nold\n<!-- table:overview:end -->\nbottom\n' \
+  > "$root/bench/README.md"
+for w in 2 4; do
+  printf 'x\n<!-- table:padding_w%s:begin -->\n<!-- table:padding_w%s:end -->\n' $w $w
+done > "$root/bench/padding/README.md"
+{ for w in 2 4; do
+    printf '<!-- table:peers_w%s:begin -->\n<!-- table:peers_w%s:end -->\n' $w $w
+  done
+  printf '<!-- table:profile:begin -->\n<!-- table:profile:end -->\n'; } > "$root/bench/peers/README.md"
+
+BUILD_WORKSPACE_DIRECTORY="$root" /usr/bin/python3 "$tables" --update || fail "update exited $?"
+pad="$root/bench/padding/README.md"
+# straggler 1 MiB: floors per rep min(100,95)=95, min(110,120)=110, min(90,100)=90;
+# known_counts 100/95, 110/110, 99/90 -> median 1.053, min 1.000, max 1.100.
+grep -q '| straggler | 1MiB | 95 \[90, 110\] | allgather 2/3, allgatherv 1/3 |' "$pad" \
+  || fail "floor cell: $(grep straggler "$pad")"
+grep -q '1.053 \[1.000, 1.100\] (known_counts) | ≤ 1.05 ✗ |' "$pad" || fail "best fix cell"
+grep -q '| equal | 64KiB | 40 \[40, 40\] | allgatherv 3/3 |' "$pad" || fail "equal row"
+grep -q 'W = 4 (oversubscribed: yes: 4 ranks on 2 CPUs)' "$pad" || fail "oversubscribed label"
+peers="$root/bench/peers/README.md"
+grep -q '| gather equal 1KiB/rank floor_allgather | 11.0 \[10.0, 12.0\] | 20.0 \[20.0, 22.0\] | 0.50 \[0.50, 0.60\] | 15.0 \[14.0, 16.0\] | 0.75 \[0.67, 0.79\] |' \
+  "$peers" || fail "peers row: $(grep 1KiB "$peers")"
+grep -q '| 2 | ours_batch | 210 \[210, 210\] | 300 \[300, 300\] | 110 \[110, 110\] | 24.0 \[24.0, 24.0\] | 30.5 \[30.5, 30.5\] |' \
+  "$peers" || fail "profile row"
+over="$root/bench/README.md"
+grep -q '^top$' "$over" && grep -q '^bottom$' "$over" || fail "text outside the markers changed"
+grep -q 'old' "$over" && fail "old block kept"
+grep -q '| 2 | peers | rows with ours / PyTorch ≤ 1.0 | 1 of 2; worst 1.20 (group_norm C=256 N=32 8x8 fwd+bwd) |' \
+  "$over" || fail "overview peers row"
+
+# Missing marker, missing file: exit 2 with the name.
+printf 'no markers\n' > "$over"
+BUILD_WORKSPACE_DIRECTORY="$root" /usr/bin/python3 "$tables" --update 2> "$TEST_TMPDIR/err"
+[ $? -eq 2 ] || fail "missing marker should exit 2"
+grep -q "table:overview:begin" "$TEST_TMPDIR/err" || fail "message: $(cat "$TEST_TMPDIR/err")"
+rm "$root/results/bench_peers_w4.json"
+BUILD_WORKSPACE_DIRECTORY="$root" /usr/bin/python3 "$tables" 2> "$TEST_TMPDIR/err" > /dev/null
+[ $? -eq 2 ] || fail "missing file should exit 2"
+grep -q "bench_peers_w4.json" "$TEST_TMPDIR/err" || fail "message: $(cat "$TEST_TMPDIR/err")"
+echo PASS
