@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/common/sched.h"
+#include "bench/common/spawn.h"
 #include "core/cli/flags.h"
 #include "core/comm/make_comm.h"
 #include "core/launch/spawn.h"
@@ -67,16 +68,8 @@ int main(int argc, char** argv) {
   flags.Choice("sched", &cfg.sched, "scheduling class of the ranks (bench/common/sched.h)",
                ddp::bench::SchedPolicies());
   flags.ParseOrExit(argc, argv);
-  std::fflush(stdout);
-  ddp::launch::SpawnOptions so;
-  so.deadline = std::chrono::seconds(600);
-  so.fail_fast = true;
-  so.run_id = "gather_loop";
-  const auto result = ddp::launch::SpawnRanks(
-      cfg.world_size,
-      [&](const ddp::launch::RankEnv& env) { return ddp::bench::Rank(env, cfg); }, so);
-  if (!result.ranks.empty()) std::fputs(result.ranks[0].stdout_text.c_str(), stdout);
-  if (result.all_ok()) return 0;
-  std::fprintf(stderr, "gather_loop: the run failed:\n%s", result.Summary().c_str());
-  return 1;
+  return ddp::bench::SpawnAndPrintRankZero(
+      "gather_loop", cfg.world_size,
+      [&](const ddp::launch::RankEnv& env) { return ddp::bench::Rank(env, cfg); },
+      std::chrono::seconds(600));
 }

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "bench/common/sched.h"
+#include "bench/common/spawn.h"
 #include "bench/peers/sync_hooks.h"
 #include "core/cli/flags.h"
 #include "core/comm/make_comm.h"
@@ -162,19 +163,8 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "norm_peer: warning: built without optimization (Bazel's default "
                "fastbuild): Eigen at -O0 is many times slower; use bazel run -c opt\n");
 #endif
-  std::fflush(stdout);
-  ddp::launch::SpawnOptions so;
-  so.deadline = std::chrono::seconds(1800);
-  so.fail_fast = true;
-  so.run_id = "norm_peer";
-  const auto result = ddp::launch::SpawnRanks(
-      cfg.world_size, [&](const ddp::launch::RankEnv& env) { return ddp::bench::Rank(env, cfg); },
-      so);
-  if (!result.ranks.empty()) std::fputs(result.ranks[0].stdout_text.c_str(), stdout);
-  if (result.all_ok()) return 0;
-  std::fprintf(stderr, "norm_peer: the run failed:\n%s", result.Summary().c_str());
-  for (const auto& r : result.ranks) {
-    if (!r.ok()) std::fprintf(stderr, "--- rank %d ---\n%s", r.rank, r.stderr_text.c_str());
-  }
-  return 1;
+  return ddp::bench::SpawnAndPrintRankZero(
+      "norm_peer", cfg.world_size,
+      [&](const ddp::launch::RankEnv& env) { return ddp::bench::Rank(env, cfg); },
+      std::chrono::seconds(1800));
 }

@@ -105,6 +105,22 @@ def loadavg_text():
         return "unknown"
 
 
+def write_json(data, path):
+    """To `path` (relative to where `bazel run` started) atomically, or to
+    stdout when `path` is empty."""
+    if not path:
+        json.dump(data, sys.stdout, indent=1)
+        print()
+        return
+    path = os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", "."), path)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".bench-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+    print(f"wrote {path}", file=sys.stderr)
+
+
 # ---------------------------------------------------------------- PyTorch side
 
 def timed(dist, torch, fn, iters, warmup):
@@ -488,18 +504,7 @@ def main(argv):
         for ranks in torch_sides.values():
             ranks.close(ok)
     context["ddp_loadavg_end"] = loadavg_text()
-    data = {"context": context, "benchmarks": entries}
-    if args.json:
-        path = os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", "."), args.json)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".peers-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-        print(f"peers: wrote {path}", file=sys.stderr)
-    else:
-        json.dump(data, sys.stdout, indent=1)
-        print()
+    write_json({"context": context, "benchmarks": entries}, args.json)
     return 0
 
 

@@ -35,6 +35,8 @@ import sys
 import tempfile
 import time
 
+from peers import load1, loadavg_text, write_json  # the same folder
+
 EVENTS = ("task-clock", "context-switches", "syscalls:sys_enter_epoll_wait",
           "syscalls:sys_enter_writev")
 COUNT = 128  # float64 per rank: 1 KiB
@@ -141,8 +143,7 @@ def main(argv):
         sides += ["torch_normal", "torch_batch"]
     except ImportError:
         print("profile_small: no torch here; profiling our side only", file=sys.stderr)
-    with open("/proc/loadavg") as f:
-        load_start = " ".join(f.read().split()[:3])
+    load_start = loadavg_text()
     entries = []
     for w in worlds:
         for rep in range(args.reps):
@@ -159,16 +160,14 @@ def main(argv):
                     "context_switches_per_iter": per["context-switches"],
                     "epoll_wait_per_iter": per["syscalls:sys_enter_epoll_wait"],
                     "writev_per_iter": per["syscalls:sys_enter_writev"]}
-                with open("/proc/loadavg") as f:
-                    entry["load1"] = float(f.read().split()[0])
+                entry["load1"] = load1()
                 entries.append(entry)
                 print(f"profile_small: W={w} rep {rep + 1}/{args.reps} {side}: "
                       f"{long_us:.0f} us/iter wall, {entry['cpu_us_per_iter']:.0f} us CPU, "
                       f"{entry['epoll_wait_per_iter']:.0f} epoll_wait, "
                       f"{entry['writev_per_iter']:.1f} writev (load {entry['load1']:.2f})",
                       file=sys.stderr)
-    with open("/proc/loadavg") as f:
-        load_end = " ".join(f.read().split()[:3])
+    load_end = loadavg_text()
     cpus = os.cpu_count() or 1
     data = {"context": {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -178,16 +177,7 @@ def main(argv):
         "ddp_loadavg_end": load_end,
         "ddp_oversubscribed": ", ".join(f"W={w}: {'yes' if w > cpus else 'no'}" for w in worlds)},
         "benchmarks": entries}
-    if args.json:
-        path = os.path.join(os.environ.get("BUILD_WORKING_DIRECTORY", "."), args.json)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".prof-")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-            f.write("\n")
-        os.replace(tmp, path)
-    else:
-        json.dump(data, sys.stdout, indent=1)
-        print()
+    write_json(data, args.json)
     return 0
 
 
