@@ -1,12 +1,17 @@
 // bazel run //bench/peers:gather_loop -- [--world_size 2] [--iters 2000]
-//     [--count 128] [--sched batch|normal]
+//     [--count 128] [--sched batch|normal] [--engine comm|gloo]
 //
 // The loop bench/peers/profile_small.py profiles: on W spawned Gloo ranks,
 // `iters` times (barrier; all_gather of `count` float64; all_reduce of one
 // double), which is one timed iteration of bench/padding's floor_allgather,
-// with nothing else in the process. Rank 0 prints one JSON line:
-//   {"W": 2, "iters": 2000, "count": 128, "sched": "batch", "mean_us": ...}
+// with nothing else in the process. --engine comm goes through our Comm API
+// (progress records off, as in the benchmarks); --engine gloo calls Gloo's
+// own collectives on a context of its own, so the two show what the Comm
+// layer adds. Rank 0 prints one JSON line:
+//   {"W": 2, "iters": 2000, "count": 128, "sched": "batch", "engine": "comm",
+//    "mean_us": ...}
 #include <chrono>
+#include <memory>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,6 +21,13 @@
 #include "core/cli/flags.h"
 #include "core/comm/make_comm.h"
 #include "core/launch/spawn.h"
+#include "core/launch/store.h"
+#include "gloo/allgather.h"
+#include "gloo/allreduce.h"
+#include "gloo/barrier.h"
+#include "gloo/math.h"
+#include "gloo/rendezvous/context.h"
+#include "gloo/transport/tcp/device.h"
 
 namespace ddp::bench {
 namespace {
@@ -25,32 +37,104 @@ struct Config {
   int iters = 2000;
   int count = 128;
   std::string sched = "batch";
+  std::string engine = "comm";
+};
+
+// One (barrier; all_gather; all_reduce) step, through the Comm API or
+// straight through Gloo.
+class Loop {
+ public:
+  virtual ~Loop() = default;
+  virtual void Step() = 0;
+  virtual void Finish() {}
+};
+
+class CommLoop final : public Loop {
+ public:
+  CommLoop(const launch::RankEnv& env, int count) {
+    comm::CommOptions o = comm::OptionsFromRankEnv(env);
+    o.backend = "gloo";
+    o.record_progress = false;
+    comm_ = comm::MakeComm(o);
+    in_.assign(static_cast<std::size_t>(count), 1.0);
+    out_.resize(in_.size() * static_cast<std::size_t>(env.world_size));
+  }
+  void Step() override {
+    comm_->Barrier();
+    comm_->Allgather(in_.data(), out_.data(), in_.size(), comm::DType::kFloat64);
+    comm_->Allreduce(std::span<double>(&t_, 1), comm::ReduceOp::kMax);
+  }
+  void Finish() override { comm_->Finish(); }
+
+ private:
+  std::unique_ptr<comm::Comm> comm_;
+  std::vector<double> in_, out_;
+  double t_ = 0;
+};
+
+class GlooLoop final : public Loop {
+ public:
+  GlooLoop(const launch::RankEnv& env, int count) {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = "127.0.0.1";
+    auto store = launch::PrefixedStore(launch::OpenStore(env.rdzv), "bare_gloo");
+    context_ = std::make_shared<gloo::rendezvous::Context>(env.rank, env.world_size);
+    context_->setTimeout(std::chrono::seconds(60));
+    std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);
+    context_->connectFullMesh(*store, device);
+    in_.assign(static_cast<std::size_t>(count), 1.0);
+    out_.resize(in_.size() * static_cast<std::size_t>(env.world_size));
+  }
+  void Step() override {
+    {
+      gloo::BarrierOptions o(context_);
+      o.setTag(tag_++);
+      gloo::barrier(o);
+    }
+    {
+      gloo::AllgatherOptions o(context_);
+      o.setInput(in_.data(), in_.size());
+      o.setOutput(out_.data(), out_.size());
+      o.setTag(tag_++);
+      gloo::allgather(o);
+    }
+    {
+      gloo::AllreduceOptions o(context_);
+      o.setOutput(&t_, 1);
+      o.setReduceFunction(
+          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::max<double>));
+      o.setTag(tag_++);
+      gloo::allreduce(o);
+    }
+  }
+
+ private:
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::vector<double> in_, out_;
+  double t_ = 0;
+  uint32_t tag_ = 0;
 };
 
 int Rank(const launch::RankEnv& env, const Config& cfg) {
   UseSchedPolicy(cfg.sched);  // before Gloo's threads exist: they inherit it
-  comm::CommOptions o = comm::OptionsFromRankEnv(env);
-  o.backend = "gloo";
-  o.record_progress = false;
-  auto comm = comm::MakeComm(o);
-  std::vector<double> in(static_cast<std::size_t>(cfg.count), 1.0);
-  std::vector<double> out(in.size() * static_cast<std::size_t>(env.world_size));
-  double t = 0;
-  auto step = [&] {
-    comm->Barrier();
-    comm->Allgather(in.data(), out.data(), in.size(), comm::DType::kFloat64);
-    comm->Allreduce(std::span<double>(&t, 1), comm::ReduceOp::kMax);
-  };
-  for (int i = 0; i < 20; ++i) step();  // warm-up
+  std::unique_ptr<Loop> loop;
+  if (cfg.engine == "gloo") {
+    loop = std::make_unique<GlooLoop>(env, cfg.count);
+  } else {
+    loop = std::make_unique<CommLoop>(env, cfg.count);
+  }
+  for (int i = 0; i < 20; ++i) loop->Step();  // warm-up
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < cfg.iters; ++i) step();
+  for (int i = 0; i < cfg.iters; ++i) loop->Step();
   const double mean = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
                       (cfg.iters > 0 ? cfg.iters : 1);
   if (env.rank == 0) {
-    std::printf("{\"W\": %d, \"iters\": %d, \"count\": %d, \"sched\": \"%s\", \"mean_us\": %.3f}\n",
-                env.world_size, cfg.iters, cfg.count, cfg.sched.c_str(), mean * 1e6);
+    std::printf(
+        "{\"W\": %d, \"iters\": %d, \"count\": %d, \"sched\": \"%s\", \"engine\": \"%s\", "
+        "\"mean_us\": %.3f}\n",
+        env.world_size, cfg.iters, cfg.count, cfg.sched.c_str(), cfg.engine.c_str(), mean * 1e6);
   }
-  comm->Finish();
+  loop->Finish();
   return 0;
 }
 
@@ -67,6 +151,9 @@ int main(int argc, char** argv) {
   flags.Int("count", &cfg.count, "float64 per rank in the all_gather", 1, 1 << 24);
   flags.Choice("sched", &cfg.sched, "scheduling class of the ranks (bench/common/sched.h)",
                ddp::bench::SchedPolicies());
+  flags.Choice("engine", &cfg.engine,
+               "comm: our Comm API; gloo: Gloo's own collectives on a context of its own",
+               {"comm", "gloo"});
   flags.ParseOrExit(argc, argv);
   return ddp::bench::SpawnAndPrintRankZero(
       "gather_loop", cfg.world_size,

@@ -9,6 +9,8 @@ the difference is per iteration and free of start-up costs:
 
   ours_normal   //bench/peers:gather_loop --sched normal (SCHED_OTHER)
   ours_batch    //bench/peers:gather_loop --sched batch (SCHED_BATCH)
+  bare_normal   the same loop on Gloo's own collectives, no Comm layer
+  bare_batch    (gather_loop --engine gloo), the two scheduling classes
   torch_normal  torch.distributed gloo, as PyTorch runs
   torch_batch   the same, under SCHED_BATCH
 
@@ -111,9 +113,9 @@ def perf_run(cmd):
 
 def command(side, w, iters, gather_loop):
     who, sched = side.split("_")
-    if who == "ours":
+    if who in ("ours", "bare"):
         return [gather_loop, "--world_size", str(w), "--iters", str(iters), "--count",
-                str(COUNT), "--sched", sched]
+                str(COUNT), "--sched", sched, "--engine", "comm" if who == "ours" else "gloo"]
     return [sys.executable, os.path.abspath(__file__), "--torch_child", str(w), str(iters),
             sched]
 
@@ -137,7 +139,7 @@ def main(argv):
         print("profile_small: --world_sizes needs values in 1..16, --iters >= 1, --reps 1..20",
               file=sys.stderr)
         return 2
-    sides = ["ours_normal", "ours_batch"]
+    sides = ["ours_normal", "ours_batch", "bare_normal", "bare_batch"]
     try:
         import torch  # noqa: F401
         sides += ["torch_normal", "torch_batch"]
