@@ -136,7 +136,6 @@ void Step(comm::Comm& comm, Case& cs, std::vector<S>& gather_in, std::vector<S>&
 
 int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> gb_args) {
   comm::CommOptions opts = comm::OptionsFromRankEnv(env);
-  opts.record_progress = false;  // no store write per collective
   opts.timeout = std::chrono::milliseconds(static_cast<int64_t>(s.timeout * 1000));
   auto comm = comm::MakeComm(opts);
   const bool leader = comm->rank() == 0;
