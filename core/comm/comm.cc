@@ -67,7 +67,7 @@ void Comm::StartWatchdog() {
 void Comm::StopWatchdog() {
   if (watchdog_id_ < 0) return;
   auto& watchdog = trace::Watchdog::Get();
-  if (!broken_) watchdog.PublishFinal(watchdog_id_);
+  if (!broken_) watchdog.PublishLast(watchdog_id_);
   watchdog.Unregister(watchdog_id_);
   watchdog_id_ = -1;
 }

@@ -38,7 +38,11 @@ struct CommOptions {
   int local_rank = 0;
   int local_world_size = 1;
   std::string rdzv;                       // directory or redis://host:port
-  std::shared_ptr<launch::Store> store;   // overrides rdzv when set
+  // Overrides rdzv when set. After the rendezvous, this communicator's
+  // watchdog thread polls it for dump requests: do not share a Redis store
+  // object with code that uses it at the same time (hiredis is not
+  // thread-safe); a file store may be shared.
+  std::shared_ptr<launch::Store> store;
   std::string run_id = "run";
   // Key namespace of this communicator in the store. Empty: "comm<k>", k
   // counting the communicators this process created (the same on every rank

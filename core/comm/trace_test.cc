@@ -67,7 +67,8 @@ struct World {
 // deadline or peer error prints "VERDICT <line>", "CLASS <class>" and the
 // whole message, and exits 3 (the launcher then stops the others, unless
 // fail_fast is off: a killed rank would make it stop them before they report).
-World RunWorld(int world, const std::function<void(Comm&, int)>& body, bool fail_fast = true) {
+World RunWorld(int world, const std::function<void(Comm&, const launch::RankEnv&)>& body,
+               bool fail_fast = true) {
   World w;
   w.dir = launch::MakeFreshDir("trace-test");
   launch::SpawnOptions so;
@@ -87,7 +88,7 @@ World RunWorld(int world, const std::function<void(Comm&, int)>& body, bool fail
         const FailureContext* ctx = nullptr;
         std::string what;
         try {
-          body(*comm, env.rank);
+          body(*comm, env);
           return 0;
         } catch (const DeadlineError& e) {
           ctx = &e.context();
@@ -106,6 +107,17 @@ World RunWorld(int world, const std::function<void(Comm&, int)>& body, bool fail
 }
 
 std::string Line(const std::string& out, const std::string& tag);
+
+// Out of band (the store, no collective): returns once every rank got here,
+// so a rank stopped or killed afterwards cannot leave a peer behind in the
+// collective before.
+void AllGotHere(const launch::RankEnv& env, const std::string& tag) {
+  auto store = launch::PrefixedStore(launch::OpenStore(env.rdzv), "test/" + tag);
+  store->Put(std::to_string(env.rank), "1");
+  for (int r = 0; r < env.world_size; ++r) {
+    while (!store->TryGet(std::to_string(r))) std::this_thread::sleep_for(5ms);
+  }
+}
 
 // The call site a rank printed with AT_NEXT_LINE(tag).
 std::string Site(const World& w, const std::string& tag) {
@@ -149,7 +161,8 @@ void ExpectVerdict(const World& w, const std::string& prefix, const std::string&
 
 TEST(FlightRecorder, UnevenStepsNameTheRanksThatNeverEnteredAndTheCallSite) {
   DDP_REQUIRE_BACKEND();
-  const World w = RunWorld(3, [](Comm& comm, int rank) {
+  const World w = RunWorld(3, [](Comm& comm, const launch::RankEnv& env) {
+    const int rank = env.rank;
     std::vector<double> grad(4, 1.0);
     const int steps = rank == 0 ? 3 : 2;  // rank 0 has one batch more
     for (int step = 0; step < steps; ++step) {
@@ -169,7 +182,8 @@ TEST(FlightRecorder, UnevenStepsNameTheRanksThatNeverEnteredAndTheCallSite) {
 
 TEST(FlightRecorder, AllreduceAgainstBarrierIsAnOpTypeMismatch) {
   DDP_REQUIRE_BACKEND();
-  const World w = RunWorld(3, [](Comm& comm, int rank) {
+  const World w = RunWorld(3, [](Comm& comm, const launch::RankEnv& env) {
+    const int rank = env.rank;
     std::vector<double> v(4, 1.0);
     comm.Allreduce(std::span(v));
     if (rank == 1) {
@@ -189,7 +203,8 @@ TEST(FlightRecorder, AllreduceAgainstBarrierIsAnOpTypeMismatch) {
 
 TEST(FlightRecorder, UnequalCountsAreASizeMismatch) {
   DDP_REQUIRE_BACKEND();
-  const World w = RunWorld(3, [](Comm& comm, int rank) {
+  const World w = RunWorld(3, [](Comm& comm, const launch::RankEnv& env) {
+    const int rank = env.rank;
     std::vector<double> v(4, 1.0), mine(rank == 1 ? 5 : 4, 1.0);
     comm.Allreduce(std::span(v));
     AT_NEXT_LINE("mine");
@@ -204,7 +219,8 @@ TEST(FlightRecorder, UnequalCountsAreASizeMismatch) {
 
 TEST(FlightRecorder, Float64AgainstInt64IsADtypeMismatch) {
   DDP_REQUIRE_BACKEND();
-  const World w = RunWorld(3, [](Comm& comm, int rank) {
+  const World w = RunWorld(3, [](Comm& comm, const launch::RankEnv& env) {
+    const int rank = env.rank;
     std::vector<double> v(4, 1.0);
     std::vector<int64_t> n(4, 1);  // the same bytes: the engine may well let it through
     comm.Allreduce(std::span(v));
@@ -229,9 +245,11 @@ TEST(FlightRecorder, Float64AgainstInt64IsADtypeMismatch) {
 
 TEST(FlightRecorder, AStoppedRankSendsNoDumpAndIsNamed) {
   DDP_REQUIRE_BACKEND();
-  const World w = RunWorld(3, [](Comm& comm, int rank) {
+  const World w = RunWorld(3, [](Comm& comm, const launch::RankEnv& env) {
+    const int rank = env.rank;
     std::vector<double> v(4, 1.0);
     comm.Allreduce(std::span(v));
+    AllGotHere(env, "stop");
     if (rank == 2) ::raise(SIGSTOP);  // every thread stops, its watchdog too
     AT_NEXT_LINE("after");
     comm.Allreduce(std::span(v));
@@ -245,9 +263,11 @@ TEST(FlightRecorder, AStoppedRankSendsNoDumpAndIsNamed) {
 
 TEST(FlightRecorder, AKilledRankSendsNoDumpAndIsNamed) {
   DDP_REQUIRE_BACKEND();
-  const World w = RunWorld(3, [](Comm& comm, int rank) {
+  const World w = RunWorld(3, [](Comm& comm, const launch::RankEnv& env) {
+    const int rank = env.rank;
     std::vector<double> v(4, 1.0);
     comm.Allreduce(std::span(v));
+    AllGotHere(env, "kill");
     if (rank == 1) ::raise(SIGKILL);
     AT_NEXT_LINE("after");
     comm.Allreduce(std::span(v));

@@ -257,7 +257,8 @@ Finding AnalyzeComm(const std::vector<View>& views, const AnalyzeOptions& o) {
     for (const Group& g : p.at()) t.push_back(g.text());
     return t;
   };
-  // 1. Signatures, then missing ranks, collective by collective.
+  // Collective by collective, the first that is not the same completed
+  // collective on every rank: signatures, then missing ranks, then states.
   std::string site_note;
   for (int64_t seq = lo; seq <= hi; ++seq) {
     const Positions p(views, seq);
@@ -296,10 +297,8 @@ Finding AnalyzeComm(const std::vector<View>& views, const AnalyzeOptions& o) {
            Flatten(p.never()), AllGroups(p), site_note};
       return f;
     }
-  }
-  // 2. States: the first collective that did not complete everywhere.
-  for (int64_t seq = lo; seq <= hi; ++seq) {
-    const Positions p(views, seq);
+    // State: everyone who dumped entered #seq alike, but it did not
+    // complete everywhere.
     bool all_completed = true;
     for (const Group& g : p.at()) all_completed &= g.entry->state == State::kCompleted;
     if (all_completed) continue;
@@ -320,7 +319,7 @@ Finding AnalyzeComm(const std::vector<View>& views, const AnalyzeOptions& o) {
     f = {true, "state", seq, header(seq, p) + ": " + Join(parts), culprits, AllGroups(p), site_note};
     return f;
   }
-  // 3. Everything that was dumped matched and completed.
+  // Everything that was dumped matched and completed.
   if (!no_dump.empty() && hi >= 0) {
     const Positions p(views, hi);
     f = {true, "state", hi,

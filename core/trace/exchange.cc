@@ -17,7 +17,7 @@ std::string DumpKey(const std::string& request, int rank) {
   return "trace/dump/" + request + "/" + std::to_string(rank);
 }
 
-std::string FinalKey(int rank) { return "trace/final/" + std::to_string(rank); }
+std::string LastKey(int rank) { return "trace/last/" + std::to_string(rank); }
 
 }  // namespace
 
@@ -26,7 +26,8 @@ DumpChannel::DumpChannel(std::shared_ptr<launch::Store> store, int rank, int wor
 
 std::string DumpChannel::Request() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto existing = store_->TryGet(kRequestKey)) return *existing;
+  // Always a new id: an old request (an earlier SIGUSR1-style ask, a test)
+  // was answered with dumps from before this failure.
   const std::string id =
       "rank" + std::to_string(rank_) + "-pid" + std::to_string(::getpid()) + "-" +
       std::to_string(Clock::now().time_since_epoch().count());
@@ -49,10 +50,10 @@ void DumpChannel::Publish(const RankDump& dump) {
   store_->Put(DumpKey(dump.request, rank_), text);
 }
 
-void DumpChannel::PublishFinal(const RankDump& dump) {
+void DumpChannel::PublishLast(const RankDump& dump) {
   const std::string text = ToJson(dump).Dump();
   std::lock_guard<std::mutex> lock(mu_);
-  store_->Put(FinalKey(rank_), text);
+  store_->Put(LastKey(rank_), text);
 }
 
 DumpChannel::Collected DumpChannel::Collect(const RankDump& mine, const std::string& request,
@@ -70,7 +71,7 @@ DumpChannel::Collected DumpChannel::Collect(const RankDump& mine, const std::str
       if (slot) continue;
       std::vector<std::string> keys;
       for (const std::string& id : requests) keys.push_back(DumpKey(id, r));
-      keys.push_back(FinalKey(r));
+      keys.push_back(LastKey(r));
       for (const std::string& key : keys) {
         std::optional<std::string> text;
         {

@@ -1,14 +1,17 @@
 // Dumps through the rendezvous store, at failure time only.
 //
-// The first rank that fails writes a request id under "trace/request" in the
-// communicator's store namespace (a rank that fails later adopts the id it
-// finds there); every rank's watchdog polls that key and answers a new id
-// by writing its dump file and publishing the same dump under
-// "trace/dump/<id>/<rank>". The failing rank collects the published dumps,
-// so ranks on other hosts (other filesystems) are analysed too. A rank whose
-// communicator is destroyed normally leaves its last dump under
-// "trace/final/<rank>": a rank that has exited can no longer answer, and
-// its final dump says how far it got. Nothing here runs on the hot path.
+// A rank that fails writes a new request id under "trace/request" in the
+// communicator's store namespace (the first failing rank asks all; ranks
+// that fail at the same moment overwrite it, and each accepts the answers
+// to every id it sees there from then on); every rank's watchdog polls that
+// key and answers a new id by writing its dump file and publishing the same
+// dump under "trace/dump/<id>/<rank>". The failing rank collects them,
+// so ranks on other hosts (other filesystems) are analysed too. A rank also
+// leaves its last word under "trace/last/<rank>": its own dump when it
+// fails, its final dump when its communicator is destroyed normally. A rank
+// that has exited can no longer answer a request (nor can one that failed
+// at the same moment and left before it saw the request), but its last
+// dump says how far it got. Nothing here runs on the hot path.
 //
 // The store may be used by two threads of this process (the failing
 // thread and the watchdog): every operation goes through this channel's
@@ -36,14 +39,14 @@ class DumpChannel {
   // `store`: the communicator's namespaced store.
   DumpChannel(std::shared_ptr<launch::Store> store, int rank, int world_size);
 
-  // The request now in force: ours (written now) or an earlier rank's.
+  // Writes a new request id and returns it. Throws on a store error.
   std::string Request();
   // The current request id, if any. Never waits; store errors read as none.
   std::optional<std::string> CurrentRequest();
   // Publishes `dump` as this rank's answer to dump.request.
   void Publish(const RankDump& dump);
-  // Publishes this rank's last dump (its communicator is going away).
-  void PublishFinal(const RankDump& dump);
+  // Publishes this rank's last word (its failure, or its communicator going away).
+  void PublishLast(const RankDump& dump);
 
   struct Collected {
     std::vector<std::optional<RankDump>> dumps;  // index = rank
@@ -51,7 +54,7 @@ class DumpChannel {
     double waited_s = 0;
   };
   // Polls every other rank's answer to `request` (and to any request that
-  // replaced it), or its final dump, until all have one or `until`. `mine`
+  // replaced it), or its last dump, until all have one or `until`. `mine`
   // is this rank's own dump.
   Collected Collect(const RankDump& mine, const std::string& request, Clock::time_point until);
 

@@ -261,6 +261,7 @@ Watchdog::Report Watchdog::OnFailure(int id, const std::string& reason,
   if (e->reg.channel && !request.empty()) {
     try {
       e->reg.channel->Publish(mine);
+      e->reg.channel->PublishLast(mine);  // for ranks whose request this rank will not see
     } catch (const std::exception& ex) {
       store_note = std::string("this rank's dump was not published: ") + ex.what();
     }
@@ -289,11 +290,11 @@ Watchdog::Report Watchdog::OnFailure(int id, const std::string& reason,
   return report;
 }
 
-void Watchdog::PublishFinal(int id) {
+void Watchdog::PublishLast(int id) {
   auto e = Find(id);
   if (!e || !e->reg.channel) return;
   try {
-    e->reg.channel->PublishFinal(BuildDump("exit (communicator destroyed)", ""));
+    e->reg.channel->PublishLast(BuildDump("exit (communicator destroyed)", ""));
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "%sfinal dump not published in the store: %s\n", Prefix().c_str(),
                  ex.what());

@@ -67,7 +67,7 @@ class Watchdog {
 
   // Communicator `id` is being destroyed normally: leaves this rank's last
   // dump in the store for ranks that fail later (best effort, never throws).
-  void PublishFinal(int id);
+  void PublishLast(int id);
 
   // Writes this rank's dump now; returns its path, or "" when no
   // communicator is registered. Throws DumpError.

@@ -107,8 +107,14 @@ TEST(Watchdog, AnswersARequestThroughTheStore) {
   EXPECT_EQ(got.dumps[0]->comms.at(0).entries.at(0).state, State::kEntered);
   EXPECT_LT(got.waited_s, 1.0);  // the watchdog polls every 50 ms
   EXPECT_TRUE(std::filesystem::exists(DumpPath(dir, 0)));
-  // The same request is answered once; a new one again.
-  EXPECT_EQ(peer.Request(), request);
+  // A new request is answered again, with a fresh dump.
+  rec->Exit(0, State::kCompleted, Clock::now());
+  const std::string second = peer.Request();
+  EXPECT_NE(second, request);
+  const auto again = peer.Collect(own, second, Clock::now() + 5s);
+  ASSERT_TRUE(again.dumps.at(0).has_value()) << again.notes.at(0);
+  EXPECT_EQ(again.dumps[0]->request, second);
+  EXPECT_EQ(again.dumps[0]->comms.at(0).entries.at(0).state, State::kCompleted);
   wd.Unregister(id);
 }
 
