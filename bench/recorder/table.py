@@ -23,7 +23,8 @@ def main(argv):
     p = s["provenance"]
     rows = [
         ("flight recorder, per collective (Enter + Exit, two clock reads)", "%.1f ns" % s["recorder_ns"],
-         "%.1f ns" % s["recorder_cpu_ns"], "limit %g ns: %s" % (s["limit_ns"], "ok" if s["within_limit"] else "EXCEEDED")),
+         "%.1f ns" % s["recorder_cpu_ns"],
+         "limit %g ns (CPU time): %s" % (s["limit_ns"], "ok" if s["within_limit"] else "EXCEEDED")),
         ("  the same, allgatherv with 64 counts", "%.1f ns" % s["recorder_allgatherv_w64_ns"],
          "%.1f ns" % s["recorder_allgatherv_w64_cpu_ns"], ""),
         ("  the same without the clock reads", "%.1f ns" % s["recorder_no_clock_ns"],
@@ -37,10 +38,10 @@ def main(argv):
              "%.1f ns" % s["w1_bare_gloo_cpu_ns"], ""),
             ("Comm::Allreduce, same, recorder on", "%.1f ns" % s["w1_comm_recorder_on_ns"],
              "%.1f ns" % s["w1_comm_recorder_on_cpu_ns"],
-             "x%.2f bare (%+.1f ns)" % (s["w1_ratio"], s["w1_overhead_ns"])),
+             "x%.2f bare (%+.1f ns CPU)" % (s["w1_ratio_cpu"], s["w1_overhead_cpu_ns"])),
             ("Comm::Allreduce, same, recorder off", "%.1f ns" % s["w1_comm_recorder_off_ns"],
              "%.1f ns" % s["w1_comm_recorder_off_cpu_ns"],
-             "recorder's share %+.1f ns" % s["w1_recorder_share_ns"]),
+             "recorder's share %+.1f ns CPU" % s["w1_recorder_share_cpu_ns"]),
         ]
     if "w2_bare_gloo_us" in s:
         rows += [
@@ -50,12 +51,14 @@ def main(argv):
             ("Comm::Allreduce, 2 ranks, recorder off", "%.2f us" % s["w2_comm_recorder_off_us"], "",
              "x%.3f bare" % s["w2_ratio_off"]),
         ]
-    print("| measured (median, %d interleaved repetitions) | real time | CPU time | |" % s["repetitions"])
+    print("| measured (median, %d interleaved repetitions) | wall time | CPU time | |" % s["repetitions"])
     print("|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
     print()
-    print("Commit %s, %s, host %s (%s), Gloo %s." % (p["commit"][:12], p["date"], p["host"], p["cpu"], p["gloo"]))
+    print("Commit %s, %s, host %s (%s, %s CPUs, load average %.1f during the run), Gloo %s." % (
+        p["commit"][:12], p["date"], p["host"], p["cpu"], s.get("cpus", "?"),
+        s.get("load_average_1m", float("nan")), p["gloo"]))
     return 0
 
 
