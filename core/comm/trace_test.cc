@@ -85,22 +85,19 @@ World RunWorld(int world, const std::function<void(Comm&, const launch::RankEnv&
         o.timeout = Deadline();
         o.trace_dir = dir;
         auto comm = MakeComm(o);
-        const FailureContext* ctx = nullptr;
-        std::string what;
+        auto report = [](const FailureContext& ctx, const char* what) {
+          std::printf("VERDICT %s\nCLASS %s\n%s\n", ctx.verdict.c_str(), ctx.mismatch_class.c_str(), what);
+          std::fflush(stdout);
+          return 3;
+        };
         try {
           body(*comm, env);
           return 0;
         } catch (const DeadlineError& e) {
-          ctx = &e.context();
-          what = e.what();
-          std::printf("VERDICT %s\nCLASS %s\n%s\n", ctx->verdict.c_str(), ctx->mismatch_class.c_str(), what.c_str());
+          return report(e.context(), e.what());
         } catch (const PeerError& e) {
-          ctx = &e.context();
-          what = e.what();
-          std::printf("VERDICT %s\nCLASS %s\n%s\n", ctx->verdict.c_str(), ctx->mismatch_class.c_str(), what.c_str());
+          return report(e.context(), e.what());
         }
-        std::fflush(stdout);
-        return 3;
       },
       so);
   return w;
