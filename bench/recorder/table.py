@@ -45,11 +45,12 @@ def main(argv):
         ]
     if "w2_bare_gloo_us" in s:
         rows += [
-            ("bare gloo::allreduce, 1 double, 2 ranks (loopback)", "%.2f us" % s["w2_bare_gloo_us"], "", ""),
-            ("Comm::Allreduce, 2 ranks, recorder on", "%.2f us" % s["w2_comm_recorder_on_us"], "",
-             "x%.3f bare" % s["w2_ratio_on"]),
-            ("Comm::Allreduce, 2 ranks, recorder off", "%.2f us" % s["w2_comm_recorder_off_us"], "",
-             "x%.3f bare" % s["w2_ratio_off"]),
+            ("bare gloo::allreduce, 1 double, 2 ranks (loopback; rank 0)", "%.2f us" % s["w2_bare_gloo_us"],
+             "%.2f us" % s["w2_bare_gloo_cpu_us"], ""),
+            ("Comm::Allreduce, 2 ranks, recorder on", "%.2f us" % s["w2_comm_recorder_on_us"],
+             "%.2f us" % s["w2_comm_recorder_on_cpu_us"], "x%.3f bare (CPU)" % s["w2_ratio_on_cpu"]),
+            ("Comm::Allreduce, 2 ranks, recorder off", "%.2f us" % s["w2_comm_recorder_off_us"],
+             "%.2f us" % s["w2_comm_recorder_off_cpu_us"], "x%.3f bare (CPU)" % s["w2_ratio_off_cpu"]),
         ]
     print("| measured (median, %d interleaved repetitions) | wall time | CPU time | |" % s["repetitions"])
     print("|---|---|---|---|")

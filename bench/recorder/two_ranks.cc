@@ -1,5 +1,7 @@
 #include "bench/recorder/two_ranks.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,6 +15,12 @@ namespace ddp::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+double ThreadCpuUs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
 
 int Rank(const launch::RankEnv& env, int repetitions, int calls) {
   auto make = [&](const std::string& name, std::size_t entries) {
@@ -39,10 +47,12 @@ int Rank(const launch::RankEnv& env, int repetitions, int calls) {
     for (int k = 0; k < 3; ++k) {
       const int variant = (rep + k) % 3;  // the same rotation on both ranks
       bare.Barrier();
+      const double c0 = ThreadCpuUs();
       const auto t0 = Clock::now();
       run(variant);
       const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / calls;
-      if (env.rank == 0) std::printf("T %d %.6f\n", variant, us);
+      const double cpu = (ThreadCpuUs() - c0) / calls;
+      if (env.rank == 0) std::printf("T %d %.6f %.6f\n", variant, us, cpu);
     }
   }
   return 0;
@@ -72,10 +82,11 @@ TwoRankTimes MeasureTwoRanks(int repetitions, int calls) {
   std::istringstream in(r.ranks[0].stdout_text);
   std::string tag;
   int variant = 0;
-  double us = 0;
-  while (in >> tag >> variant >> us) {
+  double us = 0, cpu = 0;
+  while (in >> tag >> variant >> us >> cpu) {
     if (tag != "T") continue;
     (variant == 0 ? t.bare_us : variant == 1 ? t.on_us : t.off_us).push_back(us);
+    (variant == 0 ? t.bare_cpu_us : variant == 1 ? t.on_cpu_us : t.off_cpu_us).push_back(cpu);
   }
   return t;
 }
