@@ -4,6 +4,9 @@
 //                                 allreduce until an error, then exit 5)
 //   --ready-dir D                 touch D/ready-<rank> once the allreduce is done
 //   --grandchild                  fork a sleeping child first (must not outlive the run)
+//   --setsid-grandchild           the same, in a new session (left the rank's group)
+// On a collective error it reports to the launcher, as the harness does,
+// whether a peer caused it (failure_report.h).
 #include <signal.h>
 #include <unistd.h>
 
@@ -15,11 +18,12 @@
 #include <thread>
 
 #include "core/comm/make_comm.h"
+#include "core/harness/world.h"
 
 int main(int argc, char** argv) {
   int fail_rank = -1;
   std::string fail_how = "exit3", others = "ok", ready_dir;
-  bool grandchild = false;
+  bool grandchild = false, setsid_grandchild = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--fail-rank") fail_rank = std::atoi(argv[++i]);
@@ -27,11 +31,13 @@ int main(int argc, char** argv) {
     else if (a == "--others") others = argv[++i];
     else if (a == "--ready-dir") ready_dir = argv[++i];
     else if (a == "--grandchild") grandchild = true;
+    else if (a == "--setsid-grandchild") setsid_grandchild = true;
   }
   std::printf("PID %d\n", static_cast<int>(::getpid()));
-  if (grandchild) {
+  if (grandchild || setsid_grandchild) {
     const pid_t child = ::fork();
     if (child == 0) {
+      if (setsid_grandchild) ::setsid();
       while (true) ::pause();
     }
     std::printf("GRANDCHILD %d\n", static_cast<int>(child));
@@ -56,6 +62,7 @@ int main(int argc, char** argv) {
     try {
       while (true) comm->Allreduce(std::span(v));
     } catch (const std::exception& e) {
+      ddp::harness::ReportRankFailure(e);
       std::fprintf(stderr, "%s\n", e.what());
       return 5;
     }
