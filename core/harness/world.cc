@@ -12,6 +12,7 @@
 #include "core/launch/interrupt.h"
 #include "core/launch/rank_env.h"
 #include "core/launch/spawn.h"
+#include "core/launch/store.h"
 
 namespace ddp::harness {
 namespace {
@@ -22,6 +23,10 @@ constexpr char kResultMarker[] = "@@ddp-result ";
 constexpr char kUsageMarker[] = "@@ddp-usage ";
 
 std::string g_first_usage_error;
+// Launched mode: the launcher's store stopped answering. Every later world
+// would meet through it too, so they fail at once instead of each waiting
+// out a deadline.
+std::string g_store_failure;
 
 [[noreturn]] void ThrowUsage(const std::string& message) {
   if (g_first_usage_error.empty()) g_first_usage_error = message;
@@ -129,10 +134,24 @@ WorldResult RunSpawned(const WorldOptions& o, const RankBody& body) {
   return r;
 }
 
+// After a failed world: is the store still answering? (Briefly.)
+void CheckStore(const launch::RankEnv& env) {
+  try {
+    launch::OpenStore(env.rdzv, std::chrono::milliseconds(500));
+  } catch (const std::exception& e) {
+    g_store_failure = e.what();
+  }
+}
+
 WorldResult RunLaunched(const WorldOptions& o, const RankBody& body) {
   WorldResult r;
+  if (!g_store_failure.empty()) {
+    r.failure = "not run: the rendezvous store failed earlier: " + g_store_failure;
+    return r;
+  }
+  launch::RankEnv env;
   try {
-    const launch::RankEnv env = launch::RankEnvFromEnvironment();
+    env = launch::RankEnvFromEnvironment();
     auto comm = comm::MakeComm(OptionsFor(env, o));
     r.value = body(*comm);
     comm->Finish();
@@ -144,6 +163,7 @@ WorldResult RunLaunched(const WorldOptions& o, const RankBody& body) {
   } catch (const std::exception& e) {
     ReportRankFailure(e);
     r.failure = e.what();
+    CheckStore(env);
   }
   return r;
 }
@@ -172,6 +192,8 @@ int LauncherWorldSize() {
 
 WorldResult RunWorld(const WorldOptions& options, const RankBody& body) {
   ThrowIfInterrupted();
+  // After a usage error the binary exits 2 anyway: do not run more worlds.
+  if (!g_first_usage_error.empty()) throw launch::ConfigError(g_first_usage_error);
   return LaunchedAsRank() ? RunLaunched(options, body) : RunSpawned(options, body);
 }
 

@@ -44,9 +44,8 @@ ChildProcess StartChild(int rank, const std::function<int()>& body) {
   // container, may never reap them), so Supervise can kill and reap them.
   ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   // Taken before fork: the child must not lock anything.
-  const std::string& token = LauncherToken();
-  StartGuardian();  // now, before the fork below, so the child can close its socket
-  const int guardian_fd = GuardianFd();
+  const std::string token = LauncherToken();
+  StartGuardian();  // now, before the fork below
   const std::vector<int> owned = OwnedFds();
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
@@ -68,7 +67,7 @@ ChildProcess StartChild(int rank, const std::function<int()>& body) {
     // Earlier ranks' pipes and the guardian's socket are the launcher's: a
     // rank holding them would keep a dead peer's output open.
     for (int fd : owned) ::close(fd);
-    if (guardian_fd >= 0) ::close(guardian_fd);
+    ForgetGuardianInChild();
     ::close(out[0]);
     ::close(err[0]);
     // Via descriptors above 2, in case a pipe end itself landed on 1 or 2.

@@ -22,6 +22,14 @@ std::mutex g_mu;
 int g_fd = -1;
 pid_t g_pid = -1;
 bool g_tried = false;
+std::string g_token;  // "" until first asked for
+
+std::string NewToken() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return std::to_string(::getpid()) + "-" + std::to_string(ts.tv_sec) + "." +
+         std::to_string(ts.tv_nsec);
+}
 
 // Processes (other than this one) whose environment holds `entry`.
 void KillByEnvironment(const std::string& entry) {
@@ -135,23 +143,21 @@ void GuardPath(const std::string& path) { Send("+p " + path); }
 void ReleasePath(const std::string& path) { Send("-p " + path); }
 
 const std::string& LauncherToken() {
-  static const std::string token = [] {
-    timespec ts{};
-    ::clock_gettime(CLOCK_REALTIME, &ts);
-    return std::to_string(::getpid()) + "-" + std::to_string(ts.tv_sec) + "." +
-           std::to_string(ts.tv_nsec);
-  }();
-  return token;
+  if (g_token.empty()) g_token = NewToken();
+  return g_token;
+}
+
+void ForgetGuardianInChild() {
+  if (g_fd >= 0) ::close(g_fd);
+  g_fd = -1;
+  g_pid = -1;
+  g_tried = false;
+  g_token.clear();
 }
 
 pid_t GuardianPid() {
   std::lock_guard<std::mutex> lock(g_mu);
   return g_pid;
-}
-
-int GuardianFd() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  return g_fd;
 }
 
 }  // namespace ddp::launch

@@ -33,10 +33,12 @@ void ReleasePath(const std::string& path);
 
 // This launcher's token (exported to every rank as DDP_LAUNCHER_TOKEN).
 const std::string& LauncherToken();
-// The guardian's pid (-1 before first use or if it could not start); a
-// forked child must close GuardianFd() (-1 when none) so that only the
-// launcher keeps the guardian waiting.
+// The guardian's pid (-1 before first use or if it could not start).
 pid_t GuardianPid();
-int GuardianFd();
+
+// In a child forked without exec (a rank): closes the parent's guardian
+// socket and forgets it, so that a child that launches ranks itself gets a
+// guardian and a token of its own. Locks nothing.
+void ForgetGuardianInChild();
 
 }  // namespace ddp::launch
