@@ -137,7 +137,7 @@ WorldResult RunSpawned(const WorldOptions& o, const RankBody& body) {
 // After a failed world: is the store still answering? (Briefly.)
 void CheckStore(const launch::RankEnv& env) {
   try {
-    launch::OpenStore(env.rdzv, std::chrono::milliseconds(500));
+    launch::OpenStore(env.rdzv, std::chrono::milliseconds(250));
   } catch (const std::exception& e) {
     g_store_failure = e.what();
   }

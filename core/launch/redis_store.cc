@@ -5,8 +5,11 @@
 // redisSetTimeout) no longer than the store's timeout; a command that gets
 // no reply fails with a StoreError saying the server was unreachable. After
 // such a failure hiredis's connection is unusable, so every later command
-// fails at once with the same cause: a store that stalled once is not
-// trusted again within this process.
+// on it fails at once with the same cause. Other connections of this
+// process to the same server (every communicator has its own) fail at once
+// too for as long as the failed command waited: a rank that has just waited
+// out a deadline on a stopped server must not wait out another one in a
+// destructor on its way out.
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
@@ -14,6 +17,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -47,6 +51,14 @@ std::string GlobEscape(const std::string& s) {
   }
   return out + "*";
 }
+
+// Servers that just failed to answer: "host:port" -> until when, and why.
+struct Quarantine {
+  Clock::time_point until;
+  std::string why;
+};
+std::mutex g_quarantine_mu;
+std::map<std::string, Quarantine> g_quarantine;
 
 class Reply {
  public:
@@ -186,6 +198,15 @@ class RedisStore final : public Store {
       *why = args[0] + " not sent: an earlier operation failed (" + ctx_->errstr + ")";
       return std::nullopt;
     }
+    {
+      std::lock_guard<std::mutex> q(g_quarantine_mu);
+      const auto it = g_quarantine.find(Describe());
+      if (it != g_quarantine.end() && Clock::now() < it->second.until) {
+        *why = args[0] + " not sent: " + it->second.why;
+        return std::nullopt;
+      }
+    }
+    const auto sent = Clock::now();
     redisSetTimeout(ctx_, ToTimeval(std::max(limit, std::chrono::milliseconds(1))));
     std::vector<const char*> argv;
     std::vector<size_t> lens;
@@ -202,6 +223,8 @@ class RedisStore final : public Store {
       *why = timed_out ? "no reply to " + args[0] + " within " + Seconds(limit) +
                              " (is the server stopped or overloaded?)"
                        : args[0] + " failed: " + ctx_->errstr;
+      std::lock_guard<std::mutex> q(g_quarantine_mu);
+      g_quarantine[Describe()] = {Clock::now() + (Clock::now() - sent), *why};
       return std::nullopt;
     }
     return r;

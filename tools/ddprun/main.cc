@@ -156,7 +156,7 @@ launch::RunResult SuperviseRanks(const Args& args, std::vector<launch::ChildProc
 int Finish(const Plan& plan, const launch::RunResult& result) {
   try {
     // Briefly: a store that stopped answering must not hold the exit.
-    plan.store->set_timeout(std::min(plan.store->timeout(), milliseconds(500)));
+    plan.store->set_timeout(std::min(plan.store->timeout(), milliseconds(250)));
     plan.store->DeletePrefix(plan.run_id + "/");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[ddprun] warning: could not delete the run's keys ('%s/...'): %s\n",

@@ -16,8 +16,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// "pid (comm) S ppid ..." -> state and ppid.
-bool Stat(pid_t pid, char* state, pid_t* ppid, std::string* comm) {
+// "pid (comm) S ppid pgrp session ..." -> state, ppid, comm, session.
+bool Stat(pid_t pid, char* state, pid_t* ppid, std::string* comm, pid_t* session = nullptr) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string s;
   if (!std::getline(in, s)) return false;
@@ -25,7 +25,11 @@ bool Stat(pid_t pid, char* state, pid_t* ppid, std::string* comm) {
   if (open == std::string::npos || close == std::string::npos || close + 4 >= s.size()) return false;
   *comm = s.substr(open + 1, close - open - 1);
   *state = s[close + 2];
-  *ppid = static_cast<pid_t>(std::strtol(s.c_str() + close + 4, nullptr, 10));
+  char* end = nullptr;
+  *ppid = static_cast<pid_t>(std::strtol(s.c_str() + close + 4, &end, 10));
+  const long pgrp = std::strtol(end, &end, 10);
+  (void)pgrp;
+  if (session != nullptr) *session = static_cast<pid_t>(std::strtol(end, nullptr, 10));
   return true;
 }
 
@@ -50,12 +54,18 @@ std::vector<pid_t> ChildrenOf(pid_t parent, const std::string& comm) {
 }
 
 std::vector<pid_t> RankChildrenOf(pid_t parent) {
+  char state = 0;
+  pid_t ppid = 0, session = 0, rank_session = 0;
+  std::string comm;
+  if (!Stat(parent, &state, &ppid, &comm, &session)) return {};
   std::vector<pid_t> out;
   for (pid_t p : ChildrenOf(parent)) {
-    char state = 0;
-    pid_t ppid = 0;
-    std::string comm;
-    if (Stat(p, &state, &ppid, &comm) && comm != "ddp-guardian") out.push_back(p);
+    // The guardian renames itself and starts a session of its own; ranks
+    // stay in the launcher's session.
+    if (Stat(p, &state, &ppid, &comm, &rank_session) && comm != "ddp-guardian" &&
+        rank_session == session) {
+      out.push_back(p);
+    }
   }
   return out;
 }
@@ -84,8 +94,10 @@ bool WaitGone(const std::vector<pid_t>& pids, std::chrono::milliseconds limit) {
 std::vector<pid_t> WaitForRanks(pid_t parent, size_t n, std::chrono::milliseconds limit) {
   const auto until = Clock::now() + limit;
   while (true) {
+    // Exactly n: a guardian not yet scheduled since its fork still looks
+    // like a rank, and would make n + 1.
     const auto ranks = RankChildrenOf(parent);
-    if (ranks.size() >= n || Clock::now() >= until) return ranks;
+    if (ranks.size() == n || Clock::now() >= until) return ranks;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }

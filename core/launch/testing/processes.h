@@ -21,7 +21,7 @@ bool Gone(pid_t pid);
 // Waits until every pid is gone; false if one is still running at `limit`.
 bool WaitGone(const std::vector<pid_t>& pids, std::chrono::milliseconds limit);
 
-// Waits until `parent` has at least `n` rank children; returns them (fewer
+// Waits until `parent` has exactly `n` rank children; returns them (others
 // on timeout).
 std::vector<pid_t> WaitForRanks(pid_t parent, size_t n, std::chrono::milliseconds limit);
 
