@@ -5,11 +5,12 @@
 // redisSetTimeout) no longer than the store's timeout; a command that gets
 // no reply fails with a StoreError saying the server was unreachable. After
 // such a failure hiredis's connection is unusable, so every later command
-// on it fails at once with the same cause. Other connections of this
+// on it fails at once with the same cause. Other open connections of this
 // process to the same server (every communicator has its own) fail at once
-// too for as long as the failed command waited: a rank that has just waited
-// out a deadline on a stopped server must not wait out another one in a
-// destructor on its way out.
+// too, for as long as the failed command waited or until the server answers
+// again: a rank that has just waited out a deadline on a stopped server must
+// not wait out another one in a destructor on its way out. (A new
+// connection still tries for itself.)
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
@@ -89,8 +90,9 @@ class RedisStore final : public Store {
     }
     // A stopped server still accepts TCP connections (the kernel does):
     // only an answer proves it is alive.
+    // A new connection tries for itself, whatever others just met.
     std::string why;
-    const auto pong = TryCommand(timeout, {"PING"}, &why);
+    const auto pong = TryCommand(timeout, {"PING"}, &why, /*heed_quarantine=*/false);
     if (!pong) throw StoreError(why);
   }
   ~RedisStore() override {
@@ -192,13 +194,14 @@ class RedisStore final : public Store {
 
   // The reply, or nullopt with *why saying what went wrong.
   std::optional<Reply> TryCommand(std::chrono::milliseconds limit,
-                                  const std::vector<std::string>& args, std::string* why) {
+                                  const std::vector<std::string>& args, std::string* why,
+                                  bool heed_quarantine = true) {
     std::lock_guard<std::mutex> lock(mu_);  // hiredis contexts are not thread-safe
     if (ctx_->err != 0) {
       *why = args[0] + " not sent: an earlier operation failed (" + ctx_->errstr + ")";
       return std::nullopt;
     }
-    {
+    if (heed_quarantine) {
       std::lock_guard<std::mutex> q(g_quarantine_mu);
       const auto it = g_quarantine.find(Describe());
       if (it != g_quarantine.end() && Clock::now() < it->second.until) {
@@ -227,6 +230,8 @@ class RedisStore final : public Store {
       g_quarantine[Describe()] = {Clock::now() + (Clock::now() - sent), *why};
       return std::nullopt;
     }
+    std::lock_guard<std::mutex> q(g_quarantine_mu);
+    g_quarantine.erase(Describe());  // it answers again
     return r;
   }
 
