@@ -99,21 +99,6 @@ class RedisStore final : public Store {
     if (ctx_ != nullptr) redisFree(ctx_);
   }
 
-  void set(const std::string& key, const std::vector<char>& data) override {
-    if (!SetIfAbsent(key, std::string(data.begin(), data.end()))) {
-      throw StoreError("key '" + key + "' is already set in " + Describe() +
-                       ": was this run id used before? Give every run its own "
-                       "DDP_RUN_ID (ddprun --run-id)");
-    }
-  }
-
-  std::vector<char> get(const std::string& key) override {
-    wait({key});
-    const auto value = TryGet(key);
-    if (!value) throw StoreError("key '" + key + "' vanished from " + Describe());
-    return std::vector<char>(value->begin(), value->end());
-  }
-
   using Store::wait;
   void wait(const std::vector<std::string>& keys,
             const std::chrono::milliseconds& timeout) override {

@@ -20,13 +20,6 @@ class Prefixed final : public Store {
       : base_(std::move(base)), prefix_(std::move(prefix) + "/") {
     set_timeout(base_->timeout());
   }
-  void set(const std::string& key, const std::vector<char>& data) override {
-    base_->set(prefix_ + key, data);
-  }
-  std::vector<char> get(const std::string& key) override {
-    wait({key});
-    return base_->get(prefix_ + key);
-  }
   using Store::wait;
   void wait(const std::vector<std::string>& keys,
             const std::chrono::milliseconds& timeout) override {
@@ -73,6 +66,21 @@ std::shared_ptr<Store> OpenFileStore(const std::string& dir, std::chrono::millis
 }
 
 }  // namespace
+
+void Store::set(const std::string& key, const std::vector<char>& data) {
+  if (!SetIfAbsent(key, std::string(data.begin(), data.end()))) {
+    throw StoreError("key '" + key + "' is already set in " + Describe() +
+                     ": was this run id used before? Give every run its own "
+                     "DDP_RUN_ID (ddprun --run-id)");
+  }
+}
+
+std::vector<char> Store::get(const std::string& key) {
+  wait({key});
+  const auto value = TryGet(key);
+  if (!value) throw StoreError("key '" + key + "' vanished from " + Describe());
+  return std::vector<char>(value->begin(), value->end());
+}
 
 std::optional<RedisAddress> ParseRedisSpec(const std::string& spec) {
   constexpr std::string_view kScheme = "redis://";

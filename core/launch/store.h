@@ -30,9 +30,11 @@ class StoreError : public std::runtime_error {
 
 class Store : public gloo::rendezvous::Store {
  public:
-  // Gloo's interface (set refuses to overwrite; get waits for the key).
-  void set(const std::string& key, const std::vector<char>& data) override = 0;
-  std::vector<char> get(const std::string& key) override = 0;
+  // Gloo's interface, on top of the operations below: set refuses to
+  // overwrite (naming a reused run id as the likely cause); get waits for
+  // the key, up to timeout().
+  void set(const std::string& key, const std::vector<char>& data) override;
+  std::vector<char> get(const std::string& key) override;
   void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
   void wait(const std::vector<std::string>& keys,
             const std::chrono::milliseconds& timeout) override = 0;

@@ -20,45 +20,22 @@
 #include "core/launch/store.h"
 #include "core/launch/supervise.h"
 #include "core/launch/testing/redis_server.h"
+#include "core/launch/testing/run_command.h"
 #include "gtest/gtest.h"
 
 namespace {
 
 using ddp::launch::RankOutcome;
 
-std::string Runfile(const std::string& path) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/ddp_pitfalls/" + path;
-}
+using ddp::launch::testing::Runfile;
+using Cmd = ddp::launch::testing::Command;
+
 const std::string kDdprun = "tools/ddprun/ddprun";
 const std::string kProgram = "tools/ddprun/rank_program";
 const std::string kExample = "core/comm/examples/allreduce_example";
 
-struct Cmd {
-  Cmd(std::vector<std::string> a, std::vector<std::pair<std::string, std::string>> e = {})
-      : argv(std::move(a)), env(std::move(e)) {}
-  std::vector<std::string> argv;
-  std::vector<std::pair<std::string, std::string>> env;
-  std::function<void(pid_t)> while_running;  // runs on a thread with the pid
-};
-
-// Runs a command to completion (60 s cap) and returns what happened to it.
-RankOutcome RunCmd(const Cmd& cmd) {
-  auto child = ddp::launch::StartChild(0, [&cmd] {
-    for (const auto& [k, v] : cmd.env) ::setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> argv;
-    for (const auto& a : cmd.argv) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    return 127;
-  });
-  std::thread side;
-  if (cmd.while_running) side = std::thread(cmd.while_running, child.pid);
-  ddp::launch::SuperviseOptions sup;
-  sup.deadline = std::chrono::seconds(60);
-  auto result = ddp::launch::Supervise({child}, sup);
-  if (side.joinable()) side.join();
-  return result.ranks[0];
-}
+// Runs a command to completion and returns what happened to it.
+RankOutcome RunCmd(const Cmd& cmd) { return ddp::launch::testing::RunCommand(cmd).outcome; }
 
 std::vector<std::string> Ddprun(std::vector<std::string> args) {
   args.insert(args.begin(), Runfile(kDdprun));

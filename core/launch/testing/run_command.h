@@ -16,6 +16,10 @@
 namespace ddp::launch::testing {
 
 struct Command {
+  explicit Command(std::vector<std::string> a,
+                   std::vector<std::pair<std::string, std::string>> e = {})
+      : argv(std::move(a)), env(std::move(e)) {}
+
   std::vector<std::string> argv;  // argv[0] is a path
   std::vector<std::pair<std::string, std::string>> env;  // set in the child
   std::vector<std::string> unset_env;                    // removed in the child
