@@ -82,8 +82,9 @@ class FileStore final : public Store {
         throw StoreError("timed out after " + std::to_string(timeout.count()) +
                          " ms waiting for key '" + missing + "' in " + Describe());
       }
+      // Short polls: every rendezvous waits here, and a world is many of them.
       std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::milliseconds(20));
+      pause = std::min(pause * 2, std::chrono::milliseconds(2));
     }
   }
 

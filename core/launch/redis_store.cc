@@ -121,7 +121,7 @@ class RedisStore final : public Store {
                          " ms waiting for key(s) [" + list + "] in " + Describe());
       }
       std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::milliseconds(20));
+      pause = std::min(pause * 2, std::chrono::milliseconds(5));  // rendezvous latency
     }
   }
 
