@@ -146,8 +146,8 @@ void ExpectVerdict(const World& w, const std::string& prefix, const std::string&
   EXPECT_EQ(Line(out, "CLASS"), klass) << out;
   const auto p = out.find("collected in ");
   ASSERT_NE(p, std::string::npos) << out;
-  // The wait, and the analysis.
-  EXPECT_LE(std::atof(out.c_str() + p + 13), Comm::kDumpWait.count() / 1000.0 + 0.1) << out;
+  // The wait, and the analysis (slow on a loaded 2-core machine).
+  EXPECT_LE(std::atof(out.c_str() + p + 13), Comm::kDumpWait.count() / 1000.0 + 0.4) << out;
   std::printf("rank %d's desync report:\n%s\n", w.run.first_failed_rank, out.c_str());
 
   const auto dumps = trace::ReadDumpDir(w.dir);

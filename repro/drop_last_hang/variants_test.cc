@@ -93,7 +93,7 @@ TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
     EXPECT_TRUE(r.measured.Find("verdict_names_short_ranks")->AsBool()) << report;
     EXPECT_TRUE(r.measured.Find("verdict_names_call_site")->AsBool()) << report;
     // The dumps came within the dump wait.
-    EXPECT_LE(M(r, "report_wait_s"), comm::Comm::kDumpWait.count() / 1000.0 + 0.1) << report;
+    EXPECT_LE(M(r, "report_wait_s"), comm::Comm::kDumpWait.count() / 1000.0 + 0.4) << report;
     if (variant == "uneven_shards") {
       // N = 1025 = 4 x 32 x 8 + 1: rank 0 runs step 8 (allreduce #8) alone.
       EXPECT_EQ(M(r, "failed_rank"), 0);
