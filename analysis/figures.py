@@ -1,0 +1,161 @@
+"""Figures for papers: one message each, axes with units, the Okabe-Ito
+colour-blind-safe palette, written as PDF and SVG (vector) and PNG."""
+import os
+
+from pick import Summary, first_metric, is_number, select
+
+# Okabe & Ito (2008), "Color Universal Design".
+OKABE_ITO = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00",
+             "#CC79A7", "#000000"]
+LINESTYLES = ["-", "--", ":", "-."]
+FORMATS = ("pdf", "svg", "png")
+
+
+def setup():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from cycler import cycler
+    plt.rcParams.update({
+        "axes.prop_cycle": cycler(color=OKABE_ITO),
+        "font.size": 9, "axes.titlesize": 10, "legend.fontsize": 8,
+        "svg.hashsalt": "ddp-pitfalls",  # stable SVG ids across runs
+        "pdf.fonttype": 42,  # TrueType: editable text in the PDF
+    })
+    return plt
+
+
+def save(plt, fig, outdir, name):
+    """Writes NAME.pdf, NAME.svg and NAME.png; returns NAME."""
+    fig.tight_layout()
+    for ext in FORMATS:
+        meta = {"Date": None} if ext == "svg" else ({"CreationDate": None} if ext == "pdf" else None)
+        fig.savefig(os.path.join(outdir, f"{name}.{ext}"), dpi=150, metadata=meta)
+    plt.close(fig)
+    return name
+
+
+def style(i):
+    """Colour and line style of the i-th series (distinct beyond 8 series)."""
+    return {"color": OKABE_ITO[i % len(OKABE_ITO)],
+            "linestyle": LINESTYLES[(i // len(OKABE_ITO)) % len(LINESTYLES)]}
+
+
+def bug_figure(plt, bug, spec, recs, outdir):
+    """The symptom's size per variant next to the fix's: median (dot) and
+    range over configurations (bar) of the headline measure, log scale."""
+    metric = first_metric(select(recs, {"kind": "repro", "verdict": "reproduced"}),
+                          spec["symptom_metrics"])
+    if not metric:
+        return None
+    rows = []
+    for kind, verdicts in (("repro", ["reproduced"]), ("repro", ["control"]),
+                           ("fix", ["exact", "inexact"])):
+        g = select(recs, {"kind": kind, "verdict": verdicts})
+        for variant in dict.fromkeys(r["variant"] for _, r in g):
+            s = Summary(select(g, {"variant": variant}), metric["path"])
+            if s.nums:
+                k = metric.get("scale", 1)
+                label = f"{kind}: {variant}" + (" (control)" if verdicts == ["control"] else "")
+                rows.append((label, kind, [abs(x) * k for x in s.nums]))
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(rows) + 1.2))
+    colours = {"repro": OKABE_ITO[5], "fix": OKABE_ITO[4]}
+    for i, (label, kind, vals) in enumerate(rows):
+        vals = sorted(vals)
+        mid = vals[len(vals) // 2]
+        ax.plot([vals[0], vals[-1]], [i, i], color=colours[kind], linewidth=2, alpha=0.6)
+        ax.plot([mid], [i], "o", color=colours[kind])
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([r[0] for r in rows])
+    ax.invert_yaxis()
+    tiny = min([v for _, _, vals in rows for v in vals if v > 0] or [1e-16])
+    ax.set_xscale("symlog", linthresh=max(tiny, 1e-16))
+    unit = metric.get("unit", "") or "dimensionless"
+    ax.set_xlabel(f"{metric['label']} ({unit}); dot: median, bar: range over configurations")
+    ax.set_title(f"{bug}: the bug's {metric['label']} and the fix's")
+    ax.grid(True, axis="x", alpha=0.3)
+    return save(plt, fig, outdir, f"{bug}_headline")
+
+
+def accuracy_spread_figure(plt, bug, recs, outdir):
+    """Epoch-to-epoch validation-accuracy sd (pp) by per-rank batch, one line
+    per variant and world size (records that carry both)."""
+    series = {}
+    for _, r in recs:
+        b = r.get("config", {}).get("batch_per_rank")
+        sd = r.get("measured", {}).get("val_acc_sd_pp")
+        if is_number(b) and is_number(sd) and sd >= 0:
+            series.setdefault(f"{r['kind']}: {r['variant']}, W={r['world_size']}", {})[int(b)] = float(sd)
+    series = {k: v for k, v in series.items() if len(v) > 1}
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    for i, (label, pts) in enumerate(sorted(series.items())):
+        bs = sorted(pts)
+        ax.plot(bs, [pts[b] for b in bs], marker="o", label=label, **style(i))
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("samples per rank (count, log scale)")
+    ax.set_ylabel("validation accuracy sd over epochs (pp)")
+    ax.set_title(f"{bug}: accuracy noise by per-rank batch")
+    ax.legend(ncol=2, fontsize=6)
+    ax.grid(True, alpha=0.3)
+    return save(plt, fig, outdir, f"{bug}_accuracy_spread")
+
+
+def padding_figure(plt, name, bench, outdir):
+    """bench/padding: time over the equal-size all_gather by skew profile,
+    one line per method, at the largest payload of the run."""
+    unit = {"KiB": 1024, "MiB": 1048576, "GiB": 1073741824}
+    rows = []
+    for b in bench["benchmarks"]:
+        parts = b["name"].split("/")
+        if len(parts) < 6 or parts[0] != "padding" or not is_number(b.get("ratio_over_floor")):
+            continue
+        size = parts[4]
+        nominal = float(size[:-3]) * unit[size[-3:]] if size[-3:] in unit else 0.0
+        rows.append((parts[3], parts[5], float(b["ratio_over_floor"]), nominal))
+    if not rows:
+        return None
+    top = max(r[3] for r in rows)
+    profiles = list(dict.fromkeys(r[0] for r in rows))
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    for i, method in enumerate(dict.fromkeys(r[1] for r in rows)):
+        ys = {r[0]: r[2] for r in rows if r[1] == method and r[3] == top}
+        ax.plot(profiles, [ys.get(p, float("nan")) for p in profiles], marker="o",
+                label=method, **style(i))
+    ax.set_xlabel("skew profile of the per-rank lengths")
+    ax.set_ylabel("time / equal-size all_gather time (ratio)")
+    ax.set_title(f"{name}: cost of a variable-length gather, {top / 1048576:g} MiB per rank")
+    ax.legend()
+    ax.grid(True, alpha=0.3)
+    return save(plt, fig, outdir, f"{name}_overhead")
+
+
+def sync_bn_figure(plt, name, bench, outdir):
+    """bench/sync_bn: SyncBN time over local BN by channel count, per N."""
+    times = {}
+    for b in bench["benchmarks"]:
+        parts = b["name"].split("/")
+        if len(parts) < 3 or not parts[1].startswith("C:") or not parts[2].startswith("N:"):
+            continue
+        if is_number(b.get("real_time")):
+            times[(parts[0], int(parts[1][2:]), int(parts[2][2:]))] = float(b["real_time"])
+    ns = sorted({k[2] for k in times if k[0] == "sync_bn"})
+    if not ns:
+        return None
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    for i, n in enumerate(ns):
+        cs = sorted(c for (kind, c, nn) in times if kind == "sync_bn" and nn == n
+                    and times.get(("bn", c, n)))
+        ax.plot(cs, [times[("sync_bn", c, n)] / times[("bn", c, n)] for c in cs],
+                marker="o", label=f"N={n} samples per rank", **style(i))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("channels C (count, log scale)")
+    ax.set_ylabel("SyncBN time / local BN time (ratio)")
+    ax.set_title(f"{name}: SyncBN costs a multiple of local BN")
+    ax.legend()
+    ax.grid(True, alpha=0.3)
+    return save(plt, fig, outdir, f"{name}_overhead")
