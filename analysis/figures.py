@@ -60,21 +60,23 @@ def bug_figure(plt, bug, spec, recs, outdir):
                 rows.append((label, kind, [abs(x) * k for x in s.nums]))
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(6.4, 0.45 * len(rows) + 1.2))
-    colours = {"repro": OKABE_ITO[5], "fix": OKABE_ITO[4]}
+    fig, ax = plt.subplots(figsize=(7.2, 0.4 * len(rows) + 1.6))
+    colours = {"repro": OKABE_ITO[5], "control": OKABE_ITO[7], "fix": OKABE_ITO[4]}
     for i, (label, kind, vals) in enumerate(rows):
         vals = sorted(vals)
-        mid = vals[len(vals) // 2]
-        ax.plot([vals[0], vals[-1]], [i, i], color=colours[kind], linewidth=2, alpha=0.6)
-        ax.plot([mid], [i], "o", color=colours[kind])
+        c = colours["control" if label.endswith("(control)") else kind]
+        ax.plot([vals[0], vals[-1]], [i, i], color=c, linewidth=2.5, alpha=0.6)
+        ax.plot([vals[len(vals) // 2]], [i], "o", color=c)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([r[0] for r in rows])
     ax.invert_yaxis()
-    tiny = min([v for _, _, vals in rows for v in vals if v > 0] or [1e-16])
-    ax.set_xscale("symlog", linthresh=max(tiny, 1e-16))
+    positive = [v for _, _, vals in rows for v in vals if v > 0]
+    ax.set_xscale("symlog", linthresh=min(positive or [1.0]))
+    ax.set_xlim(0, max(positive or [1.0]) * 3)
     unit = metric.get("unit", "") or "dimensionless"
-    ax.set_xlabel(f"{metric['label']} ({unit}); dot: median, bar: range over configurations")
-    ax.set_title(f"{bug}: the bug's {metric['label']} and the fix's")
+    ax.set_xlabel(f"{metric['label']} ({unit})\ndot: median, bar: range over configurations")
+    with_fix = any(kind == "fix" for _, kind, _ in rows)
+    ax.set_title(f"{bug}: {metric['label']}" + (", bug vs fix" if with_fix else " by variant"))
     ax.grid(True, axis="x", alpha=0.3)
     return save(plt, fig, outdir, f"{bug}_headline")
 
