@@ -122,8 +122,17 @@ std::string KeyNumber(const Record& r) {
   if (!r.measured.IsObject()) return "";
   const Json* e = r.measured.Find("error");
   if (e != nullptr && e->IsNumber()) return "error=" + Number(e->AsDouble(), "%.6g");
+  // An error of some kind (rel_error, max_rel_grad_error) is what a fix row
+  // is judged by; else the first number the pair chose to measure.
+  for (bool errors_only : {true, false}) {
+    for (const auto& [k, v] : r.measured.AsObject()) {
+      if (v.IsNumber() && (!errors_only || k.find("error") != std::string::npos)) {
+        return k + "=" + Number(v.AsDouble(), "%.6g");
+      }
+    }
+  }
   for (const auto& [k, v] : r.measured.AsObject()) {
-    if (v.IsNumber()) return k + "=" + Number(v.AsDouble(), "%.6g");
+    if (v.IsBool()) return k + "=" + (v.AsBool() ? "true" : "false");
   }
   return "";
 }
@@ -172,16 +181,24 @@ std::string FormatTable(const std::vector<Record>& records, const TableOptions& 
   for (std::size_t w : width) used += w + 2;
   const std::size_t left = options.width > used ? options.width - used : 0;
   config_w = std::min(config_w, std::max<std::size_t>(left / 2, 8));
-  const std::size_t rest_w = left > config_w + 2 ? left - config_w - 2 : 0;
   std::map<std::string, std::string> tags;  // config text -> "c1"
   std::vector<std::string> legend;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
+  // One row's config too long: every row gets a tag, so the column reads
+  // one way.
+  bool tag_all = false;
+  for (std::size_t i = 1; i < rows.size(); ++i) tag_all |= rows[i].config.size() > config_w;
+  for (std::size_t i = 1; i < rows.size() && tag_all; ++i) {
     Row& row = rows[i];
-    if (i > 0 && row.config.size() > config_w) {
-      auto [it, fresh] = tags.emplace(row.config, "c" + std::to_string(tags.size() + 1));
-      if (fresh) legend.push_back(it->second + ": " + row.config);
-      row.config = it->second;
-    }
+    if (row.config.empty()) continue;
+    auto [it, fresh] = tags.emplace(row.config, "c" + std::to_string(tags.size() + 1));
+    if (fresh) legend.push_back(it->second + ": " + row.config);
+    row.config = it->second;
+  }
+  // Tags are short: the other measured fields get what config left over.
+  std::size_t config_used = 0;
+  for (const Row& row : rows) config_used = std::max(config_used, row.config.size());
+  const std::size_t rest_w = left > config_used + 2 ? left - config_used - 2 : 0;
+  for (const Row& row : rows) {
     std::string line;
     for (std::size_t c = 0; c < 5; ++c) {
       std::string cell = row.fixed[c];
@@ -189,7 +206,7 @@ std::string FormatTable(const std::vector<Record>& records, const TableOptions& 
       line += cell + "  ";
     }
     std::string cfg = row.config;
-    cfg.resize(config_w, ' ');
+    cfg.resize(config_used, ' ');
     line += cfg;
     if (rest_w > 0) line += "  " + Cut(row.rest, rest_w);
     while (!line.empty() && line.back() == ' ') line.pop_back();

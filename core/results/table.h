@@ -22,7 +22,9 @@ struct TableOptions {
 };
 
 // The key number of a row: measured "error" when it is a number, else the
-// first numeric measured field, as "name=value" (%.6g); "" when none.
+// first numeric measured field whose name has "error" in it, else the first
+// numeric measured field, as "name=value" (%.6g); else the first boolean
+// ("ranks_failed=true"); "" when none.
 std::string KeyNumber(const Record& r);
 
 std::string FormatTable(const std::vector<Record>& records, const TableOptions& options = {});
