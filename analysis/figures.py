@@ -1,12 +1,14 @@
 """Figures for papers: one message each, axes with units, the Okabe-Ito
 colour-blind-safe palette, written as PDF and SVG (vector) and PNG."""
+import math
 import os
 
 from pick import Summary, first_metric, is_number, select
 
-# Okabe & Ito (2008), "Color Universal Design".
-OKABE_ITO = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00",
-             "#CC79A7", "#000000"]
+# Okabe & Ito (2008), "Color Universal Design"; yellow last (faint as a line
+# on white).
+OKABE_ITO = ["#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7",
+             "#000000", "#F0E442"]
 LINESTYLES = ["-", "--", ":", "-."]
 FORMATS = ("pdf", "svg", "png")
 
@@ -23,6 +25,11 @@ def setup():
         "pdf.fonttype": 42,  # TrueType: editable text in the PDF
     })
     return plt
+
+
+def matplotlib_ticker():
+    import matplotlib.ticker
+    return matplotlib.ticker
 
 
 def save(plt, fig, outdir, name):
@@ -61,7 +68,7 @@ def bug_figure(plt, bug, spec, recs, outdir):
     if not rows:
         return None
     fig, ax = plt.subplots(figsize=(7.2, 0.4 * len(rows) + 1.6))
-    colours = {"repro": OKABE_ITO[5], "control": OKABE_ITO[7], "fix": OKABE_ITO[4]}
+    colours = {"repro": OKABE_ITO[4], "control": OKABE_ITO[6], "fix": OKABE_ITO[3]}
     for i, (label, kind, vals) in enumerate(rows):
         vals = sorted(vals)
         c = colours["control" if label.endswith("(control)") else kind]
@@ -70,9 +77,14 @@ def bug_figure(plt, bug, spec, recs, outdir):
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([r[0] for r in rows])
     ax.invert_yaxis()
-    positive = [v for _, _, vals in rows for v in vals if v > 0]
-    ax.set_xscale("symlog", linthresh=min(positive or [1.0]))
-    ax.set_xlim(0, max(positive or [1.0]) * 3)
+    positive = [v for _, _, vals in rows for v in vals if v > 0] or [1.0]
+    ax.set_xscale("symlog", linthresh=min(positive))
+    ax.set_xlim(0, max(positive) * 3)
+    # At most ~8 labelled decades (0 included), however wide the range.
+    lo, hi = math.floor(math.log10(min(positive))), math.ceil(math.log10(max(positive)))
+    step = max(1, math.ceil((hi - lo + 1) / 8))
+    ax.set_xticks([0.0] + [10.0 ** k for k in range(hi, lo - 1, -step)][::-1])
+    ax.xaxis.set_minor_locator(matplotlib_ticker().NullLocator())
     unit = metric.get("unit", "") or "dimensionless"
     ax.set_xlabel(f"{metric['label']} ({unit})\ndot: median, bar: range over configurations")
     with_fix = any(kind == "fix" for _, kind, _ in rows)
@@ -83,25 +95,26 @@ def bug_figure(plt, bug, spec, recs, outdir):
 
 def accuracy_spread_figure(plt, bug, recs, outdir):
     """Epoch-to-epoch validation-accuracy sd (pp) by per-rank batch, one line
-    per variant and world size (records that carry both)."""
+    per variant (median over world sizes and seeds' records): whether the
+    fixes steady the accuracy. For records that carry both fields."""
     series = {}
     for _, r in recs:
         b = r.get("config", {}).get("batch_per_rank")
         sd = r.get("measured", {}).get("val_acc_sd_pp")
-        if is_number(b) and is_number(sd) and sd >= 0:
-            series.setdefault(f"{r['kind']}: {r['variant']}, W={r['world_size']}", {})[int(b)] = float(sd)
+        if is_number(b) and is_number(sd) and sd >= 0 and r["verdict"] != "control":
+            series.setdefault(f"{r['kind']}: {r['variant']}", {}).setdefault(int(b), []).append(float(sd))
     series = {k: v for k, v in series.items() if len(v) > 1}
     if not series:
         return None
     fig, ax = plt.subplots(figsize=(6.4, 4))
-    for i, (label, pts) in enumerate(sorted(series.items())):
+    for i, (label, pts) in enumerate(sorted(series.items(), key=lambda kv: kv[0].startswith("fix"))):
         bs = sorted(pts)
-        ax.plot(bs, [pts[b] for b in bs], marker="o", label=label, **style(i))
+        ax.plot(bs, [sorted(pts[b])[len(pts[b]) // 2] for b in bs], marker="o", label=label, **style(i))
     ax.set_xscale("log", base=2)
     ax.set_xlabel("samples per rank (count, log scale)")
-    ax.set_ylabel("validation accuracy sd over epochs (pp)")
-    ax.set_title(f"{bug}: accuracy noise by per-rank batch")
-    ax.legend(ncol=2, fontsize=6)
+    ax.set_ylabel("validation accuracy sd over epochs (pp)\nmedian over world sizes")
+    ax.set_title(f"{bug}: accuracy noise by per-rank batch, bug vs fixes")
+    ax.legend()
     ax.grid(True, alpha=0.3)
     return save(plt, fig, outdir, f"{bug}_accuracy_spread")
 
