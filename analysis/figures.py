@@ -57,8 +57,9 @@ def bug_figure(plt, bug, spec, recs, outdir):
         return None
     rows = []
     for kind, verdicts in (("repro", ["reproduced"]), ("repro", ["control"]),
-                           ("fix", ["exact", "inexact"])):
-        g = select(recs, {"kind": kind, "verdict": verdicts})
+                           ("fix", ["exact"])):
+        g = [x for x in select(recs, {"kind": kind, "verdict": verdicts})
+             if x[1].get("expected_verdict") in (None, "exact", "reproduced", "control")]
         for variant in dict.fromkeys(r["variant"] for _, r in g):
             s = Summary(select(g, {"variant": variant}), metric["path"])
             if s.nums:

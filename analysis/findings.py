@@ -4,10 +4,8 @@ import os
 import re
 import statistics
 
-from pick import Summary, first_metric, is_number, num, seed_spread, seeds_per_record, select
-
-# The verdict each kind of row must have (records.py lists them all).
-GOOD = {"repro": "reproduced", "fix": "exact", "control": "control"}
+from pick import (Summary, expected, first_metric, is_number, num, seed_spread, seeds_per_record,
+                  select)
 
 
 def scaled(m, v):
@@ -88,9 +86,13 @@ def verdict_counts(recs):
 
 
 def unexpected(recs):
-    """Rows whose verdict is not what their kind expects (controls: control)."""
-    return [(p, r) for p, r in recs
-            if r["verdict"] not in (GOOD[r["kind"]], GOOD["control"])]
+    """Rows whose verdict is not the one they must have (pick.expected)."""
+    return [(p, r) for p, r in recs if r["verdict"] != expected(r)]
+
+
+def on_purpose(recs):
+    """Fix rows that run a known-inexact setting on purpose."""
+    return [(p, r) for p, r in recs if r.get("expected_verdict") not in (None, "exact")]
 
 
 def finding(spec, recs, benches):
@@ -99,7 +101,9 @@ def finding(spec, recs, benches):
     repro = select(recs, {"kind": "repro"})
     hits = select(repro, {"verdict": "reproduced"})
     controls = select(repro, {"verdict": "control"})
-    fixes = select(recs, {"kind": "fix"})
+    all_fixes = select(recs, {"kind": "fix"})
+    shown = on_purpose(all_fixes)
+    fixes = [x for x in all_fixes if x not in shown]
     sm = first_metric(hits, spec["symptom_metrics"])
     parts = [metric_text(sm, hits)] if sm else []
     for m in spec.get("symptom_extra", []):
@@ -121,6 +125,9 @@ def finding(spec, recs, benches):
         if fm:
             s2 += ", " + metric_text(fm, fixes)
         s2 += cost_text(spec.get("cost"), fixes, benches) + "."
+        if shown:
+            s2 += (f" {len(shown)} more row(s) run known-inexact settings on purpose ("
+                   + ", ".join(dict.fromkeys(r["variant"] for _, r in shown)) + ").")
     else:
         s2 = "No fix records."
     bad = unexpected(recs)
@@ -134,15 +141,16 @@ def headline_rows(spec, recs):
     its median and range over the rows, the spread over seeds, seeds/row."""
     groups = {}
     for p, r in recs:
-        key = (r["kind"], r["variant"], r["verdict"] == "control")
-        groups.setdefault(key, []).append((p, r))
+        tag = "control" if r["verdict"] == "control" else (
+            "inexact on purpose" if r.get("expected_verdict") not in (None, "exact", "reproduced") else "")
+        groups.setdefault((r["kind"], r["variant"], tag), []).append((p, r))
     rows = []
     order = lambda k: (k[0] != "repro", k[2])  # noqa: E731  repro, its controls, fixes
-    for (kind, variant, control), g in sorted(groups.items(), key=lambda kv: order(kv[0])):
+    for (kind, variant, tag), g in sorted(groups.items(), key=lambda kv: order(kv[0])):
         metrics = spec["fix_metrics"] if kind == "fix" else spec["symptom_metrics"]
         metrics = metrics + spec.get("symptom_extra", []) if kind == "repro" else metrics
         m = first_metric(g, metrics)
-        name = variant + (" (control)" if control else "")
+        name = variant + (f" ({tag})" if tag else "")
         if not m:
             rows.append([kind, name, verdict_counts(g), "", "", "", "", seeds_per_record(g)])
             continue

@@ -13,6 +13,7 @@ or lose fields keep building a report.
              "spread(reference.steps)"   max - min of an array
              "max(measured.per_rank)"    largest element of an array
              "ratio(measured.a,measured.b)"  a / b
+             "diff(measured.a,reference.a)"  a - b
              "nonneg(measured.x)"        x, but none when negative (a -1
                                          that means "not applicable")
 """
@@ -35,6 +36,16 @@ def is_number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def expected(record):
+    """The verdict a row must have: its own expected_verdict when it runs a
+    known-inexact setting on purpose, else by kind (controls: control)."""
+    if record.get("expected_verdict"):
+        return record["expected_verdict"]
+    if record["verdict"] in ("control", "control_failed"):
+        return "control"
+    return "reproduced" if record["kind"] == "repro" else "exact"
+
+
 def matches(path, record, selector):
     for key, want in selector.items():
         have = os.path.basename(path) if key == "file" else get(record, key)
@@ -49,7 +60,7 @@ def select(recs, selector):
     return [(p, r) for p, r in recs if matches(p, r, selector)]
 
 
-_CALL = re.compile(r"^(spread|max|min|ratio|abs|nonneg)\((.+)\)$")
+_CALL = re.compile(r"^(spread|max|min|ratio|diff|abs|nonneg)\((.+)\)$")
 
 
 def value(record, expr):
@@ -59,9 +70,13 @@ def value(record, expr):
         v = get(record, expr)
         return v if is_number(v) or isinstance(v, bool) else None
     fn, arg = m.groups()
-    if fn == "ratio":
+    if fn in ("ratio", "diff"):
         a, b = (value(record, x.strip()) for x in arg.split(",", 1))
-        return a / b if is_number(a) and is_number(b) and b != 0 else None
+        if not is_number(a) or not is_number(b):
+            return None
+        if fn == "diff":
+            return a - b
+        return a / b if b != 0 else None
     if fn in ("abs", "nonneg"):  # nonneg: a negative value means "not applicable"
         v = value(record, arg)
         if not is_number(v):
@@ -108,7 +123,7 @@ _SPREAD_SUFFIXES = ("_ci95", "_se", "_sd")
 
 def seed_spread(recs, expr, scale=1.0, unit="", stem_path=None):
     """The spread over seeds that records carry next to a metric, as text:
-    "±X (95% CI)", "±X (se)", "sd X", or "seeds: A to B" from <stem>_min and
+    "±X 95% CI", "±X se", "sd X", or "seeds: A to B" from <stem>_min and
     <stem>_max; "" when the records carry none. The stem is the metric's name
     without a _mean/_median/_max/_min suffix, or `stem_path` when the spec
     names it (measured.error next to measured.auc_error_min/_max)."""
@@ -123,7 +138,7 @@ def seed_spread(recs, expr, scale=1.0, unit="", stem_path=None):
     stem = re.sub(r"_(mean|median|max|min)$", "", name)
     prefix = f"{section}." if section else ""
     for stem_ in dict.fromkeys((name, stem)):
-        for suffix, how in (("_ci95", "±{} (95% CI)"), ("_se", "±{} (se)"), ("_sd", "sd {}")):
+        for suffix, how in (("_ci95", "±{} 95% CI"), ("_se", "±{} se"), ("_sd", "sd {}")):
             s = Summary(recs, prefix + stem_ + suffix)
             if s.nums:
                 return how.format(num(s.agg("median") * scale, unit))

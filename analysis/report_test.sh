@@ -31,6 +31,23 @@ grep -q "matched the one-process computation in 1 of 1 fix rows" "$work/out_spar
 [ ! -e "$work/out_sparse/latex" ] || { echo "latex written without --latex"; exit 1; }
 cp "$src/mean_of_means_fix.json" "$work/results/"
 
+# A fix row that runs a known-inexact setting on purpose (expected_verdict)
+# is reported as such, not as a miss, and stays out of the exactness numbers.
+python3 - "$src/drop_last_hang_fix.json" > "$work/results/drop_last_hang_fix.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+x = json.loads(json.dumps(r[0]))
+x.update(variant="join_initial_world_size", verdict="inexact", expected_verdict="inexact")
+x["measured"]["max_rel_grad_error"] = 0.75
+print(json.dumps(r + [x]))
+PY
+"$report" --results results --out out_inexact >/dev/null || { echo "report failed"; exit 1; }
+tr '\n' ' ' < "$work/out_inexact/report.md" | grep -q "run known-inexact settings on purpose (join_initial_world_size)" \
+  || { echo "on-purpose inexact row not reported"; exit 1; }
+grep -q "missed their expected verdict" "$work/out_inexact/report.md" && { echo "on-purpose row counted as a miss"; exit 1; }
+grep -q "relative gradient error up to 0.75" "$work/out_inexact/report.md" && { echo "on-purpose row in the exactness"; exit 1; }
+cp "$src/drop_last_hang_fix.json" "$work/results/"
+
 # Malformed: exit 2, the file named, the previous report untouched.
 echo '[{"bug": "x"}]' > "$work/results/broken.json"
 msg=$("$report" --results results --out out 2>&1)

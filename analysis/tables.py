@@ -64,7 +64,7 @@ def markdown(header, rows):
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
         "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
-        "±": r"$\pm$", "×": r"$\times$", "≤": r"$\le$", "≥": r"$\ge$", "→": r"$\to$"}
+        "|": r"$|$", "±": r"$\pm$", "×": r"$\times$", "≤": r"$\le$", "≥": r"$\ge$", "→": r"$\to$"}
 
 
 def tex(text):

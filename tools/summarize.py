@@ -15,7 +15,7 @@ import textwrap
 
 # analysis/: the record checks and the findings' templates, shared with the report.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "analysis"))
-from findings import metric_text, unexpected  # noqa: E402
+from findings import metric_text, on_purpose, unexpected  # noqa: E402
 from pick import first_metric, select  # noqa: E402
 from records import InputError, check_records  # noqa: E402
 
@@ -40,10 +40,13 @@ def bug_lines(bug, spec, recs):
                      + (f"; {size}" if size else ""))
     for variant in dict.fromkeys(r["variant"] for _, r in select(recs, {"kind": "fix"})):
         rows = select(recs, {"kind": "fix", "variant": variant})
+        shown = on_purpose(rows)
+        rows = [x for x in rows if x not in shown]
         exact = select(rows, {"verdict": "exact"})
         m = first_metric(rows, spec.get("fix_metrics", []))
         to = metric_text(m, rows) if m else ""
-        lines.append(f"fix {variant}: exact in {len(exact)}/{len(rows)} rows" + (f"; {to}" if to else ""))
+        lines.append(f"fix {variant}: exact in {len(exact)}/{len(rows)} rows" + (f"; {to}" if to else "")
+                     + (f"; {len(shown)} row(s) inexact on purpose" if shown else ""))
     bad = unexpected(recs)
     if bad:
         lines.append(f"{len(bad)} row(s) missed their expected verdict: "
