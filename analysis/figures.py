@@ -42,6 +42,16 @@ def save(plt, fig, outdir, name):
     return name
 
 
+def finish(plt, fig, ax, labels, outdir, name):
+    """Axis labels and title (labels: x, y, title), legend, grid; saves."""
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.set_title(labels[2])
+    ax.legend()
+    ax.grid(True, alpha=0.3)
+    return save(plt, fig, outdir, name)
+
+
 def style(i):
     """Colour and line style of the i-th series (distinct beyond 8 series)."""
     return {"color": OKABE_ITO[i % len(OKABE_ITO)],
@@ -112,12 +122,10 @@ def accuracy_spread_figure(plt, bug, recs, outdir):
         bs = sorted(pts)
         ax.plot(bs, [sorted(pts[b])[len(pts[b]) // 2] for b in bs], marker="o", label=label, **style(i))
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("samples per rank (count, log scale)")
-    ax.set_ylabel("validation accuracy sd over epochs (pp)\nmedian over world sizes")
-    ax.set_title(f"{bug}: accuracy noise by per-rank batch, bug vs fixes")
-    ax.legend()
-    ax.grid(True, alpha=0.3)
-    return save(plt, fig, outdir, f"{bug}_accuracy_spread")
+    return finish(plt, fig, ax, ("samples per rank (count, log scale)",
+                                 "validation accuracy sd over epochs (pp)\nmedian over world sizes",
+                                 f"{bug}: accuracy noise by per-rank batch, bug vs fixes"),
+                  outdir, f"{bug}_accuracy_spread")
 
 
 def padding_figure(plt, name, bench, outdir):
@@ -141,12 +149,10 @@ def padding_figure(plt, name, bench, outdir):
         ys = {r[0]: r[2] for r in rows if r[1] == method and r[3] == top}
         ax.plot(profiles, [ys.get(p, float("nan")) for p in profiles], marker="o",
                 label=method, **style(i))
-    ax.set_xlabel("skew profile of the per-rank lengths")
-    ax.set_ylabel("time / equal-size all_gather time (ratio)")
-    ax.set_title(f"{name}: cost of a variable-length gather, {top / 1048576:g} MiB per rank")
-    ax.legend()
-    ax.grid(True, alpha=0.3)
-    return save(plt, fig, outdir, f"{name}_overhead")
+    return finish(plt, fig, ax, ("skew profile of the per-rank lengths",
+                                 "time / equal-size all_gather time (ratio)",
+                                 f"{name}: cost of a variable-length gather, {top / 1048576:g} MiB per rank"),
+                  outdir, f"{name}_overhead")
 
 
 def sync_bn_figure(plt, name, bench, outdir):
@@ -169,9 +175,6 @@ def sync_bn_figure(plt, name, bench, outdir):
                 marker="o", label=f"N={n} samples per rank", **style(i))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("channels C (count, log scale)")
-    ax.set_ylabel("SyncBN time / local BN time (ratio)")
-    ax.set_title(f"{name}: SyncBN costs a multiple of local BN")
-    ax.legend()
-    ax.grid(True, alpha=0.3)
-    return save(plt, fig, outdir, f"{name}_overhead")
+    return finish(plt, fig, ax, ("channels C (count, log scale)", "SyncBN time / local BN time (ratio)",
+                                 f"{name}: SyncBN costs a multiple of local BN"),
+                  outdir, f"{name}_overhead")
