@@ -3,8 +3,10 @@
 # — the suite's main job on the CPU default backend: the environment report,
 # then every registered repro/fix binary with its default flags (plus
 # PAIR_FLAGS), each writing its result records to DIR (default: results/latest
-# under the directory bazel was run from), then one summary table of the
-# records this run wrote. --only runs the pairs whose path contains SUBSTRING.
+# under the directory bazel was run from), then a one-screen summary of the
+# records this run wrote: per bug the symptom and its size, each fix and how
+# exact, where the records are and the report command. --only runs the pairs
+# whose path contains SUBSTRING.
 # --list stops after the report and the list of pairs, checking that each
 # binary answers --help. A pair that fails without writing records leaves no
 # earlier records of its own in DIR to be mistaken for this run's.
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
     --only=*) only="${1#--only=}"; shift ;;
     --list) list_only=1; shift ;;
     --) shift; pair_flags=("$@"); break ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --*) echo "suite: unknown flag '$1' ($allowed)" >&2; exit 2 ;;
     *) echo "suite: unexpected argument '$1' ($allowed)" >&2; exit 2 ;;
   esac
@@ -81,9 +83,11 @@ for p in "${pairs[@]}"; do
 done
 echo
 if [ "${#written[@]}" -gt 0 ]; then
-  python3 "$runfiles/tools/summarize.py" "${written[@]}" || status=1
+  # One screen: per bug the symptom and each fix, where the records are and
+  # the command that turns them into the report.
+  python3 "$runfiles/tools/summarize.py" --out "$out" "${written[@]}" || status=1
 else
   echo "suite: no pair wrote records"
+  echo "result records: $out"
 fi
-echo "result records: $out"
 exit $status

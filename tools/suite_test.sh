@@ -18,6 +18,24 @@ n=$(grep -c '^  repro/\|^  fixes/' <<<"$log")
 "$suite" --only no-such-pair >/dev/null 2>&1
 [ $? -eq 2 ] || { echo "--only matching nothing should exit 2"; exit 1; }
 
+# A run ends with the one-screen summary: per bug the symptom/fix lines,
+# where the records are and the report command, in 120 columns.
+ok="$TEST_TMPDIR/ok"
+log=$("$suite" --out "$ok" --only fixes/mean_of_means -- --seeds 1 --world_size 2 2>&1)
+rc=$?
+[ "$rc" -eq 0 ] || { echo "$log"; echo "suite run exited $rc"; exit 1; }
+summary=$(sed -n '/^== summary/,$p' <<<"$log")
+echo "$summary"
+grep -q "^  fix sum_count: exact in [0-9]*/[0-9]* rows; |accuracy error| up to 0" <<<"$summary" \
+  || { echo "no fix line in the summary"; exit 1; }
+grep -q "^records: $ok" <<<"$summary" || { echo "no records line"; exit 1; }
+grep -q "^report:  bazel run //analysis:report -- --results $ok --out $ok/report" <<<"$summary" \
+  || { echo "no report command"; exit 1; }
+[ "$(wc -l <<<"$summary")" -le 40 ] || { echo "summary longer than a screen"; exit 1; }
+# (Paths may be longer: they are this sandbox's.)
+grep -v '^records: \|^report: ' <<<"$log" | awk 'length > 120 { bad = 1; print "too wide: " $0 } END { exit bad }' \
+  || { echo "console lines over 120 columns"; exit 1; }
+
 # A pair killed mid-run: the summary must not show its records from an
 # earlier run (they were removed before it started).
 out="$TEST_TMPDIR/records"
