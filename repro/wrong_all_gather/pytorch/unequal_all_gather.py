@@ -1,0 +1,254 @@
+#!/usr/bin/python3
+"""What PyTorch's gloo all_gather does with per-rank tensors of unequal length.
+
+    /usr/bin/python3 repro/wrong_all_gather/pytorch/unequal_all_gather.py \\
+        --out results/vs_pytorch/wrong_all_gather_unequal.json
+
+Evidence for repro/wrong_all_gather's `raw_unequal` rows (PyTorch 1.13, gloo,
+CPU, real processes). N = 1003 validation samples split without padding
+(rank r holds samples r, r + W, ...: lengths 502/501 at W = 2), and every rank
+runs seed 000's `gather_step_wrong` on its whole share:
+
+    pred_list  = [torch.zeros_like(pred)  for _ in range(ws)]
+    label_list = [torch.zeros_like(label) for _ in range(ws)]
+    dist.all_gather(pred_list,  pred)
+    dist.all_gather(label_list, label)
+
+For each rank and run it records what the FIRST all_gather returned: whether
+it returned at all (or raised, or the process died), how many of the gathered
+values are not the peers' data (a peer with fewer samples cannot have sent
+them all; the rest is whatever the buffer held), and the ROC AUC rank 0 would
+compute from it (the gathered scores paired with the labels of the samples
+at those positions; a position past a peer's data gets label 0, the value of
+the zero-initialised label buffers). A run is *silent* when some rank
+returned from its first all_gather with no error but with values that are
+not peer data. Then the second all_gather's outcome and the process's exit.
+
+Stdlib + torch + sklearn; each run starts W fresh processes (FileStore
+rendezvous in a temporary folder). Writes one JSON object (configuration,
+provenance, every rank of every run, a summary per case) atomically.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+N = 1003
+SEED = 0
+
+
+def samples(n):
+    """Deterministic (score, label) of every sample: labels half 1, scores
+    informative (sigmoid of a shifted normal), as a validation set."""
+    import torch
+    g = torch.Generator().manual_seed(SEED)
+    labels = (torch.rand(n, generator=g) < 0.5).to(torch.int64)
+    scores = torch.sigmoid(torch.randn(n, generator=g, dtype=torch.float64) + 1.5 * labels)
+    return scores, labels
+
+
+def share(n, w, r):
+    return list(range(r, n, w))
+
+
+def rank_main(args):
+    import torch
+    import torch.distributed as dist
+    from sklearn.metrics import roc_auc_score
+
+    dtype = {"float32": torch.float32, "float64": torch.float64}[args.dtype]
+    w, r = args.world_size, args.rank
+    scores, labels = samples(N)
+    mine = share(N, w, r)
+    pred = scores[mine].to(dtype)
+    label = labels[mine].to(dtype)  # labels travel as floats (y.float())
+    out = {"rank": r, "count": len(mine)}
+
+    def dump():
+        with open(os.path.join(args.dir, "rank%d.json" % r), "w") as f:
+            json.dump(out, f)
+
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(args.dir, "store"),
+                            rank=r, world_size=w,
+                            timeout=datetime.timedelta(seconds=args.pg_timeout))
+    dist.barrier()
+    pred_list = [torch.zeros_like(pred) for _ in range(w)]
+    label_list = [torch.zeros_like(label) for _ in range(w)]
+    out["first"] = {"entered": True}
+    dump()
+    t0 = time.monotonic()
+    try:
+        dist.all_gather(pred_list, pred)
+    except Exception as e:  # a peer died: gloo's connection error
+        out["first"] = {"returned": False, "error": str(e).splitlines()[0][:200],
+                        "elapsed_s": time.monotonic() - t0}
+        dump()
+        return 3
+    first = {"returned": True, "elapsed_s": time.monotonic() - t0}
+    # Which gathered values are the peers' data, and what rank 0 would compute.
+    not_peer, gathered, auc_scores, auc_labels = 0, 0, [], []
+    for s in range(w):
+        peer = share(N, w, s)
+        got = pred_list[s].to(torch.float64)
+        for i in range(len(mine)):
+            gathered += 1
+            real = i < len(peer) and got[i].item() == scores[peer[i]].to(dtype).item()
+            not_peer += not real
+            auc_scores.append(got[i].item())
+            auc_labels.append(int(labels[peer[i]]) if i < len(peer) else 0)
+    first["gathered"] = gathered
+    first["not_peer_data"] = not_peer
+    first["non_finite"] = sum(1 for v in auc_scores if not math.isfinite(v))
+    try:
+        first["auc"] = roc_auc_score(auc_labels, auc_scores)
+    except ValueError as e:  # e.g. NaN among the garbage: sklearn refuses
+        first["auc"] = None
+        first["auc_error"] = str(e).splitlines()[0][:200]
+        finite = [(l, v) for l, v in zip(auc_labels, auc_scores) if math.isfinite(v)]
+        first["auc_finite_values_only"] = roc_auc_score([l for l, _ in finite],
+                                                        [v for _, v in finite])
+    out["first"] = first
+    dump()
+    t0 = time.monotonic()
+    try:
+        dist.all_gather(label_list, label)
+        out["second"] = {"returned": True, "elapsed_s": time.monotonic() - t0}
+    except Exception as e:
+        out["second"] = {"returned": False, "error": str(e).splitlines()[0][:200],
+                         "elapsed_s": time.monotonic() - t0}
+    dump()
+    return 0
+
+
+def reference_auc():
+    from sklearn.metrics import roc_auc_score
+    scores, labels = samples(N)
+    return roc_auc_score(labels.tolist(), scores.tolist())
+
+
+def one_run(w, dtype, pg_timeout, run_timeout):
+    with tempfile.TemporaryDirectory(prefix="unequal_gather_") as d:
+        procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--rank", str(r),
+                                   "--world_size", str(w), "--dtype", dtype, "--dir", d,
+                                   "--pg_timeout", str(pg_timeout)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                 for r in range(w)]
+        ranks = []
+        deadline = time.monotonic() + run_timeout
+        for r, p in enumerate(procs):
+            try:
+                text, _ = p.communicate(timeout=max(1, deadline - time.monotonic()))
+                code = p.returncode
+            except subprocess.TimeoutExpired:
+                p.kill()
+                text, _ = p.communicate()
+                code = "timeout"
+            path = os.path.join(d, "rank%d.json" % r)
+            info = json.load(open(path)) if os.path.exists(path) else {"rank": r}
+            info["exit"] = code if code == "timeout" else (
+                "signal %d" % -code if code < 0 else code)
+            lines = text.decode(errors="replace").strip().splitlines()
+            abort = [l for l in lines if "EnforceNotMet" in l or "terminate" in l]
+            if abort:
+                info["abort_message"] = abort[0][:300]
+            first = info.get("first", {})
+            if first.get("entered") and "returned" not in first:
+                first["returned"] = False  # died inside the first all_gather
+                first["error"] = "process died: %s" % info["exit"]
+            ranks.append(info)
+        return ranks
+
+
+def provenance():
+    import sklearn
+    import torch
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"torch": torch.__version__, "sklearn": sklearn.__version__,
+            "python": platform.python_version(), "backend": "gloo",
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "host": socket.gethostname(), "cpu": cpu, "script": os.path.relpath(
+                os.path.abspath(__file__), os.getcwd())}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="where to write the JSON (default: print it)")
+    ap.add_argument("--runs", type=int, default=20, help="runs per case (default 20)")
+    ap.add_argument("--worlds", default="2,4", help="world sizes, comma-separated")
+    ap.add_argument("--dtypes", default="float32,float64", help="score dtypes")
+    ap.add_argument("--pg_timeout", type=float, default=20, help="process group timeout, s")
+    # Internal: one rank.
+    ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--world_size", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--dtype", help=argparse.SUPPRESS)
+    ap.add_argument("--dir", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.rank is not None:
+        return rank_main(args)
+    if args.runs < 1:
+        ap.error("--runs must be >= 1")
+    cases = []
+    for w in [int(x) for x in args.worlds.split(",")]:
+        for dtype in args.dtypes.split(","):
+            runs = []
+            for k in range(args.runs):
+                runs.append(one_run(w, dtype, args.pg_timeout, 4 * args.pg_timeout + 30))
+                print("W=%d %s run %d/%d done" % (w, dtype, k + 1, args.runs), file=sys.stderr)
+            silent = [run for run in runs
+                      if any(r.get("first", {}).get("returned") and
+                             r["first"].get("not_peer_data", 0) > 0 for r in run)]
+            rank0_silent = [run for run in runs if run[0].get("first", {}).get("returned") and
+                            run[0]["first"].get("not_peer_data", 0) > 0]
+            bad = [run[0]["first"]["not_peer_data"] for run in rank0_silent]
+            aucs = [run[0]["first"]["auc"] for run in rank0_silent
+                    if run[0]["first"].get("auc") is not None]
+            cases.append({
+                "world_size": w, "dtype": dtype,
+                "counts": [len(share(N, w, r)) for r in range(w)],
+                "runs": len(runs), "silent_runs": len(silent),
+                "rank0_silent_runs": len(rank0_silent),
+                "rank0_not_peer_data": {"min": min(bad, default=None),
+                                        "max": max(bad, default=None),
+                                        "peer_values": (w - 1) * len(share(N, w, 0))},
+                "rank0_auc": {"min": min(aucs, default=None), "max": max(aucs, default=None)},
+                "per_run": runs})
+    doc = {"what": "gloo all_gather (list API) of per-rank tensors of unequal length, "
+                   "seed 000's gather_step_wrong",
+           "config": {"n": N, "seed": SEED, "pg_timeout_s": args.pg_timeout,
+                      "reference_auc": reference_auc()},
+           "provenance": provenance(), "cases": cases}
+    text = json.dumps(doc, indent=1) + "\n"
+    if not args.out:
+        sys.stdout.write(text)
+        return 0
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    tmp = args.out + ".tmp.%d" % os.getpid()
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, args.out)
+    for c in cases:
+        print("W=%d %s counts %s: %d/%d runs silent (rank 0: %d; values not peer data %s..%s of "
+              "%d; AUC %s..%s, reference %.6f)" % (
+                  c["world_size"], c["dtype"], c["counts"], c["silent_runs"], c["runs"],
+                  c["rank0_silent_runs"], c["rank0_not_peer_data"]["min"],
+                  c["rank0_not_peer_data"]["max"], c["rank0_not_peer_data"]["peer_values"],
+                  c["rank0_auc"]["min"], c["rank0_auc"]["max"], doc["config"]["reference_auc"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
