@@ -33,12 +33,12 @@ import datetime
 import json
 import math
 import os
-import platform
-import socket
-import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+from tools.vs_pytorch import evidence  # noqa: E402
 
 N = 1003
 SEED = 0
@@ -75,7 +75,7 @@ def rank_main(args):
         with open(os.path.join(args.dir, "rank%d.json" % r), "w") as f:
             json.dump(out, f)
 
-    dist.init_process_group("gloo", init_method="file://" + os.path.join(args.dir, "store"),
+    dist.init_process_group("gloo", init_method=evidence.init_store(args.dir),
                             rank=r, world_size=w,
                             timeout=datetime.timedelta(seconds=args.pg_timeout))
     dist.barrier()
@@ -87,7 +87,7 @@ def rank_main(args):
     try:
         dist.all_gather(pred_list, pred)
     except Exception as e:  # a peer died: gloo's connection error
-        out["first"] = {"returned": False, "error": str(e).splitlines()[0][:200],
+        out["first"] = {"returned": False, "error": evidence.first_line(e),
                         "elapsed_s": time.monotonic() - t0}
         dump()
         return 3
@@ -110,7 +110,7 @@ def rank_main(args):
         first["auc"] = roc_auc_score(auc_labels, auc_scores)
     except ValueError as e:  # e.g. NaN among the garbage: sklearn refuses
         first["auc"] = None
-        first["auc_error"] = str(e).splitlines()[0][:200]
+        first["auc_error"] = evidence.first_line(e)
         finite = [(l, v) for l, v in zip(auc_labels, auc_scores) if math.isfinite(v)]
         first["auc_finite_values_only"] = roc_auc_score([l for l, _ in finite],
                                                         [v for _, v in finite])
@@ -121,7 +121,7 @@ def rank_main(args):
         dist.all_gather(label_list, label)
         out["second"] = {"returned": True, "elapsed_s": time.monotonic() - t0}
     except Exception as e:
-        out["second"] = {"returned": False, "error": str(e).splitlines()[0][:200],
+        out["second"] = {"returned": False, "error": evidence.first_line(e),
                          "elapsed_s": time.monotonic() - t0}
     dump()
     return 0
@@ -135,27 +135,15 @@ def reference_auc():
 
 def one_run(w, dtype, pg_timeout, run_timeout):
     with tempfile.TemporaryDirectory(prefix="unequal_gather_") as d:
-        procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "--rank", str(r),
-                                   "--world_size", str(w), "--dtype", dtype, "--dir", d,
-                                   "--pg_timeout", str(pg_timeout)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-                 for r in range(w)]
+        procs = evidence.spawn_ranks(os.path.abspath(__file__), w,
+                                     ["--dtype", dtype, "--pg_timeout", str(pg_timeout)], d,
+                                     run_timeout)
         ranks = []
-        deadline = time.monotonic() + run_timeout
         for r, p in enumerate(procs):
-            try:
-                text, _ = p.communicate(timeout=max(1, deadline - time.monotonic()))
-                code = p.returncode
-            except subprocess.TimeoutExpired:
-                p.kill()
-                text, _ = p.communicate()
-                code = "timeout"
             path = os.path.join(d, "rank%d.json" % r)
             info = json.load(open(path)) if os.path.exists(path) else {"rank": r}
-            info["exit"] = code if code == "timeout" else (
-                "signal %d" % -code if code < 0 else code)
-            lines = text.decode(errors="replace").strip().splitlines()
-            abort = [l for l in lines if "EnforceNotMet" in l or "terminate" in l]
+            info["exit"] = p["exit"]
+            abort = [l for l in p["output"].splitlines() if "EnforceNotMet" in l or "terminate" in l]
             if abort:
                 info["abort_message"] = abort[0][:300]
             first = info.get("first", {})
@@ -164,24 +152,6 @@ def one_run(w, dtype, pg_timeout, run_timeout):
                 first["error"] = "process died: %s" % info["exit"]
             ranks.append(info)
         return ranks
-
-
-def provenance():
-    import sklearn
-    import torch
-    cpu = ""
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"torch": torch.__version__, "sklearn": sklearn.__version__,
-            "python": platform.python_version(), "backend": "gloo",
-            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "host": socket.gethostname(), "cpu": cpu, "script": os.path.relpath(
-                os.path.abspath(__file__), os.getcwd())}
 
 
 def main():
@@ -230,23 +200,17 @@ def main():
                    "seed 000's gather_step_wrong",
            "config": {"n": N, "seed": SEED, "pg_timeout_s": args.pg_timeout,
                       "reference_auc": reference_auc()},
-           "provenance": provenance(), "cases": cases}
-    text = json.dumps(doc, indent=1) + "\n"
-    if not args.out:
-        sys.stdout.write(text)
-        return 0
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    tmp = args.out + ".tmp.%d" % os.getpid()
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, args.out)
+           "provenance": evidence.provenance("repro/wrong_all_gather/pytorch/unequal_all_gather.py"),
+           "cases": cases}
+    evidence.write_json(args.out, doc)
     for c in cases:
         print("W=%d %s counts %s: %d/%d runs silent (rank 0: %d; values not peer data %s..%s of "
               "%d; AUC %s..%s, reference %.6f)" % (
                   c["world_size"], c["dtype"], c["counts"], c["silent_runs"], c["runs"],
                   c["rank0_silent_runs"], c["rank0_not_peer_data"]["min"],
                   c["rank0_not_peer_data"]["max"], c["rank0_not_peer_data"]["peer_values"],
-                  c["rank0_auc"]["min"], c["rank0_auc"]["max"], doc["config"]["reference_auc"]))
+                  c["rank0_auc"]["min"], c["rank0_auc"]["max"], doc["config"]["reference_auc"]),
+              file=sys.stderr)
     return 0
 
 

@@ -1,0 +1,93 @@
+"""What every PyTorch evidence script shares (stdlib + torch).
+
+The scripts under repro/<bug>/pytorch/, fixes/<bug>/pytorch/ and
+core/comm/checked_vs_detail/ run PyTorch 1.13 (/usr/bin/python3, Debian's
+python3-torch) with real gloo processes to check a claim the suite makes
+about PyTorch, and write what they saw as one JSON document under
+results/vs_pytorch/ (the READMEs quote it). Each rank is a fresh process
+started by `spawn_ranks`, rendezvousing through a FileStore in a temporary
+folder; a script re-invokes itself with --rank for that.
+
+    import os, sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "<up to the root>"))
+    from tools.vs_pytorch import evidence
+"""
+import datetime
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+
+
+def provenance(script):
+    """Where and with what the evidence was produced."""
+    import torch
+    cpu = ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    out = {"torch": torch.__version__, "python": platform.python_version(), "backend": "gloo",
+           "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "host": socket.gethostname(), "cpu": cpu, "script": script}
+    try:
+        import sklearn
+        out["sklearn"] = sklearn.__version__
+    except ImportError:
+        pass
+    return out
+
+
+def write_json(path, doc):
+    """The whole document or nothing: a temporary file, then a rename."""
+    text = json.dumps(doc, indent=1) + "\n"
+    if not path:
+        sys.stdout.write(text)
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def init_store(directory):
+    """The init_method of a rank started by spawn_ranks."""
+    return "file://" + os.path.join(directory, "store")
+
+
+def spawn_ranks(script, world_size, args, directory, timeout, env=None):
+    """Runs `script --rank r --world_size W --dir DIR ARGS...` for every rank r
+    as its own process; returns, per rank, {"exit": code | "signal N" |
+    "timeout", "output": combined stdout/stderr, "wall_s": seconds}."""
+    full_env = dict(os.environ, **(env or {}))
+    start = time.monotonic()
+    procs = [subprocess.Popen([sys.executable, script, "--rank", str(r), "--world_size",
+                               str(world_size), "--dir", directory] + list(args),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=full_env)
+             for r in range(world_size)]
+    out = []
+    for p in procs:
+        try:
+            text, _ = p.communicate(timeout=max(1.0, start + timeout - time.monotonic()))
+            code = p.returncode
+            code = "signal %d" % -code if code < 0 else code
+        except subprocess.TimeoutExpired:
+            p.kill()
+            text, _ = p.communicate()
+            code = "timeout"
+        out.append({"exit": code, "output": text.decode(errors="replace"),
+                    "wall_s": time.monotonic() - start})
+    return out
+
+
+def first_line(text, limit=300):
+    """The first line of an error message, cut to `limit` characters."""
+    lines = str(text).strip().splitlines()
+    return lines[0][:limit] if lines else ""
