@@ -87,6 +87,75 @@ def spawn_ranks(script, world_size, args, directory, timeout, env=None):
     return out
 
 
+def parser(description):
+    """An ArgumentParser with --out, and the hidden flags spawn_ranks passes."""
+    import argparse
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--out", help="where to write the JSON (default: print it)")
+    ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--world_size", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--dir", help=argparse.SUPPRESS)
+    return ap
+
+
+class RankLog(dict):
+    """What a rank saw, rewritten to DIR/rankN.json at every dump(), so that
+    what it wrote before dying is still there for collect()."""
+
+    def __init__(self, directory, rank):
+        super().__init__(rank=rank)
+        self._path = os.path.join(directory, "rank%d.json" % rank)
+
+    def dump(self):
+        with open(self._path, "w") as f:
+            json.dump(self, f)
+
+
+def collect(directory, procs):
+    """Every rank's last RankLog dump (or just its rank), with "exit" from
+    spawn_ranks; a rank that did not exit 0 also gets "died": the first line
+    of its output naming an abort, else the end of its output."""
+    ranks = []
+    for r, p in enumerate(procs):
+        path = os.path.join(directory, "rank%d.json" % r)
+        info = json.load(open(path)) if os.path.exists(path) else {"rank": r}
+        info["exit"] = p["exit"]
+        if p["exit"] != 0:
+            abort = [l for l in p["output"].splitlines()
+                     if "terminate" in l or "EnforceNotMet" in l]
+            info["died"] = abort[0][:300] if abort else first_line(p["output"][-300:])
+        ranks.append(info)
+    return ranks
+
+
+def add_table_flags(ap):
+    """--table JSON [--update README --id ID]: the README's table from a
+    JSON the script wrote, printed or put between the README's
+    `<!-- table:ID:begin -->` and `<!-- table:ID:end -->` markers."""
+    ap.add_argument("--table", metavar="JSON",
+                    help="print the README's Markdown table from a JSON this script wrote")
+    ap.add_argument("--update", metavar="README", help="with --table: write it into this file")
+    ap.add_argument("--id", default="pytorch", help="with --update: the table's marker id")
+
+
+def emit_table(args, text):
+    if not args.update:
+        sys.stdout.write(text)
+        return 0
+    with open(args.update) as f:
+        doc = f.read()
+    begin, end = "<!-- table:%s:begin -->\n" % args.id, "<!-- table:%s:end -->" % args.id
+    if begin not in doc or end not in doc:
+        print("%s: no %s ... %s markers" % (args.update, begin.strip(), end), file=sys.stderr)
+        return 2
+    i, j = doc.index(begin) + len(begin), doc.index(end)
+    tmp = "%s.tmp.%d" % (args.update, os.getpid())
+    with open(tmp, "w") as f:
+        f.write(doc[:i] + text + doc[j:])
+    os.replace(tmp, args.update)
+    return 0
+
+
 def first_line(text, limit=300):
     """The first line of an error message, cut to `limit` characters."""
     lines = str(text).strip().splitlines()

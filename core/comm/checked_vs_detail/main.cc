@@ -10,8 +10,8 @@ int main(int argc, char** argv) {
   ddp::harness::PairSpec spec;
   spec.program = "checked_vs_detail";
   spec.summary =
-      "Runs an unequal all_gather, an allreduce against a barrier, and one extra allreduce\n"
-      "while the other ranks stay alive, in checked mode (DDP_PITFALLS_CHECK=1), on W in\n"
+      "Runs an unequal all_gather, an allreduce against a barrier, a sum against a max\n"
+      "allreduce, and one extra allreduce while the other ranks stay alive, in checked mode (DDP_PITFALLS_CHECK=1), on W in\n"
       "{2, --world_size}; records which error each rank gets and how fast. --timeout is the\n"
       "collective deadline (default 10 s, as detail.py's process-group timeout).";
   spec.defaults.timeout = 10;

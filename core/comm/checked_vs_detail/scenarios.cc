@@ -16,7 +16,7 @@ using results::Json;
 using Clock = std::chrono::steady_clock;
 
 constexpr Scenario kAll[] = {Scenario::kUnequalAllgather, Scenario::kAllreduceVsBarrier,
-                             Scenario::kExtraStepAlive};
+                             Scenario::kSumVsMax, Scenario::kExtraStepAlive};
 constexpr int kSteps = 3;
 
 std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -51,6 +51,10 @@ Json RankBody(comm::Comm& comm, Scenario s, double deadline_s) {
       } else {
         comm.Barrier();
       }
+    } else if (s == Scenario::kSumVsMax) {
+      std::vector<double> v(4, 1.0 + r);
+      t0 = Clock::now();
+      comm.Allreduce(std::span<double>(v), r == 0 ? comm::ReduceOp::kSum : comm::ReduceOp::kMax);
     } else {
       std::vector<double> v(4, 1.0);
       for (int k = 0; k < kSteps; ++k) comm.Allreduce(std::span<double>(v));
@@ -144,6 +148,7 @@ const char* Name(Scenario s) {
   switch (s) {
     case Scenario::kUnequalAllgather: return "unequal_allgather";
     case Scenario::kAllreduceVsBarrier: return "allreduce_vs_barrier";
+    case Scenario::kSumVsMax: return "sum_vs_max";
     case Scenario::kExtraStepAlive: return "extra_step_alive";
   }
   return "?";

@@ -5,6 +5,7 @@
 //   unequal_allgather     every rank all_gathers its share of N = 1003
 //                         samples split without padding (502/501 at W = 2)
 //   allreduce_vs_barrier  rank 0 calls Allreduce, the others Barrier
+//   sum_vs_max            rank 0 allreduces with sum, the others with max
 //   extra_step_alive      every rank runs 3 Allreduces, rank 0 a 4th; the
 //                         others stay alive (communicator open, sleeping)
 //                         past the deadline
@@ -20,14 +21,14 @@
 
 namespace ddp::checked_vs_detail {
 
-enum class Scenario { kUnequalAllgather, kAllreduceVsBarrier, kExtraStepAlive };
+enum class Scenario { kUnequalAllgather, kAllreduceVsBarrier, kSumVsMax, kExtraStepAlive };
 const char* Name(Scenario s);
 
 inline constexpr int64_t kSamples = 1003;
 
 // One record per scenario and world size (bug "checked_mode", kind repro,
 // variant = scenario), `reproduced` when checked mode behaves as documented:
-//   unequal_allgather, allreduce_vs_barrier: CheckError on every rank, each
+//   unequal_allgather, allreduce_vs_barrier, sum_vs_max: CheckError on every rank, each
 //     before the deadline (the fingerprint exchange catches it; the engine
 //     never runs the mismatched call)
 //   extra_step_alive: a DeadlineError on rank 0 no earlier than the deadline

@@ -1,5 +1,5 @@
-// Checked mode catches the unequal all_gather and the allreduce-vs-barrier
-// on every rank before the deadline, and turns a silent extra step into a
+// Checked mode catches the unequal all_gather, the allreduce-vs-barrier and
+// the sum-vs-max allreduce on every rank before the deadline, and turns a silent extra step into a
 // DeadlineError on the stuck rank at the deadline, naming who never entered.
 #include "core/comm/checked_vs_detail/scenarios.h"
 
@@ -15,7 +15,7 @@ TEST(CheckedVsDetail, MismatchesAtOnceAndTheSilentRankAtTheDeadline) {
   f.backend = testing::TestBackend();
   f.timeout = 3;
   const auto records = RunScenarios(f, {2, 3});
-  ASSERT_EQ(records.size(), 6u);
+  ASSERT_EQ(records.size(), 8u);
   for (const auto& r : records) {
     SCOPED_TRACE(r.variant + " W=" + std::to_string(r.world_size) + " " + r.measured.Dump() +
                  " " + r.error);

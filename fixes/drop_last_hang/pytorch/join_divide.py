@@ -168,39 +168,35 @@ def one_case(w, divide_initial):
 
 
 def print_table(path):
+    out = []
     import json
     with open(path) as f:
         doc = json.load(f)
     p = doc["provenance"]
-    print("| W | batches per rank | divide_by_initial_world_size | worst per-step gradient error "
+    out.append("| W | batches per rank | divide_by_initial_world_size | worst per-step gradient error "
           "(expected) | worst on steps with every rank | final distance, normwise (L2) | ranks equal "
           "at the end |")
-    print("|---|---|---|---|---|---|---|")
+    out.append("|---|---|---|---|---|---|---|")
     for c in doc["cases"]:
-        print("| %d | %s | %s | %.3g (%.3g) | %.2g | %.3g (%.3g) | %s |" % (
+        out.append("| %d | %s | %s | %.3g (%.3g) | %.2g | %.3g (%.3g) | %s |" % (
             c["world_size"], c["counts"], c["divide_by_initial_world_size"],
             c["worst_step_grad_rel_err"], c["expected_worst"],
             c["worst_step_grad_rel_err_all_contributing"], c["trajectory_rel_err"],
             c["trajectory_rel_err_l2"], "yes" if c["ranks_equal_final"] else "no"))
-    print("\nPyTorch %s, %s, %s, %s (`%s`)." % (p["torch"], p["backend"], p["date"], p["host"],
+    out.append("\nPyTorch %s, %s, %s, %s (`%s`)." % (p["torch"], p["backend"], p["date"], p["host"],
                                             p["script"]))
-    return 0
+    return "\n".join(out) + "\n"
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", help="where to write the JSON (default: print it)")
-    ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--world_size", type=int, help=argparse.SUPPRESS)
+    ap = evidence.parser(__doc__.split("\n\n")[0])
     ap.add_argument("--divide_initial", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--dir", help=argparse.SUPPRESS)
-    ap.add_argument("--table", metavar="JSON",
-                    help="print the README's Markdown table from a JSON this script wrote")
+    evidence.add_table_flags(ap)
     args = ap.parse_args()
     if args.rank is not None:
         return rank_main(args)
     if args.table:
-        return print_table(args.table)
+        return evidence.emit_table(args, print_table(args.table))
     cases = [one_case(w, flag) for w in (2, 4) for flag in (True, False)]
     doc = {"what": "DDP + Join over uneven per-rank batch counts vs one process",
            "config": {"lr": LR, "momentum": MOMENTUM, "rows_per_batch": ROWS,

@@ -41,12 +41,7 @@ def rank_main(args):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     w, r = args.world_size, args.rank
-    out = {"rank": r}
-
-    def dump():
-        with open(os.path.join(args.dir, "rank%d.json" % r), "w") as f:
-            json.dump(out, f)
-
+    out = evidence.RankLog(args.dir, r)
     dist.init_process_group("gloo", init_method=evidence.init_store(args.dir), rank=r,
                             world_size=w, timeout=datetime.timedelta(seconds=args.pg_timeout))
     torch.manual_seed(0)
@@ -58,7 +53,7 @@ def rank_main(args):
         for s in range(steps):
             out["step"] = s
             t0 = time.monotonic()
-            dump()
+            out.dump()
             opt.zero_grad()
             model(torch.randn(4, 8)).sum().backward()
             opt.step()
@@ -66,37 +61,72 @@ def rank_main(args):
         if r != 0:
             if args.others == "others_exit":
                 out["then"] = "exit"
-                dump()
+                out.dump()
                 os._exit(0)
             if args.others == "others_barrier":
                 out["then"] = "barrier"
                 t0 = time.monotonic()
-                dump()
+                out.dump()
                 dist.barrier()
                 out["barrier_returned"] = True
             else:
                 out["then"] = "alive"
-                dump()
+                out.dump()
                 time.sleep(args.pg_timeout + 15)
     except RuntimeError as e:
         out["error"] = evidence.first_line(e)
         out["error_after_s"] = time.monotonic() - t0
-    dump()
+    out.dump()
     os._exit(0)  # no teardown: a peer may be gone
 
 
+def timeout_doc():
+    """What the installed torch's init_process_group says about its timeout."""
+    import inspect
+    import torch.distributed as dist
+    doc = inspect.getdoc(dist.init_process_group)
+    start = doc.index("timeout (timedelta")
+    end = doc.index("group_name", start)
+    return " ".join(doc[start:end].split())
+
+
+def print_table(path):
+    out = []
+    with open(path) as f:
+        doc = json.load(f)
+    out.append("| W | the other ranks, after their last step | rank 0 (one step more) | the others |")
+    out.append("|---|---|---|---|")
+    for c in doc["cases"]:
+        def cell(x):
+            if "error" in x:
+                return "RuntimeError after %.2f s: `%s`" % (x["error_after_s"], x["error"])
+            return "no error (%s)" % x.get("then", "finished")
+        others = sorted({cell(x) for x in c["ranks"][1:]})
+        out.append("| %d | %s | %s | %s |" % (c["world_size"], c["others"].replace("others_", ""),
+                                          cell(c["ranks"][0]), "; ".join(others)))
+    cfg, p = doc["config"], doc["provenance"]
+    text = cfg.get("init_process_group_timeout_doc", "")
+    nccl = [x.strip() for x in text.split(". ") if "nccl" in x.lower()][:1]
+    if nccl:
+        out.append("\nOn NCCL (not run here), `init_process_group`'s own documentation in this "
+                   "torch: \"%s.\"" % nccl[0].replace("``", "`"))
+    out.append("\nProcess-group timeout %g s here; PyTorch's default is %g s. PyTorch %s, %s, %s, %s "
+          "(`%s`)." % (cfg["pg_timeout_s"], cfg["default_pg_timeout_s"], p["torch"],
+                       p["backend"], p["date"], p["host"], p["script"]))
+    return "\n".join(out) + "\n"
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", help="where to write the JSON (default: print it)")
+    ap = evidence.parser(__doc__.split("\n\n")[0])
     ap.add_argument("--pg_timeout", type=float, default=10, help="process group timeout, s")
     ap.add_argument("--worlds", default="2,4", help="world sizes, comma-separated")
-    ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--world_size", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--dir", help=argparse.SUPPRESS)
+    evidence.add_table_flags(ap)
     ap.add_argument("--others", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.rank is not None:
         return rank_main(args)
+    if args.table:
+        return evidence.emit_table(args, print_table(args.table))
     import torch.distributed.constants as constants
     cases = []
     for w in [int(x) for x in args.worlds.split(",")]:
@@ -106,20 +136,15 @@ def main():
                     os.path.abspath(__file__), w,
                     ["--others", others, "--pg_timeout", str(args.pg_timeout)], d,
                     3 * args.pg_timeout + 60)
-                ranks = []
-                for r, p in enumerate(procs):
-                    path = os.path.join(d, "rank%d.json" % r)
-                    info = json.load(open(path)) if os.path.exists(path) else {"rank": r}
-                    info["exit"] = p["exit"]
-                    info["wall_s"] = p["wall_s"]
-                    ranks.append(info)
+                ranks = evidence.collect(d, procs)
             cases.append({"world_size": w, "others": others, "ranks": ranks})
             print("W=%d %s: rank 0: %s after %.2f s" % (
                 w, others, ranks[0].get("error", "no error"), ranks[0].get("error_after_s", -1)),
                 file=sys.stderr)
     doc = {"what": "DDP on gloo, rank 0 runs one step more than the others",
            "config": {"steps_short_ranks": STEPS, "pg_timeout_s": args.pg_timeout,
-                      "default_pg_timeout_s": constants.default_pg_timeout.total_seconds()},
+                      "default_pg_timeout_s": constants.default_pg_timeout.total_seconds(),
+                      "init_process_group_timeout_doc": timeout_doc()},
            "provenance": evidence.provenance(
                "repro/drop_last_hang/pytorch/uneven_steps_timeout.py"),
            "cases": cases}

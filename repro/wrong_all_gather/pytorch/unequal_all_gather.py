@@ -69,12 +69,8 @@ def rank_main(args):
     mine = share(N, w, r)
     pred = scores[mine].to(dtype)
     label = labels[mine].to(dtype)  # labels travel as floats (y.float())
-    out = {"rank": r, "count": len(mine)}
-
-    def dump():
-        with open(os.path.join(args.dir, "rank%d.json" % r), "w") as f:
-            json.dump(out, f)
-
+    out = evidence.RankLog(args.dir, r)
+    out["count"] = len(mine)
     dist.init_process_group("gloo", init_method=evidence.init_store(args.dir),
                             rank=r, world_size=w,
                             timeout=datetime.timedelta(seconds=args.pg_timeout))
@@ -82,14 +78,14 @@ def rank_main(args):
     pred_list = [torch.zeros_like(pred) for _ in range(w)]
     label_list = [torch.zeros_like(label) for _ in range(w)]
     out["first"] = {"entered": True}
-    dump()
+    out.dump()
     t0 = time.monotonic()
     try:
         dist.all_gather(pred_list, pred)
     except Exception as e:  # a peer died: gloo's connection error
         out["first"] = {"returned": False, "error": evidence.first_line(e),
                         "elapsed_s": time.monotonic() - t0}
-        dump()
+        out.dump()
         return 3
     first = {"returned": True, "elapsed_s": time.monotonic() - t0}
     # Which gathered values are the peers' data, and what rank 0 would compute.
@@ -115,7 +111,7 @@ def rank_main(args):
         first["auc_finite_values_only"] = roc_auc_score([l for l, _ in finite],
                                                         [v for _, v in finite])
     out["first"] = first
-    dump()
+    out.dump()
     t0 = time.monotonic()
     try:
         dist.all_gather(label_list, label)
@@ -123,7 +119,7 @@ def rank_main(args):
     except Exception as e:
         out["second"] = {"returned": False, "error": evidence.first_line(e),
                          "elapsed_s": time.monotonic() - t0}
-    dump()
+    out.dump()
     return 0
 
 
@@ -138,37 +134,58 @@ def one_run(w, dtype, pg_timeout, run_timeout):
         procs = evidence.spawn_ranks(os.path.abspath(__file__), w,
                                      ["--dtype", dtype, "--pg_timeout", str(pg_timeout)], d,
                                      run_timeout)
-        ranks = []
-        for r, p in enumerate(procs):
-            path = os.path.join(d, "rank%d.json" % r)
-            info = json.load(open(path)) if os.path.exists(path) else {"rank": r}
-            info["exit"] = p["exit"]
-            abort = [l for l in p["output"].splitlines() if "EnforceNotMet" in l or "terminate" in l]
-            if abort:
-                info["abort_message"] = abort[0][:300]
-            first = info.get("first", {})
-            if first.get("entered") and "returned" not in first:
-                first["returned"] = False  # died inside the first all_gather
-                first["error"] = "process died: %s" % info["exit"]
-            ranks.append(info)
-        return ranks
+        ranks = evidence.collect(d, procs)
+    for info in ranks:
+        first = info.get("first", {})
+        if first.get("entered") and "returned" not in first:
+            first["returned"] = False  # died inside the first all_gather
+            first["error"] = "process died: %s" % info["exit"]
+    return ranks
+
+
+def print_table(path):
+    out = []
+    with open(path) as f:
+        doc = json.load(f)
+    out.append("| W | dtype | counts | runs | silent runs | rank 0's first gather when silent: values "
+          "not peer data | AUC rank 0 would compute (one process %.4f) | the shorter rank |" %
+          doc["config"]["reference_auc"])
+    out.append("|---|---|---|---|---|---|---|---|")
+    for c in doc["cases"]:
+        bad = c["rank0_not_peer_data"]
+        silent0 = [run[0]["first"] for run in c["per_run"]
+                   if run[0].get("first", {}).get("returned") and
+                   run[0]["first"].get("not_peer_data", 0) > 0]
+        aucs = sorted({("%.4f" % f["auc"]) if f.get("auc") is not None else
+                       "undefined (%s; %.4f over the finite values)" % (
+                           f["auc_error"], f["auc_finite_values_only"]) for f in silent0})
+        short = c["counts"].index(min(c["counts"]))
+        died = sorted({run[short].get("died", run[short].get("exit")) for run in c["per_run"]})
+        out.append("| %d | %s | %s | %d | %d | %s | %s | %s |" % (
+            c["world_size"], c["dtype"], c["counts"], c["runs"], c["silent_runs"],
+            "%s of %d" % (bad["min"] if bad["min"] == bad["max"] else
+                          "%s-%s" % (bad["min"], bad["max"]), bad["peer_values"])
+            if bad["min"] is not None else "-", "; ".join(aucs) if aucs else "-",
+            "; ".join(str(x) for x in died)))
+    p = doc["provenance"]
+    out.append("\nPyTorch %s, %s, %s, %s (`%s`)." % (p["torch"], p["backend"], p["date"], p["host"],
+                                            p["script"]))
+    return "\n".join(out) + "\n"
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", help="where to write the JSON (default: print it)")
+    ap = evidence.parser(__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20, help="runs per case (default 20)")
     ap.add_argument("--worlds", default="2,4", help="world sizes, comma-separated")
     ap.add_argument("--dtypes", default="float32,float64", help="score dtypes")
     ap.add_argument("--pg_timeout", type=float, default=20, help="process group timeout, s")
-    # Internal: one rank.
-    ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
-    ap.add_argument("--world_size", type=int, help=argparse.SUPPRESS)
+    evidence.add_table_flags(ap)
     ap.add_argument("--dtype", help=argparse.SUPPRESS)
-    ap.add_argument("--dir", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.rank is not None:
         return rank_main(args)
+    if args.table:
+        return evidence.emit_table(args, print_table(args.table))
     if args.runs < 1:
         ap.error("--runs must be >= 1")
     cases = []
