@@ -63,7 +63,7 @@ def training_table(records):
     out = []
     steps = [p["step"] for p in records[0]["measured"]["curve"]]
     out.append("| W | loss | variant | " + " | ".join("step %d" % s for s in steps) +
-               " | per-step error (worst) | final distance | verdict |")
+               " | per step (worst): gradient error / gap to prediction | final distance | verdict |")
     out.append("|---|---|---|" + "---|" * len(steps) + "---|---|---|")
     seen_reference = set()
 
@@ -84,7 +84,8 @@ def training_table(records):
         m = r["measured"]
         out.append("| %d | %s | %s | %s | %s | %s | %s |" % (
             r["world_size"], c["loss"], r["variant"], cells(m["curve"]),
-            fmt(m["step_check"]["worst_rel_err"]), fmt(m["trajectory_rel_err"]), r["verdict"]))
+            "%s / %s" % (fmt(m["step_check"]["rel_err"]["grad"]), fmt(m["closed_form_gap"])),
+            fmt(m["trajectory_rel_err"]), r["verdict"]))
     return "\n".join(out)
 
 
@@ -130,10 +131,11 @@ def main(paths):
         c = train[0]["config"]
         print("\nTraining (%d SGD steps, lr %g, momentum %g, %d rows per rank per step; "
               "cells: held-out loss / accuracy on %d rows, accuracy = ROC AUC for the global "
-              "loss, top-1 retrieval for the per-rank loss; per-step error: the worst relative "
-              "error of the averaged gradient, parameters or momentum against the one-process "
-              "true-gradient step from the same state; final distance = |theta - theta*|/|theta*| "
-              "after the last step of free-running training)\n" % (
+              "loss, top-1 retrieval for the per-rank loss; per step: the worst |g - g*|/|g*| of "
+              "the engine's averaged gradient against the one-process true gradient at the same "
+              "parameters, and its worst distance to the one-process prediction of the variant's "
+              "mechanism; final distance = |theta - theta*|/|theta*| after the last step of "
+              "free-running training)\n" % (
                   c["steps"], c["lr"], c["momentum"], c["batch_size"], c["held_out"]))
         print(training_table(train))
     if grid:
