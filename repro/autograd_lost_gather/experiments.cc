@@ -452,14 +452,21 @@ std::vector<TrainRun> RunTraining(const harness::CommonFlags& f, const PairFlags
                                   const std::vector<VariantSpec>& variants) {
   std::vector<TrainRun> runs;
   for (int w : TrainWorlds(f, p)) {
-    const std::vector<TrainCase> cases = TrainCases(f, p, w);
-    if (cases.empty()) continue;
-    std::fprintf(stderr, "autograd_lost_gather: training, W=%d, %zu configurations...\n", w,
-                 cases.size());
-    const harness::WorldResult world = harness::RunWorld(
-        f.World(w), [&](comm::Comm& comm) { return TrainWorld(comm, f, p, variants, cases); });
-    std::size_t i = 0;
-    for (const TrainCase& tc : cases) {
+    // One world per configuration: a world's deadline (a backstop for a rank
+    // stuck outside any collective; each collective has its own deadline)
+    // then grows with that configuration's steps only.
+    for (const TrainCase& tc : TrainCases(f, p, w)) {
+      std::fprintf(stderr, "autograd_lost_gather: training, W=%d, %s batches of %d rows, %d "
+                   "steps...\n", w, Name(tc.layout), tc.batch_size, tc.steps);
+      int trainings = 0;
+      for (LossKind loss : kLosses) {
+        for (const VariantSpec& v : variants) trainings += Runs(v, loss);
+      }
+      harness::WorldOptions wo = f.World(w);
+      wo.world_deadline_s = 4 * f.timeout + 10 + 1.0 * tc.steps * trainings;
+      const harness::WorldResult world = harness::RunWorld(
+          wo, [&](comm::Comm& comm) { return TrainWorld(comm, f, p, variants, {tc}); });
+      std::size_t i = 0;
       for (LossKind loss : kLosses) {
         for (const VariantSpec& v : variants) {
           if (!Runs(v, loss)) continue;

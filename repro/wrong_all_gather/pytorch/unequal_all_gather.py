@@ -160,7 +160,9 @@ def print_table(path):
                        "undefined (%s; %.4f over the finite values)" % (
                            f["auc_error"], f["auc_finite_values_only"]) for f in silent0})
         short = c["counts"].index(min(c["counts"]))
-        died = sorted({run[short].get("died", run[short].get("exit")) for run in c["per_run"]})
+        died = sorted({"%s%s" % (run[short].get("exit"), ", gloo::EnforceNotMet"
+                                 if "EnforceNotMet" in run[short].get("died", "") else "")
+                       for run in c["per_run"]})
         out.append("| %d | %s | %s | %d | %d | %s | %s | %s |" % (
             c["world_size"], c["dtype"], c["counts"], c["runs"], c["silent_runs"],
             "%s of %d" % (bad["min"] if bad["min"] == bad["max"] else
