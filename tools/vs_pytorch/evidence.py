@@ -87,11 +87,18 @@ def spawn_ranks(script, world_size, args, directory, timeout, env=None):
     return out
 
 
-def parser(description):
-    """An ArgumentParser with --out, and the hidden flags spawn_ranks passes."""
+def parser(description, pg_timeout=None, worlds=None):
+    """An ArgumentParser with --out, the hidden flags spawn_ranks passes, and
+    --pg_timeout (seconds) / --worlds ("2,4") when given their defaults."""
     import argparse
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--out", help="where to write the JSON (default: print it)")
+    if pg_timeout is not None:
+        ap.add_argument("--pg_timeout", type=float, default=pg_timeout,
+                        help="process group timeout, s (default %g)" % pg_timeout)
+    if worlds is not None:
+        ap.add_argument("--worlds", default=worlds,
+                        help="world sizes, comma-separated (default %s)" % worlds)
     ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--world_size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--dir", help=argparse.SUPPRESS)

@@ -190,9 +190,7 @@ def print_table(path, ours_path):
 
 
 def main():
-    ap = evidence.parser(__doc__.split("\n\n")[0])
-    ap.add_argument("--pg_timeout", type=float, default=10, help="process group timeout, s")
-    ap.add_argument("--worlds", default="2,4", help="world sizes, comma-separated")
+    ap = evidence.parser(__doc__.split("\n\n")[0], pg_timeout=10, worlds="2,4")
     evidence.add_table_flags(ap)
     ap.add_argument("--ours", metavar="JSON", help="with --table: results/vs_pytorch/checked_mode.json")
     ap.add_argument("--scenario", help=argparse.SUPPRESS)

@@ -117,9 +117,7 @@ def print_table(path):
 
 
 def main():
-    ap = evidence.parser(__doc__.split("\n\n")[0])
-    ap.add_argument("--pg_timeout", type=float, default=10, help="process group timeout, s")
-    ap.add_argument("--worlds", default="2,4", help="world sizes, comma-separated")
+    ap = evidence.parser(__doc__.split("\n\n")[0], pg_timeout=10, worlds="2,4")
     evidence.add_table_flags(ap)
     ap.add_argument("--others", help=argparse.SUPPRESS)
     args = ap.parse_args()

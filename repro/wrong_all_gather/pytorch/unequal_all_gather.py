@@ -176,11 +176,9 @@ def print_table(path):
 
 
 def main():
-    ap = evidence.parser(__doc__.split("\n\n")[0])
+    ap = evidence.parser(__doc__.split("\n\n")[0], pg_timeout=20, worlds="2,4")
     ap.add_argument("--runs", type=int, default=20, help="runs per case (default 20)")
-    ap.add_argument("--worlds", default="2,4", help="world sizes, comma-separated")
     ap.add_argument("--dtypes", default="float32,float64", help="score dtypes")
-    ap.add_argument("--pg_timeout", type=float, default=20, help="process group timeout, s")
     evidence.add_table_flags(ap)
     ap.add_argument("--dtype", help=argparse.SUPPRESS)
     args = ap.parse_args()
