@@ -19,6 +19,8 @@ FIELD_TYPES = {
     "bug": _STR, "variant": _STR, "backend": _STR,
     "kind": (lambda v: v in KINDS, "one of " + ", ".join(KINDS)),
     "verdict": (lambda v: v in VERDICTS, "one of " + ", ".join(VERDICTS)),
+    # Optional: a row that runs a known-inexact setting on purpose.
+    "expected_verdict": (lambda v: v in VERDICTS, "one of " + ", ".join(VERDICTS)),
     "world_size": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
                    "an integer >= 1"),
     "config": _DICT, "measured": _DICT, "reference": _DICT, "provenance": _DICT,

@@ -61,7 +61,8 @@ rm "$work/results/broken.json"
 # Fields of the wrong type: exit 2 with one line naming the file, the record
 # and the field (no traceback).
 good=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))[0]))' "$src/mean_of_means_repro.json")
-for field in '"world_size": "four"' '"measured": "oops"' '"config": null' '"verdict": 3'; do
+for field in '"world_size": "four"' '"measured": "oops"' '"config": null' '"verdict": 3' \
+             '"expected_verdict": "fine"'; do
   key=${field%%\":*}
   key=${key#\"}
   python3 - "$good" "$field" > "$work/results/typed.json" <<'PY'

@@ -20,6 +20,7 @@ const char* ToString(Verdict v) {
 }
 
 Verdict ExpectedVerdict(const Record& r) {
+  if (r.expected) return *r.expected;
   if (r.control) return Verdict::kControl;
   return r.kind == Kind::kRepro ? Verdict::kReproduced : Verdict::kExact;
 }
@@ -43,6 +44,7 @@ Json ToJson(const Record& r, const Provenance& p) {
   j["measured"] = r.measured;
   j["reference"] = r.reference;
   j["verdict"] = ToString(r.verdict);
+  if (r.expected) j["expected_verdict"] = ToString(*r.expected);
   if (r.verdict == Verdict::kError) j["error"] = r.error;
   j["provenance"] = ToJson(p);
   return j;
