@@ -44,6 +44,7 @@ void ExportRankEnv(const RankEnv& env) {
   ::setenv(kEnvWorldSize, std::to_string(env.world_size).c_str(), 1);
   ::setenv(kEnvLocalRank, std::to_string(env.local_rank).c_str(), 1);
   ::setenv(kEnvLocalWorldSize, std::to_string(env.local_world_size).c_str(), 1);
+  ::setenv(kEnvGroupRank, std::to_string(env.node_rank).c_str(), 1);
   ::setenv(kEnvRdzv, env.rdzv.c_str(), 1);
   ::setenv(kEnvRunId, env.run_id.c_str(), 1);
   if (!env.backend.empty()) ::setenv(kEnvBackend, env.backend.c_str(), 1);
