@@ -6,6 +6,7 @@
 // delay wire delays and the loss rule drops. Skips, with the reason, where
 // namespaces cannot be made (not root).
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/launch/config_error.h"
+#include "core/launch/spawn.h"
 #include "core/launch/store.h"
 #include "core/launch/testing/netns.h"
 #include "core/launch/testing/processes.h"
@@ -70,6 +73,32 @@ TEST(Netns, ThreeHostsRunOneWorldThroughRedis) {
     auto store = OpenStore(redis->spec(), seconds(5));
     EXPECT_EQ(store->DeletePrefix("ddprun/"), 0);
   });
+}
+
+// SpawnRanks with DDP_SPAWN_HOSTS: rank r runs in host r mod H's network
+// namespace (the same /proc/self/ns/net as the host's) with its address.
+TEST(Netns, SpawnedRanksEnterTheirHosts) {
+  std::string why;
+  auto lab = MakeLab({.hosts = 2}, &why);
+  if (!lab) GTEST_SKIP() << why;
+  auto inode = [](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 ? static_cast<long>(st.st_ino) : -1L;
+  };
+  const std::string placement =
+      lab->ns(0) + "=" + lab->address(0) + "," + lab->ns(1) + "=" + lab->address(1);
+  ::setenv("DDP_SPAWN_HOSTS", placement.c_str(), 1);
+  const auto result = SpawnRanks(3, [&](const RankEnv& env) {
+    const std::string host = lab->ns(env.rank % 2);
+    const char* addr = std::getenv("DDP_GLOO_ADDR");
+    const bool ok = inode("/proc/self/ns/net") == inode("/run/netns/" + host) &&
+                    addr != nullptr && std::string(addr) == lab->address(env.rank % 2);
+    return ok ? 0 : 1;
+  });
+  ::setenv("DDP_SPAWN_HOSTS", (placement + ",bad").c_str(), 1);
+  EXPECT_THROW(SpawnRanks(1, [](const RankEnv&) { return 0; }), ConfigError);
+  ::unsetenv("DDP_SPAWN_HOSTS");
+  EXPECT_TRUE(result.all_ok()) << result.Summary();
 }
 
 TEST(Netns, HostsAreSeparate) {

@@ -35,10 +35,13 @@ std::string FindTool(const std::vector<std::string>& candidates) {
 std::string Ip() { return FindTool({"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}); }
 std::string Nft() { return FindTool({"/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft"}); }
 
+// The live processes in `ns` (a zombie waiting for its reaper is not one).
 std::vector<pid_t> NetnsPids(const std::string& ns) {
   std::vector<pid_t> pids;
   std::istringstream in(MustRun({Ip(), "netns", "pids", ns}));
-  for (pid_t p; in >> p;) pids.push_back(p);
+  for (pid_t p; in >> p;) {
+    if (!Gone(p)) pids.push_back(p);
+  }
   return pids;
 }
 
