@@ -17,7 +17,6 @@
 #include <signal.h>
 
 #include <chrono>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -52,17 +51,6 @@ Command HostLauncher(const std::string& rdzv, int k, int n, int nproc,
   Command cmd(argv, {{"DDP_PITFALLS_TRACE_DIR", MakeFreshDir("trace")}});
   cmd.deadline = seconds(90);
   return cmd;
-}
-
-// The pids in ready-<rank> files, once all n exist (empty on timeout).
-std::vector<pid_t> ReadyPids(const std::string& dir, int n) {
-  std::vector<pid_t> pids;
-  for (int r = 0; r < n; ++r) {
-    if (!WaitForFile(dir + "/ready-" + std::to_string(r), seconds(60))) return {};
-    std::ifstream in(dir + "/ready-" + std::to_string(r));
-    for (pid_t p; in >> p;) pids.push_back(p);
-  }
-  return pids;
 }
 
 // Every host of the lab runs `make(k)` while `fault` runs on a thread.
