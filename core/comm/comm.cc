@@ -35,7 +35,8 @@ Comm::Comm(CommSetup setup)
       checked_(setup.checked),
       store_(std::move(setup.store)),
       run_id_(std::move(setup.run_id)),
-      trace_dir_(std::move(setup.trace_dir)) {
+      trace_dir_(std::move(setup.trace_dir)),
+      host_(std::move(setup.host)) {
   if (setup.trace_entries > 0) {
     recorder_ = std::make_shared<trace::FlightRecorder>(
         trace::FlightRecorder::Identity{setup.name, backend_, rank_, world_size_, timeout_, checked_},
@@ -56,7 +57,15 @@ void Comm::StartWatchdog() {
   if (!recorder_ || watchdog_id_ >= 0) return;
   trace::Watchdog::Registration r;
   r.recorder = recorder_;
-  if (store_) r.channel = std::make_shared<trace::DumpChannel>(store_, rank_, world_size_);
+  if (store_) {
+    r.channel = std::make_shared<trace::DumpChannel>(store_, rank_, world_size_);
+    try {
+      r.channel->PublishHost(host_);
+    } catch (const std::exception&) {
+      // Only the reports' host names are lost; the next store operation
+      // that matters will say what is wrong with the store.
+    }
+  }
   r.trace_dir = trace_dir_;
   r.run_id = run_id_;
   auto& watchdog = trace::Watchdog::Get();

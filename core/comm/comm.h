@@ -62,6 +62,9 @@ struct CommSetup {
   std::string run_id;
   std::size_t trace_entries = trace::kDefaultEntries;  // flight recorder ring; 0: off
   std::string trace_dir;                 // where the watchdog writes rank<R>.json
+  // Where this rank runs, for peers' reports when it goes silent: the host
+  // name, and the address it binds when it has one ("vm (10.77.0.2)").
+  std::string host;
 };
 
 class Comm {
@@ -199,6 +202,7 @@ class Comm {
   std::shared_ptr<launch::Store> store_;
   std::string run_id_;
   std::string trace_dir_;
+  std::string host_;
   std::shared_ptr<trace::FlightRecorder> recorder_;  // null: recorder off
   int watchdog_id_ = -1;
   int64_t seq_ = 0;

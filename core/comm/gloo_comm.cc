@@ -311,6 +311,11 @@ std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) 
   gloo::transport::tcp::attr attr;
   const BindChoice bind = DefaultBindAddress(options, *setup.store);
   attr.hostname = CheckedBindAddress(bind, setup.timeout);
+  {
+    char name[256] = {0};
+    if (::gethostname(name, sizeof(name) - 1) != 0) std::strcpy(name, "unknown");
+    setup.host = std::string(name) + " (" + attr.hostname + ")";
+  }
   std::shared_ptr<gloo::transport::Device> device;
   try {
     device = gloo::transport::tcp::CreateDevice(attr);

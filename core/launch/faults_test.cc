@@ -54,17 +54,6 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
-// The pids in ready-<rank> files (rank, then its children), once all n exist.
-std::vector<pid_t> ReadyPids(const std::string& dir, int n) {
-  std::vector<pid_t> pids;
-  for (int r = 0; r < n; ++r) {
-    if (!WaitForFile(dir + "/ready-" + std::to_string(r), seconds(60))) return {};
-    std::ifstream in(dir + "/ready-" + std::to_string(r));
-    for (pid_t p; in >> p;) pids.push_back(p);
-  }
-  return pids;
-}
-
 void ExpectOneLine(const std::string& text, const std::string& what) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << what << ":\n" << text;
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include "core/launch/failure_report.h"
 #include "core/launch/guardian.h"
 #include "core/launch/limits.h"
+#include "core/launch/spawn_hosts.h"
 #include "core/launch/store.h"
 
 namespace ddp::launch {
@@ -44,6 +46,7 @@ void ExportRankEnv(const RankEnv& env) {
   ::setenv(kEnvWorldSize, std::to_string(env.world_size).c_str(), 1);
   ::setenv(kEnvLocalRank, std::to_string(env.local_rank).c_str(), 1);
   ::setenv(kEnvLocalWorldSize, std::to_string(env.local_world_size).c_str(), 1);
+  ::setenv(kEnvGroupRank, std::to_string(env.node_rank).c_str(), 1);
   ::setenv(kEnvRdzv, env.rdzv.c_str(), 1);
   ::setenv(kEnvRunId, env.run_id.c_str(), 1);
   if (!env.backend.empty()) ::setenv(kEnvBackend, env.backend.c_str(), 1);
@@ -65,9 +68,24 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
   const std::string run_dir = MakeFreshDir("ddp-rdzv");
   GuardPath(run_dir);
   const bool fresh = options.store_dir.empty();
-  const std::string dir = fresh ? run_dir : options.store_dir;
+  // DDP_SPAWN_RDZV / DDP_SPAWN_HOSTS (spawn_hosts.h): ranks on test hosts.
+  const auto spawn_rdzv = fresh ? ProcessEnv(kEnvSpawnRdzv) : std::nullopt;
+  const std::vector<SpawnHost> hosts = SpawnHostsFromEnvironment();
+  const std::string dir = !fresh ? options.store_dir : spawn_rdzv ? *spawn_rdzv : run_dir;
+  // A shared store outlives the world: its keys need a run id of their own.
+  static std::atomic<int> worlds{0};
+  const std::string run_id = spawn_rdzv ? options.run_id + "-" + std::to_string(::getpid()) +
+                                              "-" + std::to_string(worlds++)
+                                        : options.run_id;
   const bool keep = fresh && options.keep_store;
   auto cleanup = [&] {
+    if (spawn_rdzv) {
+      try {
+        OpenStore(dir, std::chrono::milliseconds(250))->DeletePrefix(run_id + "/");
+      } catch (const std::exception&) {
+        // The store is gone: nothing left to delete that anyone can reach.
+      }
+    }
     if (!keep) {
       std::error_code ec;
       std::filesystem::remove_all(run_dir, ec);
@@ -78,7 +96,9 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
   std::vector<ChildProcess> children;
   RunResult result;
   try {
-    OpenStore(dir);  // fails early (ConfigError) on an unusable directory
+    // Fails early (ConfigError) on an unusable directory or a silent server
+    // (and is closed again: the forked ranks must not share its connection).
+    OpenStore(dir, std::min(options.deadline, std::chrono::milliseconds(5000)));
     for (int rank = 0; rank < world_size; ++rank) {
       RankEnv env;
       env.rank = rank;
@@ -86,11 +106,13 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
       env.local_rank = rank;
       env.local_world_size = world_size;
       env.rdzv = dir;
-      env.run_id = options.run_id;
+      env.run_id = run_id;
       env.backend = options.backend;
       env.share_gpu = options.share_gpu;
       const std::string failure_file = run_dir + "/rank-" + std::to_string(rank) + ".failure";
-      children.push_back(StartChild(rank, [&fn, env, failure_file] {
+      const SpawnHost* host = hosts.empty() ? nullptr : &hosts[rank % hosts.size()];
+      children.push_back(StartChild(rank, [&fn, env, failure_file, host] {
+        if (host != nullptr) EnterSpawnHost(*host);
         ExportRankEnv(env);
         ::setenv(kEnvFailureFile, failure_file.c_str(), 1);
         return fn(env);

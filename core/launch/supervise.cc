@@ -382,7 +382,12 @@ class Runner {
              (o.failure_report.empty() ? !o.killed : !o.caused_by_peer);
     });
     if (i < 0) i = earliest([](const RankOutcome& o) { return o.stopped; });
-    if (i < 0) i = earliest([&](const RankOutcome& o) { return failed(o) && !o.caused_by_peer; });
+    // A rank this launcher stopped (fail-fast) is no cause, even without a
+    // report: on several hosts every local rank may have failed because of
+    // a remote one, and the first of them to fail says more.
+    if (i < 0) {
+      i = earliest([&](const RankOutcome& o) { return failed(o) && !o.caused_by_peer && !o.killed; });
+    }
     if (i < 0) i = earliest(failed);
     return i < 0 ? -1 : result_.ranks[i].rank;
   }

@@ -11,7 +11,6 @@ namespace {
 
 using results::Json;
 
-constexpr char kNoDumpWhy[] = "stopped, dead or unreachable";
 
 std::string Fixed(double v, const char* fmt = "%.2f") {
   char buf[48];
@@ -181,11 +180,17 @@ std::string Join(const std::vector<std::string>& parts, const char* sep = "; ") 
 }
 
 std::string NoDumpText(const std::vector<int>& ranks, const AnalyzeOptions& o) {
+  // One note for the group when every rank in it has the same (the ranks
+  // of one unreachable host), else the generic words.
+  auto note = [&](int r) {
+    return static_cast<std::size_t>(r) < o.no_dump_notes.size()
+               ? o.no_dump_notes[static_cast<std::size_t>(r)]
+               : std::string();
+  };
   std::string why = kNoDumpWhy;
-  if (ranks.size() == 1 && static_cast<std::size_t>(ranks[0]) < o.no_dump_notes.size() &&
-      !o.no_dump_notes[static_cast<std::size_t>(ranks[0])].empty()) {
-    why = o.no_dump_notes[static_cast<std::size_t>(ranks[0])];
-  }
+  const bool same = std::all_of(ranks.begin(), ranks.end(),
+                                [&](int r) { return note(r) == note(ranks[0]); });
+  if (!ranks.empty() && same && !note(ranks[0]).empty()) why = note(ranks[0]);
   return "no dump from " + RankSet(ranks) + " (" + why + ")";
 }
 

@@ -18,6 +18,7 @@ std::string DumpKey(const std::string& request, int rank) {
 }
 
 std::string LastKey(int rank) { return "trace/last/" + std::to_string(rank); }
+std::string HostKey(int rank) { return "trace/host/" + std::to_string(rank); }
 
 }  // namespace
 
@@ -50,6 +51,12 @@ void DumpChannel::Publish(const RankDump& dump) {
   store_->Put(DumpKey(dump.request, rank_), text);
 }
 
+void DumpChannel::PublishHost(const std::string& host) {
+  std::lock_guard<std::mutex> lock(mu_);
+  host_ = host;
+  store_->Put(HostKey(rank_), host);
+}
+
 void DumpChannel::PublishLast(const RankDump& dump) {
   const std::string text = ToJson(dump).Dump();
   std::lock_guard<std::mutex> lock(mu_);
@@ -64,8 +71,10 @@ DumpChannel::Collected DumpChannel::Collect(const RankDump& mine, const std::str
   c.notes.resize(static_cast<std::size_t>(world_size_));
   c.dumps[static_cast<std::size_t>(rank_)] = mine;
   std::vector<std::string> requests = {request};
+  std::vector<std::optional<std::string>> hosts(static_cast<std::size_t>(world_size_));
   for (;;) {
     int missing = 0;
+    bool store_failed = false;
     for (int r = 0; r < world_size_; ++r) {
       auto& slot = c.dumps[static_cast<std::size_t>(r)];
       if (slot) continue;
@@ -80,6 +89,7 @@ DumpChannel::Collected DumpChannel::Collect(const RankDump& mine, const std::str
             text = store_->TryGet(key);
           } catch (const std::exception& e) {
             c.notes[static_cast<std::size_t>(r)] = std::string("store error: ") + e.what();
+            store_failed = true;
           }
         }
         if (!text) continue;
@@ -94,6 +104,16 @@ DumpChannel::Collected DumpChannel::Collect(const RankDump& mine, const std::str
         break;
       }
       missing += !slot.has_value();
+      // Where a silent rank runs: one read, while the store answers.
+      auto& host = hosts[static_cast<std::size_t>(r)];
+      if (!slot && !host && !store_failed) {
+        std::lock_guard<std::mutex> lock(mu_);
+        try {
+          host = store_->TryGet(HostKey(r)).value_or("");
+        } catch (const std::exception&) {
+          store_failed = true;
+        }
+      }
     }
     if (missing == 0 || Clock::now() >= until) break;
     // A later failing rank may have replaced the request: its answers count too.
@@ -102,6 +122,12 @@ DumpChannel::Collected DumpChannel::Collect(const RankDump& mine, const std::str
       requests.push_back(*now_id);
     }
     std::this_thread::sleep_for(std::min<Clock::duration>(kPollInterval, until - Clock::now()));
+  }
+  // Name the host of a silent rank when it is not this rank's own.
+  for (int r = 0; r < world_size_; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    if (c.dumps[i] || !hosts[i] || hosts[i]->empty() || *hosts[i] == host_) continue;
+    c.notes[i] = "on " + *hosts[i] + ": " + (c.notes[i].empty() ? kNoDumpWhy : c.notes[i]);
   }
   c.waited_s = std::chrono::duration<double>(Clock::now() - start).count();
   return c;

@@ -47,10 +47,16 @@ class DumpChannel {
   void Publish(const RankDump& dump);
   // Publishes this rank's last word (its failure, or its communicator going away).
   void PublishLast(const RankDump& dump);
+  // Publishes where this rank runs ("vm (10.77.0.2)": its host name and the
+  // address it binds), once, when its communicator starts: a peer that
+  // collects no dump from it can still say which host went silent.
+  void PublishHost(const std::string& host);
 
   struct Collected {
     std::vector<std::optional<RankDump>> dumps;  // index = rank
-    std::vector<std::string> notes;              // why a rank's dump is missing or unusable
+    // Why a rank's dump is missing or unusable; for a rank on another host
+    // that published its host, "on HOST: ..." (PublishHost).
+    std::vector<std::string> notes;
     double waited_s = 0;
   };
   // Polls every other rank's answer to `request` (and to any request that
@@ -65,6 +71,7 @@ class DumpChannel {
   int rank_;
   int world_size_;
   std::mutex mu_;
+  std::string host_;  // this rank's, once published
 };
 
 }  // namespace ddp::trace

@@ -31,6 +31,9 @@ enum class State : uint8_t {
 const char* Name(State state);  // "entered", "completed", "timed_out", ...
 std::optional<State> ParseState(std::string_view name);
 
+// Why a rank's dump is missing when nothing more is known.
+inline constexpr char kNoDumpWhy[] = "stopped, dead or unreachable";
+
 // The caller of the Comm API (std::source_location, kept as text).
 struct CallSite {
   std::string file;

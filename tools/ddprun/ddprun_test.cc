@@ -216,6 +216,20 @@ TEST(Ddprun, BadInputExits2WithAMessage) {
       {{"--nproc", "2", "--frobnicate"}, "unknown argument '--frobnicate'"},
       {{"--nproc", "2"}, "no command"},
       {{"--", "/bin/true"}, "--nproc N is required"},
+      {{"--nproc", "2", "--nnodes", "0", "--", "/bin/true"},
+       "--nnodes '0' must be an integer in [1, 1024]"},
+      {{"--nproc", "2", "--nnodes", "2", "--rdzv", "/tmp/x", "--", "/bin/true"},
+       "--nnodes 2 needs --node_rank K (this host's index, 0 <= K < 2)"},
+      {{"--nproc", "2", "--nnodes", "2", "--node_rank", "2", "--rdzv", "/tmp/x", "--",
+        "/bin/true"},
+       "--node_rank '2' must be an integer in [0, 1]"},
+      {{"--nproc", "2", "--nnodes", "2", "--node-rank", "x", "--rdzv", "/tmp/x", "--",
+        "/bin/true"},
+       "--node_rank 'x' must be an integer in [0, 1]"},
+      {{"--nproc", "2", "--nnodes", "2", "--node_rank", "1", "--", "/bin/true"},
+       "--nnodes 2 needs --rdzv redis://HOST:PORT"},
+      {{"--nproc", "2", "--node_rank", "1", "--", "/bin/true"},
+       "--node_rank 1 needs --nnodes M with 1 < M"},
   };
   for (const auto& c : cases) {
     const auto start = std::chrono::steady_clock::now();
@@ -289,6 +303,44 @@ TEST(Ddprun, RedisRendezvous) {
             std::string::npos)
       << again.stderr_text;
   EXPECT_EQ(store->TryGet("job-8/ddprun"), "ddprun pid 1 on elsewhere") << "another run's key touched";
+}
+
+// Two hosts without a scheduler, here both on loopback: two ddprun
+// processes with --nnodes 2 and their own --node_rank meet in Redis as one
+// world of 4 (global ranks 0-1 on node 0, 2-3 on node 1), and the last one
+// out deletes the run's keys.
+TEST(Ddprun, TwoNodesMeetThroughRedis) {
+  std::string why;
+  auto redis = ddp::launch::testing::RedisServer::Start(&why);
+  if (!redis) GTEST_SKIP() << "skipped: " << why;
+  auto node = [&](int k) {
+    Cmd cmd(Ddprun({"--nnodes", "2", "--node_rank", std::to_string(k), "--nproc", "2", "--rdzv",
+                    redis->spec(), "--timeout", "60", "--", Runfile(kExample)}),
+            {{"DDP_GLOO_ADDR", "127.0.0.1"}});
+    return RunCmd(cmd);
+  };
+  RankOutcome second;
+  std::thread other([&] { second = node(1); });
+  const RankOutcome first = node(0);
+  other.join();
+  ASSERT_TRUE(first.ok()) << first.Describe() << first.stderr_text;
+  ASSERT_TRUE(second.ok()) << second.Describe() << second.stderr_text;
+  EXPECT_NE(first.stdout_text.find("[rank 1] rank 1/4 on gloo: allreduce(sum of rank+1) = 10"),
+            std::string::npos)
+      << first.stdout_text;
+  EXPECT_NE(second.stdout_text.find("[rank 3] rank 3/4 on gloo: allreduce(sum of rank+1) = 10 "
+                                    "(expected 10), allgather(rank) = [0, 1, 2, 3]"),
+            std::string::npos)
+      << second.stdout_text;
+  auto store = ddp::launch::OpenStore(redis->spec(), std::chrono::seconds(5));
+  EXPECT_EQ(store->DeletePrefix("ddprun/"), 0) << "the finished run's keys were left";
+  // One host's part of the run id still claimed: that host is refused.
+  store->Put("ddprun/ddprun/node0001", "ddprun pid 1 on elsewhere");
+  const auto again = node(1);
+  EXPECT_EQ(again.exit_code, 2) << again.stderr_text;
+  EXPECT_NE(again.stderr_text.find("--run-id 'ddprun' with --node_rank 1 was already used"),
+            std::string::npos)
+      << again.stderr_text;
 }
 
 }  // namespace

@@ -37,11 +37,25 @@ bool ValidRunId(const std::string& id) {
   return true;
 }
 
+// An int in [lo, hi] for `flag`; the message names both bounds.
+int ParseBounded(const std::string& flag, const std::string& text, int lo, int hi) {
+  const std::string range = "must be an integer in [" + std::to_string(lo) + ", " +
+                            std::to_string(hi) + "]";
+  int v = -1;
+  try {
+    if (!text.empty() && text[0] != '-') v = launch::ParseInt(text, flag);
+  } catch (const ConfigError&) {
+  }
+  if (v < lo || v > hi) throw ConfigError(flag + " '" + text + "' " + range);
+  return v;
+}
+
 }  // namespace
 
 Args ParseArgs(const std::vector<std::string>& argv) {
   Args a;
   bool saw_nproc = false;
+  std::string node_rank_text;
   size_t i = 0;
   auto value = [&](const std::string& flag) -> std::string {
     if (i + 1 >= argv.size()) throw ConfigError(flag + " needs a value");
@@ -65,6 +79,11 @@ Args ParseArgs(const std::vector<std::string>& argv) {
         throw ConfigError("--nproc " + v + " must be <= " + std::to_string(kMaxNproc));
       }
       saw_nproc = true;
+    } else if (arg == "--nnodes") {
+      a.nnodes = ParseBounded(arg, value(arg), 1, kMaxNnodes);
+    } else if (arg == "--node_rank" || arg == "--node-rank") {
+      node_rank_text = value(arg);
+      if (node_rank_text.empty()) throw ConfigError("--node_rank needs a value");
     } else if (arg == "--rdzv") {
       a.rdzv = value(arg);
       if (a.rdzv.empty()) throw ConfigError("--rdzv needs a directory or redis://host:port");
@@ -96,6 +115,26 @@ Args ParseArgs(const std::vector<std::string>& argv) {
     }
   }
   if (!saw_nproc) throw ConfigError("--nproc N is required (N >= 1)");
+  if (a.nnodes > 1) {
+    if (node_rank_text.empty()) {
+      throw ConfigError("--nnodes " + std::to_string(a.nnodes) +
+                        " needs --node_rank K (this host's index, 0 <= K < " +
+                        std::to_string(a.nnodes) + ")");
+    }
+    a.node_rank = ParseBounded("--node_rank", node_rank_text, 0, a.nnodes - 1);
+    if (a.rdzv.empty()) {
+      throw ConfigError("--nnodes " + std::to_string(a.nnodes) +
+                        " needs --rdzv redis://HOST:PORT (or a directory every host shares): "
+                        "a fresh local directory cannot be reached from the other hosts");
+    }
+    if (a.run_id.empty()) a.run_id = "ddprun";  // must be equal on every host
+    if (static_cast<long>(a.nnodes) * a.nproc > 1L << 20) {
+      throw ConfigError("--nnodes x --nproc must be at most " + std::to_string(1 << 20));
+    }
+  } else if (!node_rank_text.empty() && node_rank_text != "0") {
+    throw ConfigError("--node_rank " + node_rank_text + " needs --nnodes M with " +
+                      node_rank_text + " < M (default M is 1: only --node_rank 0)");
+  }
   if (a.command.empty()) throw ConfigError("no command: give it after --, e.g. -- ./my_binary");
   return a;
 }

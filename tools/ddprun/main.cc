@@ -77,16 +77,32 @@ std::string DefaultRunId() {
          std::to_string(static_cast<long long>(std::time(nullptr)));
 }
 
+// This host's claim on the run id: one key per host, so that the hosts of
+// one --nnodes run share the id while two runs cannot.
+// Four digits (--nnodes <= 1024): no host's key is a prefix of another's,
+// so DeletePrefix removes exactly one.
+std::string ClaimKey(const Args& args, const std::string& run_id, int node) {
+  if (args.nnodes == 1) return run_id + "/ddprun";
+  char digits[16];
+  std::snprintf(digits, sizeof digits, "%04d", node);
+  return run_id + "/ddprun/node" + digits;
+}
+
 // Claims the run id in the store: two runs sharing keys would read each
 // other's addresses ("key already set", or worse, a wrong peer).
-void ClaimRunId(launch::Store& store, const std::string& run_id) {
+void ClaimRunId(launch::Store& store, const Args& args, const std::string& run_id) {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   const std::string who = "ddprun pid " + std::to_string(::getpid()) + " on " + host;
-  if (!store.SetIfAbsent(run_id + "/ddprun", who)) {
-    const auto owner = store.TryGet(run_id + "/ddprun");
-    throw ConfigError("--run-id '" + run_id + "' was already used in " + store.Describe() +
-                      " (by " + owner.value_or("an earlier run") +
+  const std::string key = ClaimKey(args, run_id, args.node_rank);
+  if (!store.SetIfAbsent(key, who)) {
+    const auto owner = store.TryGet(key);
+    const std::string what =
+        args.nnodes > 1 ? "--run-id '" + run_id + "' with --node_rank " +
+                              std::to_string(args.node_rank)
+                        : "--run-id '" + run_id + "'";
+    throw ConfigError(what + " was already used in " + store.Describe() + " (by " +
+                      owner.value_or("an earlier run") +
                       ") and its keys are still there: pick another --run-id, or delete "
                       "the keys starting with '" + run_id + "/'");
   }
@@ -105,7 +121,7 @@ Plan Prepare(const Args& args) {
                                  ? std::min(Ms(args.collective_timeout_s), milliseconds(5000))
                                  : milliseconds(5000);
   p.store = launch::OpenStore(p.rdzv, probe);
-  ClaimRunId(*p.store, p.run_id);
+  ClaimRunId(*p.store, args, p.run_id);
   return p;
 }
 
@@ -113,16 +129,17 @@ std::vector<launch::ChildProcess> StartRanks(const Args& args, const Plan& plan)
   std::vector<launch::ChildProcess> children;
   for (int rank = 0; rank < args.nproc; ++rank) {
     launch::RankEnv env;
-    env.rank = rank;
-    env.world_size = args.nproc;
+    env.rank = args.node_rank * args.nproc + rank;
+    env.world_size = args.nnodes * args.nproc;
     env.local_rank = rank;
     env.local_world_size = args.nproc;
+    env.node_rank = args.node_rank;
     env.rdzv = plan.rdzv;
     env.run_id = plan.run_id;
     env.backend = args.backend;
     env.share_gpu = args.share_gpu;
     const std::string failure_file = plan.run_dir + "/rank-" + std::to_string(rank) + ".failure";
-    children.push_back(launch::StartChild(rank, [&, env, failure_file] {
+    children.push_back(launch::StartChild(env.rank, [&, env, failure_file] {
       launch::ExportRankEnv(env);
       ::setenv(launch::kEnvFailureFile, failure_file.c_str(), 1);
       if (!args.collective_timeout.empty()) {
@@ -152,12 +169,21 @@ launch::RunResult SuperviseRanks(const Args& args, std::vector<launch::ChildProc
   return launch::Supervise(std::move(children), sup);
 }
 
-// Deletes the run's keys and folder; reports. Returns the exit code.
-int Finish(const Plan& plan, const launch::RunResult& result) {
+// Deletes the run's keys (with --nnodes, this host's claim, and the rest
+// once no other host's claim is left: the last host out cleans up) and
+// folder; reports. Returns the exit code.
+int Finish(const Args& args, const Plan& plan, const launch::RunResult& result) {
   try {
     // Briefly: a store that stopped answering must not hold the exit.
     plan.store->set_timeout(std::min(plan.store->timeout(), milliseconds(250)));
-    plan.store->DeletePrefix(plan.run_id + "/");
+    bool last = true;
+    if (args.nnodes > 1) {
+      plan.store->DeletePrefix(ClaimKey(args, plan.run_id, args.node_rank));
+      for (int node = 0; node < args.nnodes && last; ++node) {
+        last = !plan.store->TryGet(ClaimKey(args, plan.run_id, node)).has_value();
+      }
+    }
+    if (last) plan.store->DeletePrefix(plan.run_id + "/");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[ddprun] warning: could not delete the run's keys ('%s/...'): %s\n",
                  plan.run_id.c_str(), e.what());
@@ -186,10 +212,10 @@ int Run(const Args& args) {
     launch::SuperviseOptions stop;
     stop.deadline = milliseconds(0);
     stop.kill_grace = milliseconds(0);
-    Finish(plan, launch::Supervise(std::move(children), stop));
+    Finish(args, plan, launch::Supervise(std::move(children), stop));
     throw;
   }
-  return Finish(plan, SuperviseRanks(args, std::move(children)));
+  return Finish(args, plan, SuperviseRanks(args, std::move(children)));
 }
 
 }  // namespace

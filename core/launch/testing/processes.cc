@@ -124,4 +124,15 @@ bool WaitForFile(const std::string& path, std::chrono::milliseconds limit) {
   return true;
 }
 
+std::vector<pid_t> ReadyPids(const std::string& dir, int n) {
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    const std::string path = dir + "/ready-" + std::to_string(r);
+    if (!WaitForFile(path, std::chrono::seconds(60))) return {};
+    std::ifstream in(path);
+    for (pid_t p; in >> p;) pids.push_back(p);
+  }
+  return pids;
+}
+
 }  // namespace ddp::launch::testing

@@ -31,4 +31,9 @@ std::vector<std::string> FilesStartingWith(const std::string& dir, const std::st
 // Waits until `path` exists; false on timeout.
 bool WaitForFile(const std::string& path, std::chrono::milliseconds limit);
 
+// The pids in the ready-<rank> files that tools/ddprun:rank_program
+// --ready-dir writes (each rank's pid, then its children's), once all n
+// exist; empty when one is still missing after a minute.
+std::vector<pid_t> ReadyPids(const std::string& dir, int n);
+
 }  // namespace ddp::launch::testing

@@ -35,25 +35,36 @@ int FreePort() {
 
 }  // namespace
 
-std::unique_ptr<RedisServer> RedisServer::Start(std::string* why) {
+std::unique_ptr<RedisServer> RedisServer::Start(std::string* why, const RedisPlacement& where) {
   if (::access(kServer, X_OK) != 0) {
     *why = std::string(kServer) + " not installed (apt-get install redis-server; tools/setup.sh)";
     return nullptr;
   }
   for (int attempt = 0; attempt < 5; ++attempt) {
     std::unique_ptr<RedisServer> s(new RedisServer);
-    s->port_ = FreePort();
+    s->host_ = where.host;
+    s->port_ = where.port != 0 ? where.port : FreePort();
     s->dir_ = MakeFreshDir("redis");
-    const std::string port = std::to_string(s->port_), dir = s->dir_;
-    s->child_ = StartChild(0, [port, dir] {
-      ::execl(kServer, kServer, "--port", port.c_str(), "--bind", "127.0.0.1", "--save", "",
-              "--appendonly", "no", "--dir", dir.c_str(), nullptr);
+    std::vector<std::string> args = where.exec_prefix;
+    // Off loopback, protected mode would refuse every client (no password).
+    const std::vector<std::string> server = {kServer, "--port", std::to_string(s->port_),
+                                             "--bind", where.host, "--protected-mode", "no",
+                                             "--save", "", "--appendonly", "no", "--dir", s->dir_};
+    args.insert(args.end(), server.begin(), server.end());
+    s->child_ = StartChild(0, [args] {
+      std::vector<char*> argv;
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
       return 127;
     });
+    const std::string port = std::to_string(s->port_);
+    auto run_there = where.run_there ? where.run_there
+                                     : [](const std::function<void()>& f) { f(); };
     // Up when it answers a PING (bounded).
     for (int i = 0; i < 100; ++i) {
       try {
-        OpenStore(s->spec(), std::chrono::milliseconds(500));
+        run_there([&] { OpenStore(s->spec(), std::chrono::milliseconds(500)); });
         return s;
       } catch (const std::exception&) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
