@@ -6,6 +6,7 @@
 #pragma once
 
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "core/nn/param.h"
@@ -49,6 +50,22 @@ class Sgd {
 
   void ZeroGrad() { ZeroGrads(params_); }
   const ParamList<S>& params() const { return params_; }
+
+  // For learning-rate schedules (warm-up, cosine decay): the next Step uses lr.
+  void set_lr(double lr) {
+    if (!(lr >= 0)) throw std::invalid_argument("Sgd: lr must be >= 0");
+    opts_.lr = lr;
+  }
+  double lr() const { return opts_.lr; }
+
+  // The momentum buffers, one per parameter in list order (empty before the
+  // first step): the optimizer's state, which a per-step exactness check
+  // copies from one model's optimizer to another's along with the parameters.
+  const std::vector<Matrix<S>>& momentum_buffers() const { return bufs_; }
+  void set_momentum_buffers(std::vector<Matrix<S>> bufs) {
+    if (bufs.size() != bufs_.size()) throw std::invalid_argument("Sgd: wrong number of momentum buffers");
+    bufs_ = std::move(bufs);
+  }
 
  private:
   ParamList<S> params_;
