@@ -10,7 +10,7 @@ namespace ddp::small_batch_bn {
 struct FixOptions {
   bool sweep = false;         // W {1,2,3,4,5,8} x per-rank batch {1,2,3,8}, plus uneven batches
   std::vector<int> batches;   // explicit per-rank batches (overrides --world_size / --batch_size)
-  int steps = 10;             // teacher-forced steps per check
+  int steps = 50;             // teacher-forced steps per check
   int precise_batches = 4;    // PreciseBN: batches per rank in each check
   double lr = 0.05;
   double noise = 0.3;
