@@ -7,6 +7,7 @@
 
 #include "core/data/sampler.h"
 #include "core/nn/sgd.h"
+#include "fixes/small_batch_bn/sync_batch_norm.h"
 
 namespace ddp::small_batch_bn {
 namespace {
@@ -53,21 +54,8 @@ std::vector<std::vector<int64_t>> ReplayBatches(int64_t n, const TrainConfig& c,
 void AddRankSpread(comm::Comm& comm, Model& m, double spread_sum[2]) {
   const int w = comm.world_size();
   for (int l = 0; l < 2; ++l) {
-    const auto& s = m.bn(l)->last_stats();
-    const int ch_n = s.channels();
-    std::vector<double> mine(1 + 2 * static_cast<std::size_t>(ch_n));
-    mine[0] = static_cast<double>(s.count);
-    for (int ch = 0; ch < ch_n; ++ch) {
-      mine[1 + ch] = s.mean[ch];
-      mine[1 + ch_n + ch] = s.m2[ch];
-    }
-    const std::vector<double> all = comm.Allgather(std::span<const double>(mine));
-    std::vector<nn::ChannelStats<double>> parts(w);
-    for (int r = 0; r < w; ++r) {
-      const double* p = all.data() + r * mine.size();
-      parts[r] = {static_cast<int64_t>(p[0]), Eigen::Map<const Vector<double>>(p + 1, ch_n),
-                  Eigen::Map<const Vector<double>>(p + 1 + ch_n, ch_n)};
-    }
+    const std::vector<nn::ChannelStats<double>> parts = AllgatherChannelStats(comm, m.bn(l)->last_stats());
+    const int ch_n = parts[0].channels();
     const auto merged = nn::MergeChannelStats(std::span<const nn::ChannelStats<double>>(parts));
     double spread = 0;
     for (int ch = 0; ch < ch_n; ++ch) {
