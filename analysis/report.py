@@ -23,14 +23,7 @@ import shutil
 import sys
 import tempfile
 
-RECORD_KEYS = ("bug", "kind", "variant", "backend", "world_size", "config",
-               "measured", "reference", "verdict", "provenance")
-VERDICTS = ("reproduced", "not_reproduced", "exact", "inexact", "control",
-            "control_failed", "error")
-
-
-class InputError(Exception):
-    pass
+from records import InputError, check_benchmarks, check_records
 
 
 def fmt(v):
@@ -59,16 +52,10 @@ def load(path):
     except ValueError as e:
         raise InputError(f"{path}: not valid JSON: {e}")
     if isinstance(data, dict) and "benchmarks" in data:
+        check_benchmarks(path, data)
         return "benchmark", data
     if isinstance(data, list):
-        for i, r in enumerate(data):
-            if not isinstance(r, dict):
-                raise InputError(f"{path}: record {i} is not an object")
-            missing = [k for k in RECORD_KEYS if k not in r]
-            if missing:
-                raise InputError(f"{path}: record {i} lacks {', '.join(missing)}")
-            if r["verdict"] not in VERDICTS:
-                raise InputError(f"{path}: record {i} has unknown verdict {r['verdict']!r}")
+        check_records(path, data)
         return "records", data
     raise InputError(f"{path}: neither a JSON array of result records nor "
                      "Google Benchmark JSON (an object with 'benchmarks')")

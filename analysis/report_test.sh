@@ -25,6 +25,28 @@ rc=$?
 grep -q "broken.json: record 0 lacks" <<<"$msg" || { echo "message: $msg"; exit 1; }
 [ -s "$work/out/report.md" ] || { echo "old report lost"; exit 1; }
 ls -a "$work" | grep -q '^\.report-' && { echo "temporary folder left behind"; exit 1; }
+rm "$work/results/broken.json"
+
+# Fields of the wrong type: exit 2 with one line naming the file, the record
+# and the field (no traceback).
+good=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))[0]))' "$src/records.json")
+for field in '"world_size": "four"' '"measured": "oops"' '"config": null' '"verdict": 3'; do
+  key=${field%%\":*}
+  key=${key#\"}
+  python3 - "$good" "$field" > "$work/results/typed.json" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])
+k, v = json.loads("{" + sys.argv[2] + "}").popitem()
+r[k] = v
+print(json.dumps([r, r]))
+PY
+  msg=$("$report" --results results --out out 2>&1)
+  rc=$?
+  [ "$rc" -eq 2 ] || { echo "$field: expected exit 2, got $rc: $msg"; exit 1; }
+  grep -q "typed.json: record 0 .*: .$key. is" <<<"$msg" || { echo "$field: message: $msg"; exit 1; }
+  [ "$(wc -l <<<"$msg")" -eq 1 ] || { echo "$field: not one line: $msg"; exit 1; }
+done
+rm "$work/results/typed.json"
 "$report" --results nowhere --out out2 >/dev/null 2>&1
 [ $? -eq 2 ] || { echo "missing folder should exit 2"; exit 1; }
 [ ! -e "$work/out2" ] || { echo "out2 should not exist"; exit 1; }

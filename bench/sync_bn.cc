@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/benchmark_flags.h"
 #include "core/cli/flags.h"
 #include "core/comm/make_comm.h"
 #include "core/comm/options.h"
@@ -136,7 +137,6 @@ void Step(comm::Comm& comm, Case& cs, std::vector<S>& gather_in, std::vector<S>&
 
 int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> gb_args) {
   comm::CommOptions opts = comm::OptionsFromRankEnv(env);
-  opts.record_progress = false;  // no store write per collective
   opts.timeout = std::chrono::milliseconds(static_cast<int64_t>(s.timeout * 1000));
   auto comm = comm::MakeComm(opts);
   const bool leader = comm->rank() == 0;
@@ -263,22 +263,17 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
 int main(int argc, char** argv) {
   using ddp::bench::Settings;
   Settings s;
-  // --benchmark_* go to Google Benchmark (on every rank); the rest are ours.
-  std::vector<char*> ours = {argv[0]}, gb = {argv[0]};
-  std::vector<std::string> storage;
-  storage.reserve(argc);
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("--benchmark_out=", 0) == 0 && a.size() > 16 && a[16] != '/') {
-      // Under `bazel run` the working directory is the runfiles tree.
-      if (const char* wd = std::getenv("BUILD_WORKING_DIRECTORY")) {
-        storage.push_back("--benchmark_out=" + std::string(wd) + "/" + a.substr(16));
-        gb.push_back(storage.back().data());
-        continue;
-      }
-    }
-    (a.rfind("--benchmark_", 0) == 0 ? gb : ours).push_back(argv[i]);
+  // --benchmark_* go to Google Benchmark (on every rank), once checked; the
+  // rest are ours.
+  ddp::bench::BenchmarkFlags bf;
+  if (const std::string err = ddp::bench::ParseBenchmarkFlags(
+          argc, argv, ddp::bench::CommonBenchmarkFlags(), &bf);
+      !err.empty()) {
+    std::fprintf(stderr, "sync_bn: %s\n", err.c_str());
+    return 2;
   }
+  std::vector<char*> ours = bf.ours, gb = {argv[0]};
+  for (auto& a : bf.args) gb.push_back(a.data());
   ddp::cli::Flags flags("sync_bn",
                         "Google Benchmark of BatchNorm, SyncBatchNorm and GroupNorm forward+backward on W spawned\n"
                         "ranks, collectives separated from compute, with the one-collective floor.\n"

@@ -7,7 +7,12 @@ number of each), the headline error (measured.error) when there is one, and
 the verdict.
 """
 import json
+import os
 import sys
+
+# analysis/records.py: the field-by-field check shared with the report.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "analysis"))
+from records import InputError, check_records  # noqa: E402
 
 
 def headline(values):
@@ -26,8 +31,12 @@ def main(paths):
         try:
             with open(path) as f:
                 records = json.load(f)
+            check_records(path, records)
         except (OSError, ValueError) as e:
             print(f"summarize: {path}: {e}", file=sys.stderr)
+            return 1
+        except InputError as e:
+            print(f"summarize: {e}", file=sys.stderr)
             return 1
         for r in records:
             err = r.get("measured", {}).get("error") if isinstance(r.get("measured"), dict) else None

@@ -66,7 +66,6 @@ nn::Tensor4<S> Random(int n, int c, int hw, nn::Rng& rng) {
 int Rank(const launch::RankEnv& env, const Config& cfg) {
   comm::CommOptions o = comm::OptionsFromRankEnv(env);
   o.backend = "gloo";
-  o.record_progress = false;
   o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.timeout_s * 1000));
   auto comm = comm::MakeComm(o);
   nn::Rng rng(1234 + static_cast<std::uint64_t>(env.rank));

@@ -6,7 +6,10 @@
 #include <cstdlib>
 #include <exception>
 
+#include "core/harness/preflight.h"
 #include "core/launch/config_error.h"
+#include "core/launch/interrupt.h"
+#include "core/results/output_file.h"
 #include "core/results/provenance.h"
 
 namespace ddp::harness {
@@ -128,12 +131,36 @@ int PairMain(int argc, char** argv, const PairSpec& spec) {
   if (!f.json.empty() && f.json[0] != '/') {
     if (const char* wd = std::getenv("BUILD_WORKING_DIRECTORY")) f.json = std::string(wd) + "/" + f.json;
   }
+  // What cannot work is found now, not after the whole run.
+  if (leader && !f.json.empty()) {
+    if (const std::string err = results::CheckOutputFile(f.json); !err.empty()) {
+      std::fprintf(stderr, "%s: --json %s: %s\n", spec.program.c_str(), f.json.c_str(), err.c_str());
+      return 2;
+    }
+  }
+  if (const std::string err = BackendProblem(f.backend); !err.empty()) {
+    std::fprintf(stderr, "%s: %s\n", spec.program.c_str(), err.c_str());
+    return 2;
+  }
+  // Ctrl-C or a SIGTERM stops the world running now, and the binary with a
+  // message (a launcher, when there is one, handles signals itself).
+  if (!launched) launch::InstallInterruptHandlers();
 
   std::vector<results::Record> records;
   try {
     records = spec.run(f);
   } catch (const launch::ConfigError& e) {
     std::fprintf(stderr, "%s: %s\n", spec.program.c_str(), e.what());
+    return 2;
+  } catch (const Interrupted& i) {
+    std::fprintf(stderr, "%s: interrupted by signal %d: every rank stopped, no records written\n",
+                 spec.program.c_str(), i.signal);
+    return 128 + i.signal;
+  }
+  // A usage error in any world (a pair may have caught it as a failed
+  // variant): no record may claim a result for a world that could not run.
+  if (const std::string err = FirstUsageError(); !err.empty()) {
+    std::fprintf(stderr, "%s: %s\n", spec.program.c_str(), err.c_str());
     return 2;
   }
   if (!leader) return results::ExitStatus(records);

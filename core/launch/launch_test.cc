@@ -100,7 +100,7 @@ TEST(Store, FilePutOverwritesTryGetNeverWaitsWaitIsBounded) {
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(secs, 1.0);
-  EXPECT_LE(secs, 3.5);  // Gloo's FileStore checks elapsed time in whole seconds
+  EXPECT_LE(secs, 2.5);
 }
 
 TEST(Store, BadSpecsAreConfigErrors) {

@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "core/launch/config_error.h"
+#include "core/launch/failure_report.h"
+#include "core/launch/guardian.h"
+#include "core/launch/limits.h"
 #include "core/launch/store.h"
 
 namespace ddp::launch {
@@ -56,13 +59,26 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
   if (world_size < 1) {
     throw ConfigError("world size " + std::to_string(world_size) + " must be >= 1");
   }
+  EnsureFileLimit(FilesNeeded(world_size), std::to_string(world_size) + " ranks");
+  // The run's own folder: the store (unless one was given) and the ranks'
+  // failure reports. The guardian removes it if we die before we do.
+  const std::string run_dir = MakeFreshDir("ddp-rdzv");
+  GuardPath(run_dir);
   const bool fresh = options.store_dir.empty();
-  const std::string dir = fresh ? MakeFreshDir("ddp-rdzv") : options.store_dir;
-  OpenStore(dir);  // fails early (ConfigError) on an unusable directory
+  const std::string dir = fresh ? run_dir : options.store_dir;
+  const bool keep = fresh && options.keep_store;
+  auto cleanup = [&] {
+    if (!keep) {
+      std::error_code ec;
+      std::filesystem::remove_all(run_dir, ec);
+    }
+    ReleasePath(run_dir);
+  };
 
   std::vector<ChildProcess> children;
   RunResult result;
   try {
+    OpenStore(dir);  // fails early (ConfigError) on an unusable directory
     for (int rank = 0; rank < world_size; ++rank) {
       RankEnv env;
       env.rank = rank;
@@ -73,17 +89,21 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
       env.run_id = options.run_id;
       env.backend = options.backend;
       env.share_gpu = options.share_gpu;
-      children.push_back(StartChild(rank, [&fn, env] {
+      const std::string failure_file = run_dir + "/rank-" + std::to_string(rank) + ".failure";
+      children.push_back(StartChild(rank, [&fn, env, failure_file] {
         ExportRankEnv(env);
+        ::setenv(kEnvFailureFile, failure_file.c_str(), 1);
         return fn(env);
       }));
+      children.back().failure_file = failure_file;
     }
   } catch (...) {
-    // A failed fork: take down the ranks already started, then report.
+    // A failed fork or pipe: take down the ranks already started, then report.
     SuperviseOptions stop;
     stop.deadline = std::chrono::milliseconds(0);
     stop.kill_grace = std::chrono::milliseconds(0);
     Supervise(std::move(children), stop);
+    cleanup();
     throw;
   }
   SuperviseOptions sup;
@@ -91,11 +111,9 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
   sup.fail_fast = options.fail_fast;
   sup.echo = options.echo;
   sup.kill_grace = options.kill_grace;
+  sup.forward_signals = options.forward_signals;
   result = Supervise(std::move(children), sup);
-  if (fresh && !options.keep_store) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
+  cleanup();
   return result;
 }
 

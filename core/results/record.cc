@@ -1,11 +1,6 @@
 #include "core/results/record.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
+#include "core/results/output_file.h"
 
 namespace ddp::results {
 
@@ -57,23 +52,7 @@ std::string WriteRecords(const std::string& path, const std::vector<Record>& rec
                          const Provenance& p) {
   Json arr = Json::MakeArray();
   for (const Record& r : records) arr.Push(ToJson(r, p));
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return "cannot write " + tmp + ": " + std::strerror(errno);
-    out << arr.Dump(2) << "\n";
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return "write failed for " + tmp;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return "cannot rename " + tmp + " to " + path + ": " + err;
-  }
-  return "";
+  return WriteOutputFile(path, arr.Dump(2) + "\n");
 }
 
 }  // namespace ddp::results

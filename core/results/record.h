@@ -51,8 +51,8 @@ int ExitStatus(const std::vector<Record>& records);
 
 Json ToJson(const Record& r, const Provenance& p);
 
-// Writes the JSON array to `path` through a temporary file in the same folder
-// and a rename, so a reader never sees half a file. Returns "" on success, or
+// Writes the JSON array to `path` (output_file.h: atomically for a file,
+// through for a device or FIFO, symlinks followed). Returns "" on success, or
 // the error message.
 std::string WriteRecords(const std::string& path, const std::vector<Record>& records,
                          const Provenance& p);

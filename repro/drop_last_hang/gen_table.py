@@ -41,6 +41,8 @@ def cells(r):
                         m["error"], m["failed_rank"], m["blocked_step"], m["blocked_seq"],
                         m["detect_s"], m["finished_ranks"], m["launcher_exit_code"],
                         m["processes_left"]))
+            if m.get("verdict"):
+                meas += "; desync verdict: %s" % m["verdict"]
         else:
             meas = "no failure report: %s" % m.get("rank_exits", "")
     else:

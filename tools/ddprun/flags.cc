@@ -1,6 +1,7 @@
 #include "tools/ddprun/flags.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/launch/config_error.h"
@@ -11,13 +12,29 @@ namespace {
 
 using launch::ConfigError;
 
-double ParseSeconds(const std::string& flag, const std::string& text) {
+// Seconds in (0, max]: larger values would overflow the millisecond clocks
+// (1e10 s once became "deadline expired after 0 ms").
+double ParseSeconds(const std::string& flag, const std::string& text, double max) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v <= 0) {
-    throw ConfigError(flag + " '" + text + "' must be a positive number of seconds");
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v <= 0 ||
+      v > max) {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", max);
+    throw ConfigError(flag + " '" + text + "' must be a positive number of seconds, at most " +
+                      limit);
   }
   return v;
+}
+
+bool ValidRunId(const std::string& id) {
+  if (id.empty() || id.size() > kMaxRunIdLength) return false;
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -44,22 +61,27 @@ Args ParseArgs(const std::vector<std::string>& argv) {
       if (!v.empty() && v[0] == '-') throw ConfigError("--nproc " + v + " must be >= 1");
       a.nproc = launch::ParseInt(v, "--nproc");
       if (a.nproc < 1) throw ConfigError("--nproc " + v + " must be >= 1");
+      if (a.nproc > kMaxNproc) {
+        throw ConfigError("--nproc " + v + " must be <= " + std::to_string(kMaxNproc));
+      }
       saw_nproc = true;
     } else if (arg == "--rdzv") {
       a.rdzv = value(arg);
       if (a.rdzv.empty()) throw ConfigError("--rdzv needs a directory or redis://host:port");
     } else if (arg == "--run-id") {
       a.run_id = value(arg);
-      if (a.run_id.empty() || a.run_id.find('/') != std::string::npos) {
-        throw ConfigError("--run-id '" + a.run_id + "' must be non-empty without '/'");
+      if (!ValidRunId(a.run_id)) {
+        throw ConfigError("--run-id '" + a.run_id + "' must be 1 to " +
+                          std::to_string(kMaxRunIdLength) +
+                          " characters from A-Z a-z 0-9 . _ -");
       }
     } else if (arg == "--timeout") {
-      a.timeout_s = ParseSeconds(arg, value(arg));
+      a.timeout_s = ParseSeconds(arg, value(arg), kMaxSeconds);
     } else if (arg == "--collective-timeout") {
       a.collective_timeout = value(arg);
-      ParseSeconds(arg, a.collective_timeout);
+      a.collective_timeout_s = ParseSeconds(arg, a.collective_timeout, kMaxSeconds);
     } else if (arg == "--kill-grace") {
-      a.kill_grace_s = ParseSeconds(arg, value(arg));
+      a.kill_grace_s = ParseSeconds(arg, value(arg), kMaxKillGrace);
     } else if (arg == "--backend") {
       a.backend = value(arg);
       if (a.backend != "gloo" && a.backend != "nccl") {
