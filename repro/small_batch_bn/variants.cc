@@ -69,9 +69,10 @@ std::vector<Row> Rows(const harness::CommonFlags& f, const PairOptions& o) {
   const Task task = ParseTask(o.task);
   if (!o.sweep) return {{"per_rank_bn", task, f.batch_size}};
   std::vector<Row> rows;
-  for (int b : {2, 4, 8, 16, 32}) {
+  for (int b : o.sweep_batches) {
     for (const char* v : {"per_rank_bn", "precise_bn", "group_norm"}) rows.push_back({v, Task::kDigits, b});
   }
+  if (!o.sweep_extras) return rows;
   rows.push_back({"grad_accum", Task::kDigits, 2, 4});
   rows.push_back({"per_rank_bn", Task::kTinyImages, 2});
   rows.push_back({"per_rank_bn", Task::kTinyImages, 2, 1, true});
@@ -104,6 +105,9 @@ std::string ValidateOptions(const PairOptions& o) {
   }
   if (!(o.noise >= 0 && o.noise <= 10)) return "--noise must be in [0, 10]";
   if (!(o.warmup_epochs >= 0 && o.warmup_epochs <= o.epochs)) return "--warmup_epochs must be in [0, --epochs]";
+  if (o.sweep && o.sweep_batches.empty() && !o.sweep_extras) {
+    return "--sweep_batches is empty and --sweep_extras=false: the sweep would have no rows";
+  }
   return "";
 }
 

@@ -12,6 +12,11 @@ namespace ddp::small_batch_bn {
 // Pair-specific settings (flags of both binaries).
 struct PairOptions {
   bool sweep = false;
+  // The sweep's rows, so that its parts can run as parallel processes (the
+  // records of the parts, concatenated, are the records of the whole sweep:
+  // every row is a pure function of its flags and seeds).
+  std::vector<int> sweep_batches = {2, 4, 8, 16, 32};
+  bool sweep_extras = true;  // grad_accum and the TinyImages rows
   std::string task = "digits";  // digits | tiny_images
   int epochs = 20;
   double base_lr = 0.05;  // per 32 images of global batch (linear scaling)
