@@ -145,8 +145,12 @@ class Comm {
   // holds this rank's entries only.
   void StartWatchdog();
 
-  // How long a failing rank waits for the other ranks' dumps.
-  static constexpr std::chrono::milliseconds kDumpWait{1000};
+  // How long a failing rank waits for the other ranks' dumps. Short because
+  // it adds to every failure's time: a fault must end the run within the
+  // collective deadline + 1 s (core/launch/README.md), and the rank still has
+  // to print, exit and be reaped. Healthy peers answer within one watchdog
+  // tick (50 ms) plus a store round trip; only a stopped rank uses it all.
+  static constexpr std::chrono::milliseconds kDumpWait{400};
 
  protected:
   explicit Comm(CommSetup setup);

@@ -113,7 +113,7 @@ TEST(Deadline, SkippedCollectiveRaisesOnPeersWithDesyncReport) {
     ASSERT_EQ(result.ranks[r].exit_code, kCaughtDeadline) << result.Summary() << out;
     const long long ms = CaughtAfterMs(out);
     EXPECT_GE(ms, kDeadline.count() - 100) << out;
-    // The deadline, then at most the 1 s wait for the peers' dumps.
+    // The deadline, then at most the wait for the peers' dumps (kDumpWait).
     EXPECT_LE(ms, kDeadline.count() + 2000) << out;
     EXPECT_NE(out.find("deadline exceeded on rank " + std::to_string(r) +
                        "/3: allreduce seq=2 float64 count=1 op=sum"),

@@ -9,8 +9,11 @@
 // process to the same server (every communicator has its own) fail at once
 // too, for as long as the failed command waited or until the server answers
 // again: a rank that has just waited out a deadline on a stopped server must
-// not wait out another one in a destructor on its way out. (A new
-// connection still tries for itself.)
+// not wait out another one in a destructor on its way out. A new connection
+// still tries for itself, but in quarantine it gives the server only a
+// short PING (a resumed server answers in milliseconds): a rank that opens
+// a new communicator after a timed-out store operation must not wait out a
+// second deadline either.
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
 
@@ -53,6 +56,9 @@ std::string GlobEscape(const std::string& s) {
   return out + "*";
 }
 
+// How long a new connection waits for PING from a quarantined server.
+constexpr std::chrono::milliseconds kQuarantinedPing{300};
+
 // Servers that just failed to answer: "host:port" -> until when, and why.
 struct Quarantine {
   Clock::time_point until;
@@ -90,10 +96,16 @@ class RedisStore final : public Store {
     }
     // A stopped server still accepts TCP connections (the kernel does):
     // only an answer proves it is alive.
-    // A new connection tries for itself, whatever others just met.
+    std::string earlier;
+    {
+      std::lock_guard<std::mutex> q(g_quarantine_mu);
+      const auto it = g_quarantine.find(Describe());
+      if (it != g_quarantine.end() && Clock::now() < it->second.until) earlier = it->second.why;
+    }
+    const auto limit = earlier.empty() ? timeout : std::min(timeout, kQuarantinedPing);
     std::string why;
-    const auto pong = TryCommand(timeout, {"PING"}, &why, /*heed_quarantine=*/false);
-    if (!pong) throw StoreError(why);
+    const auto pong = TryCommand(limit, {"PING"}, &why, /*heed_quarantine=*/false);
+    if (!pong) throw StoreError(earlier.empty() ? why : why + "; just before: " + earlier);
   }
   ~RedisStore() override {
     if (ctx_ != nullptr) redisFree(ctx_);

@@ -118,6 +118,18 @@ TEST_F(RedisStoreTest, AStoppedServerIsAnErrorWithinTheTimeoutNotAHang) {
   const auto [later, later_secs] = FailureOf([&] { store->TryGet("k"); });
   EXPECT_NE(later.find("unreachable"), std::string::npos) << later;
   EXPECT_LT(later_secs, 0.5);
+  // So does a new connection while the server is still silent: it gets a
+  // short PING, not a second full timeout, and names what happened before.
+  start = Clock::now();
+  try {
+    OpenStore(server_->spec(), milliseconds(1000));
+    ADD_FAILURE() << "opened a stopped server";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no reply to PING within 0.3 s"), std::string::npos) << what;
+    EXPECT_NE(what.find("; just before: no reply to SET within 1.0 s"), std::string::npos) << what;
+  }
+  EXPECT_LT(SecondsSince(start), 0.8);
   // A wait longer than the operation timeout is still bounded by its own.
   server_->Resume();
   auto waiter = OpenStore(server_->spec(), milliseconds(1000));
