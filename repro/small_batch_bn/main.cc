@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
                "W x per-rank batch {2,4,8,16,32}: per_rank_bn, precise_bn, group_norm vs SyncBN; grad_accum; "
                "tiny_images");
     flags.IntList("sweep_batches", &o.sweep_batches,
-                  "--sweep: the per-rank batches of its figure-1 rows (default 2,4,8,16,32; a part of the sweep)",
+                  "--sweep: the per-rank batches of its figure-1 rows (fewer: a part of the sweep)",
                   1, 4096);
     flags.Bool("sweep_extras", &o.sweep_extras, "--sweep: also grad_accum and the TinyImages rows");
     flags.Choice("task", &o.task, "digits (noisy UCI digits) or tiny_images (this pair's first task)",
