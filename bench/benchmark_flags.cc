@@ -71,6 +71,13 @@ std::vector<std::string> CommonBenchmarkFlags() {
           "benchmark_display_aggregates_only", "benchmark_counters_tabular", "benchmark_color"};
 }
 
+bool FilterSelects(const std::string& filter, const std::string& name) {
+  if (filter.empty() || filter == "all") return true;
+  const bool negate = filter[0] == '-';
+  const std::regex re(negate ? filter.substr(1) : filter, std::regex::extended);
+  return std::regex_search(name, re) != negate;
+}
+
 std::string ParseBenchmarkFlags(int argc, char** argv, const std::vector<std::string>& allowed,
                                 BenchmarkFlags* out) {
   *out = BenchmarkFlags{};

@@ -33,4 +33,11 @@ std::string ParseBenchmarkFlags(int argc, char** argv, const std::vector<std::st
 // The flags every multi-rank benchmark can take.
 std::vector<std::string> CommonBenchmarkFlags();
 
+// Whether Google Benchmark's --benchmark_filter (a checked value: "" or "all"
+// selects everything, a leading '-' negates, otherwise a POSIX extended regex
+// searched in the name) selects a benchmark of this name. A binary checks its
+// names before any rank starts, so a filter that selects nothing is exit 2,
+// not a run with empty results.
+bool FilterSelects(const std::string& filter, const std::string& name);
+
 }  // namespace ddp::bench

@@ -59,5 +59,16 @@ TEST(BenchmarkFlags, GoodValuesAreKeptAndOursPassThrough) {
   EXPECT_EQ(Parse({"--benchmark_filter=-bn"}), "");  // negated, as Google Benchmark allows
 }
 
+TEST(BenchmarkFlags, FilterSelectsAsGoogleBenchmarkDoes) {
+  EXPECT_TRUE(FilterSelects("", "bn/C:16"));
+  EXPECT_TRUE(FilterSelects("all", "bn/C:16"));
+  EXPECT_TRUE(FilterSelects("C:16", "sync_bn/C:16/N:2"));  // searched, not matched whole
+  EXPECT_TRUE(FilterSelects("^sync_bn/", "sync_bn/C:16/N:2"));
+  EXPECT_FALSE(FilterSelects("^sync_bn/", "bn/C:16/N:2"));
+  EXPECT_FALSE(FilterSelects("-C:16", "sync_bn/C:16/N:2"));  // negated
+  EXPECT_TRUE(FilterSelects("-C:16", "sync_bn/C:64/N:2"));
+  EXPECT_FALSE(FilterSelects("no_such_benchmark", "sync_bn/C:16/N:2"));
+}
+
 }  // namespace
 }  // namespace ddp::bench

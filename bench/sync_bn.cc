@@ -67,6 +67,25 @@ const char* Name(Kind k) {
   }
   return "?";
 }
+constexpr Kind kKinds[] = {Kind::kBn, Kind::kSyncBn, Kind::kGroupNorm, Kind::kFloor};
+
+// "/C:<c>/N:<n>/HW:<s>x<s>": the shape part of a benchmark's name.
+std::string ShapeTail(int c, int n, int spatial) {
+  return "/C:" + std::to_string(c) + "/N:" + std::to_string(n) + "/HW:" + std::to_string(spatial) + "x" +
+         std::to_string(spatial);
+}
+
+// The names this run registers, in order (Google Benchmark appends
+// "/iterations:K/manual_time" when it reports them).
+std::vector<std::string> BenchmarkNames(const Settings& s) {
+  std::vector<std::string> names;
+  for (int c : s.channels) {
+    for (int n : s.batches) {
+      for (Kind kind : kKinds) names.push_back(Name(kind) + ShapeTail(c, n, s.spatial));
+    }
+  }
+  return names;
+}
 
 // One benchmark's state on this rank.
 struct Case {
@@ -176,11 +195,10 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
   std::vector<std::unique_ptr<Case>> cases;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const auto [c, n] = shapes[i];
-    for (Kind kind : {Kind::kBn, Kind::kSyncBn, Kind::kGroupNorm, Kind::kFloor}) {
+    for (Kind kind : kKinds) {
       cases.push_back(MakeCase(*comm, kind, c, n, s.spatial));
       Case* cs = cases.back().get();
-      const std::string name = std::string(Name(kind)) + "/C:" + std::to_string(c) + "/N:" + std::to_string(n) +
-                               "/HW:" + std::to_string(s.spatial) + "x" + std::to_string(s.spatial);
+      const std::string name = Name(kind) + ShapeTail(c, n, s.spatial);
       comm::Comm* cm = comm.get();
       const int w = comm->world_size();
       benchmark::RegisterBenchmark(name.c_str(), [cs, cm, w, name, &summary](benchmark::State& state) {
@@ -237,9 +255,7 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
                 "the floor (the same all-gather + all-reduce alone)\n",
                 comm->world_size(), comm->backend().c_str(), s.spatial, s.spatial);
     for (const auto& [c, n] : shapes) {
-      const std::string tail =
-          "/C:" + std::to_string(c) + "/N:" + std::to_string(n) + "/HW:" + std::to_string(s.spatial) + "x" +
-          std::to_string(s.spatial);
+      const std::string tail = ShapeTail(c, n, s.spatial);
       if (!summary.count("bn" + tail) || !summary.count("sync_bn" + tail) || !summary.count("comm_floor" + tail)) {
         continue;  // filtered out
       }
@@ -287,6 +303,15 @@ int main(int argc, char** argv) {
                1e-4, 60);
   flags.Double("timeout", &s.timeout, "deadline of every collective, seconds", 0.05, 3600);
   flags.ParseOrExit(static_cast<int>(ours.size()), ours.data());
+  // A filter that selects none of this run's benchmarks would spawn the ranks
+  // for an empty table: a usage error instead.
+  const std::vector<std::string> names = ddp::bench::BenchmarkNames(s);
+  if (std::none_of(names.begin(), names.end(),
+                   [&](const std::string& n) { return ddp::bench::FilterSelects(bf.filter, n); })) {
+    std::fprintf(stderr, "sync_bn: --benchmark_filter='%s' selects none of this run's %zu benchmarks (e.g. %s)\n",
+                 bf.filter.c_str(), names.size(), names.front().c_str());
+    return 2;
+  }
 
   ddp::launch::SpawnOptions so;
   so.backend = s.backend;

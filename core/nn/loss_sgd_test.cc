@@ -98,5 +98,26 @@ TEST(Sgd, PlainStepAndBadOptions) {
   EXPECT_THROW(Sgd<float>({}, SgdOptions{.lr = 0.1, .momentum = -0.5}), std::invalid_argument);
 }
 
+// What a per-step exactness check relies on: an optimizer that adopts
+// another's momentum buffers (and learning rate) takes the same next step.
+TEST(Sgd, AdoptedMomentumAndLrGiveTheSameStep) {
+  Parameter<double> a(1, 2), b(1, 2);
+  a.value << 1.0, -2.0;
+  a.grad << 0.5, 0.25;
+  Sgd<double> sa({{"p", &a}}, SgdOptions{.lr = 0.1, .momentum = 0.9});
+  sa.Step();
+  sa.Step();
+  b.value = a.value;
+  b.grad = a.grad;
+  Sgd<double> sb({{"p", &b}}, SgdOptions{.lr = 0.5, .momentum = 0.9});
+  sb.LoadMomentum(sa.FlattenMomentum());
+  sb.set_lr(sa.lr());
+  sa.Step();
+  sb.Step();
+  EXPECT_EQ(a.value, b.value);
+  EXPECT_THROW(sb.set_lr(-1), std::invalid_argument);
+  EXPECT_THROW(sb.LoadMomentum(Vector<double>::Zero(1)), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace ddp::nn

@@ -89,6 +89,13 @@ class Sgd {
   }
   const ParamList<S>& params() const { return params_; }
 
+  // For learning-rate schedules (warm-up, cosine decay): the next Step uses lr.
+  void set_lr(double lr) {
+    if (!(lr >= 0)) throw std::invalid_argument("Sgd: lr must be >= 0");
+    opts_.lr = lr;
+  }
+  double lr() const { return opts_.lr; }
+
  private:
   ParamList<S> params_;
   SgdOptions opts_;
