@@ -34,7 +34,7 @@ TEST(Digits, NoiseIsPerImageDeterministicAndHasItsSd) {
   EXPECT_EQ(a.Get(1).x, b.Get(0).x);  // same image, same seed: same noise in any subset
   EXPECT_NE(b.Get(0).x, c.Get(0).x);
   Digits clean({});
-  Digits noisy({.noise = 0.3, .noise_seed = 1});
+  Digits noisy({.indices = {}, .noise = 0.3, .noise_seed = 1});
   double sum = 0, sq = 0;
   int n = 0;
   for (int64_t i = 0; i < 1797; ++i) {
