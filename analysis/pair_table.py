@@ -21,16 +21,9 @@ import statistics
 import sys
 import tempfile
 
+from pick import get  # the field-path lookup the report uses too
+
 AGG = re.compile(r"^(min|median|max|mean)\((.+)\)$")
-
-
-def get(record, path):
-    v = record
-    for part in path.split("."):
-        if not isinstance(v, dict) or part not in v:
-            return None
-        v = v[part]
-    return v
 
 
 def fmt(v):

@@ -1,53 +1,44 @@
 #!/usr/bin/python3
-"""bazel run //analysis:report -- [--results DIR] [--out DIR]
+"""bazel run //analysis:report -- [--results DIR] [--out DIR] [--latex]
 
 Turns result records (the JSON arrays that repro/fix binaries write with
---json) and Google Benchmark JSON files (bench/ targets with
---benchmark_out=...) into what write-ups cite:
+--json) and Google Benchmark JSON files (bench/ targets) into a report that
+leads with the findings:
 
-  OUT/report.md        one table per bug and per benchmark; every row names
-                       the record it came from (file, commit, date, host)
-  OUT/<table>.csv      the same tables as CSV
-  OUT/<figure>.png/svg figures (error by variant and world size per bug;
-                       time per benchmark)
+  OUT/report.md            per bug: a two-sentence finding with its numbers,
+                           one headline table, the figure; the claims ledger;
+                           provenance; an appendix with every record
+  OUT/<bug>.csv            every field of every record, one column per field
+  OUT/claims.csv           the claims ledger
+  OUT/bench_<name>.csv     every benchmark row with its counters
+  OUT/<figure>.pdf/svg/png figures (Okabe-Ito palette, axes with units)
+  OUT/latex/*.tex          with --latex: booktabs headline tables and ledger
 
+The words and the fields each finding reads come from analysis/bugs.json, the
+claims from analysis/claims.json; every number comes from the records.
 Missing or malformed input is an error naming the file (exit 2), and nothing
 is half-written: the report is built in a temporary folder and renamed into
 place only when complete.
 """
 import argparse
-import csv
 import json
 import os
 import shutil
 import sys
 import tempfile
+import textwrap
 
-RECORD_KEYS = ("bug", "kind", "variant", "backend", "world_size", "config",
-               "measured", "reference", "verdict", "provenance")
-VERDICTS = ("reproduced", "not_reproduced", "exact", "inexact", "control",
-            "control_failed", "error")
+import figures
+import findings
+import ledger
+import tables
+from pick import Summary, first_metric, num, select
+from records import InputError, check_benchmarks, check_records
 
-
-class InputError(Exception):
-    pass
-
-
-def fmt(v):
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    if isinstance(v, (dict, list)):
-        return json.dumps(v, separators=(",", ":"))
-    return str(v)
-
-
-def flat(d):
-    """'k=v; k=v' for a flat dict (nested values as compact JSON)."""
-    if not isinstance(d, dict):
-        return fmt(d)
-    return "; ".join(f"{k}={fmt(v)}" for k, v in d.items())
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Registered order (pairs.bzl): the report follows it; unknown bugs follow.
+BUG_ORDER = ["wrong_all_gather", "mean_of_means", "missing_set_epoch", "drop_last_hang",
+             "small_batch_bn", "autograd_lost_gather"]
 
 
 def load(path):
@@ -59,251 +50,210 @@ def load(path):
     except ValueError as e:
         raise InputError(f"{path}: not valid JSON: {e}")
     if isinstance(data, dict) and "benchmarks" in data:
+        check_benchmarks(path, data)
         return "benchmark", data
     if isinstance(data, list):
-        for i, r in enumerate(data):
-            if not isinstance(r, dict):
-                raise InputError(f"{path}: record {i} is not an object")
-            missing = [k for k in RECORD_KEYS if k not in r]
-            if missing:
-                raise InputError(f"{path}: record {i} lacks {', '.join(missing)}")
-            if r["verdict"] not in VERDICTS:
-                raise InputError(f"{path}: record {i} has unknown verdict {r['verdict']!r}")
+        check_records(path, data)
         return "records", data
     raise InputError(f"{path}: neither a JSON array of result records nor "
                      "Google Benchmark JSON (an object with 'benchmarks')")
 
 
-def provenance_ref(path, r):
-    p = r.get("provenance", {})
-    commit = str(p.get("commit", "?"))
-    short = commit[:10] + ("+dirty" if commit.endswith("+dirty") else "")
-    return f"{os.path.basename(path)} @ {short}, {p.get('date', '?')}, {p.get('host', '?')}"
+def load_spec(name):
+    with open(os.path.join(HERE, name)) as f:
+        return json.load(f)
 
 
-def headline_error(r):
-    m = r.get("measured", {})
-    for key in ("error", "abs_error", "rel_error", "max_abs_error", "max_rel_error"):
-        v = m.get(key) if isinstance(m, dict) else None
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return key, float(v)
-    return None, None
+def para(text):
+    return textwrap.fill(text, width=100, break_long_words=False, break_on_hyphens=False)
 
 
-def write_csv(path, header, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
-
-
-def md_table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for row in rows:
-        out.append("| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |")
-    return "\n".join(out)
-
-
-def save_figure(plt, fig, outdir, name):
-    """Writes NAME.png and NAME.svg and closes the figure."""
-    fig.tight_layout()
-    for ext in ("png", "svg"):
-        fig.savefig(os.path.join(outdir, f"{name}.{ext}"), dpi=120)
-    plt.close(fig)
-
-
-def figure_bug(plt, bug, recs, outdir):
-    """Headline error by variant (one line per variant) over world size."""
-    series = {}
-    for path, r in recs:
-        key, err = headline_error(r)
-        if key is None:
-            continue
-        series.setdefault(f"{r['kind']}:{r['variant']}", []).append(
-            (int(r["world_size"]), abs(err)))
-    if not series:
-        return None
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for label, pts in sorted(series.items()):
-        by_w = {}
-        for w, e in pts:
-            by_w.setdefault(w, []).append(e)
-        ws = sorted(by_w)
-        ax.plot(ws, [max(by_w[w]) for w in ws], marker="o", label=label)
-    ax.set_yscale("symlog", linthresh=1e-12)
-    ax.set_xlabel("world size W")
-    ax.set_ylabel("max |error| over configurations")
-    ax.set_title(f"{bug}: error against the one-process reference")
-    ax.legend(fontsize=7)
-    ax.grid(True, alpha=0.3)
-    save_figure(plt, fig, outdir, f"{bug}_error")
-    return f"{bug}_error"
-
-
-def figure_accuracy_spread(plt, bug, recs, outdir):
-    """Validation-accuracy spread (epoch to epoch, pp) by per-rank batch, one
-    line per variant and world size: for records that carry both."""
-    series = {}
-    for _, r in recs:
-        b = r.get("config", {}).get("batch_per_rank")
-        sd = r.get("measured", {}).get("val_acc_sd_pp")
-        if isinstance(b, (int, float)) and isinstance(sd, (int, float)) and sd >= 0:
-            series.setdefault(f"{r['variant']} W={r['world_size']}", {})[int(b)] = float(sd)
-    series = {k: v for k, v in series.items() if len(v) > 1}
-    if not series:
-        return None
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.set_prop_cycle(color=plt.cm.tab20.colors)  # more lines than 10 colours
-    for label, pts in sorted(series.items()):
-        bs = sorted(pts)
-        ax.plot(bs, [pts[b] for b in bs], marker="o", label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("samples per rank")
-    ax.set_ylabel("validation accuracy sd over epochs (pp)")
-    ax.set_title(f"{bug}: accuracy spread by per-rank batch")
-    ax.legend(fontsize=6, ncol=2)
-    ax.grid(True, alpha=0.3)
-    save_figure(plt, fig, outdir, f"{bug}_accuracy_spread")
-    return f"{bug}_accuracy_spread"
-
-
-def figure_bench(plt, name, bench, outdir):
-    rows = [b for b in bench["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
-    if not rows:
-        return None
-    fig, ax = plt.subplots(figsize=(8, max(3, 0.25 * len(rows))))
-    labels = [b["name"] for b in rows]
-    times = [float(b.get("real_time", 0)) for b in rows]
-    ax.barh(range(len(rows)), times)
-    ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels(labels, fontsize=6)
-    ax.set_xscale("log")
-    ax.set_xlabel(f"real time per iteration ({rows[0].get('time_unit', 'ns')})")
-    ax.set_title(name)
-    save_figure(plt, fig, outdir, f"{name}_time")
-    return f"{name}_time"
-
-
-def figure_padding(plt, name, bench, outdir):
-    """bench/padding: time over the floor by skew profile, one line per method
-    (largest payload of the run)."""
+def provenance_rows(files):
     rows = []
-    for b in bench["benchmarks"]:
-        parts = b["name"].split("/")
-        if len(parts) < 6 or parts[0] != "padding" or "ratio_over_floor" not in b:
-            continue
-        unit = {"KiB": 1024, "MiB": 1048576, "GiB": 1073741824}
-        label = parts[4]
-        nominal = float(label[:-3]) * unit[label[-3:]] if label[-3:] in unit else 0.0
-        rows.append((parts[3], label, parts[5], float(b["ratio_over_floor"]), nominal))
-    if not rows:
-        return None
-    top = max(r[4] for r in rows)  # the largest nominal payload per rank
-    profiles = list(dict.fromkeys(r[0] for r in rows))
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for method in dict.fromkeys(r[2] for r in rows):
-        ys = {r[0]: r[3] for r in rows if r[2] == method and r[4] == top}
-        ax.plot(profiles, [ys.get(p, float("nan")) for p in profiles], marker="o", label=method)
-    ax.set_xlabel("skew profile")
-    ax.set_ylabel("time / equal-size all_gather (floor)")
-    ax.set_title(f"{name}: padding overhead by skew, {top / 1048576:g} MiB per rank")
-    ax.legend(fontsize=7)
-    ax.grid(True, alpha=0.3)
-    save_figure(plt, fig, outdir, f"{name}_overhead")
-    return f"{name}_overhead"
+    for path, data in files:
+        if isinstance(data, list):
+            provs = {json.dumps(r.get("provenance", {}), sort_keys=True) for r in data}
+            p = data[0].get("provenance", {}) if data else {}
+            backends = "/".join(sorted({r["backend"] for r in data}))
+            rows.append([os.path.basename(path), str(len(data)), str(p.get("commit", "?"))[:12],
+                         str(p.get("date", "?")), str(p.get("host", "?")), backends,
+                         "" if len(provs) <= 1 else f"{len(provs)} provenances"])
+        else:
+            c = data.get("context", {})
+            rows.append([os.path.basename(path), f"{len(data['benchmarks'])} benchmarks",
+                         str(c.get("commit", "-"))[:12], str(c.get("date", "?")),
+                         str(c.get("host_name", "?")), str(c.get("ddp_backend", "-")), ""])
+    return rows
 
 
-def figure_sync_bn(plt, name, bench, outdir):
-    """bench/sync_bn: SyncBN time over local BN by channel count, per N."""
-    times = {}
-    for b in bench["benchmarks"]:
-        parts = b["name"].split("/")
-        if len(parts) < 3 or not parts[1].startswith("C:") or not parts[2].startswith("N:"):
-            continue
-        times[(parts[0], int(parts[1][2:]), int(parts[2][2:]))] = float(b["real_time"])
-    ns = sorted({k[2] for k in times if k[0] == "sync_bn"})
-    if not ns:
-        return None
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for n in ns:
-        cs = sorted(c for (kind, c, nn) in times if kind == "sync_bn" and nn == n
-                    and ("bn", c, n) in times)
-        ax.plot(cs, [times[("sync_bn", c, n)] / times[("bn", c, n)] for c in cs],
-                marker="o", label=f"N={n} per rank")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("channels C")
-    ax.set_ylabel("SyncBN time / local BN time")
-    ax.set_title(f"{name}: SyncBN overhead by channels")
-    ax.legend(fontsize=7)
-    ax.grid(True, alpha=0.3)
-    save_figure(plt, fig, outdir, f"{name}_overhead")
-    return f"{name}_overhead"
+def record_headline(spec, r):
+    """(label, value) of the measure the bug's headline uses for this row."""
+    metrics = spec.get("fix_metrics", []) if r["kind"] == "fix" else (
+        spec.get("symptom_metrics", []) + spec.get("symptom_extra", []))
+    m = first_metric([("", r)], metrics)
+    if not m:
+        return "", ""
+    v = Summary([("", r)], m["path"])
+    if v.bools and not v.nums:
+        return m["label"], "yes" if v.bools[0] else "no"
+    return m["label"] + (f" ({m['unit']})" if m.get("unit") else ""), num(v.nums[0] * m.get("scale", 1))
 
 
-def build(results_dir, outdir):
+def appendix_rows(spec, recs):
+    rows = []
+    for path, r in recs:
+        label, val = record_headline(spec, r)
+        config = "; ".join(f"{k}={tables.cell(v, 40)}" for k, v in r["config"].items())
+        note = r.get("error", "") if r["verdict"] == "error" else ""
+        rows.append([r["kind"], r["variant"], r["backend"], str(r["world_size"]),
+                     tables.cell(config, 120), f"{label}: {val}" if label else "",
+                     r["verdict"] + (f": {tables.cell(note, 80)}" if note else ""),
+                     os.path.basename(path)])
+    return rows
+
+
+def record_csv(path, recs):
+    cols = {}
+    for _, r in recs:
+        for section in ("config", "measured", "reference"):
+            for k in tables.flatten(r[section], f"{section}."):
+                cols[k] = True
+    header = ["kind", "variant", "backend", "world_size", "verdict"] + list(cols) + [
+        "error", "file", "commit", "date", "host"]
+    rows = []
+    for p, r in recs:
+        flat = {}
+        for section in ("config", "measured", "reference"):
+            flat.update(tables.flatten(r[section], f"{section}."))
+        prov = r.get("provenance", {})
+        rows.append([r["kind"], r["variant"], r["backend"], r["world_size"], r["verdict"]]
+                    + [tables.csv_cell(flat.get(c)) for c in cols]
+                    + [r.get("error", ""), os.path.basename(p), prov.get("commit", ""),
+                       prov.get("date", ""), prov.get("host", "")])
+    tables.write_csv(path, header, rows)
+
+
+def bench_csv(path, bench):
+    std = {"name", "run_name", "run_type", "repetitions", "repetition_index", "threads",
+           "iterations", "real_time", "cpu_time", "time_unit", "family_index",
+           "per_family_instance_index"}
+    counters = list(dict.fromkeys(k for b in bench["benchmarks"] for k in b if k not in std))
+    header = ["name", "run_type", "iterations", "real_time", "cpu_time", "time_unit"] + counters
+    rows = [[tables.csv_cell(b.get(k)) for k in header] for b in bench["benchmarks"]]
+    tables.write_csv(path, header, rows)
+
+
+def build(results_dir, outdir, latex):
     if not os.path.isdir(results_dir):
         raise InputError(f"{results_dir}: no such results folder")
-    files = sorted(os.path.join(results_dir, f) for f in os.listdir(results_dir)
+    paths = sorted(os.path.join(results_dir, f) for f in os.listdir(results_dir)
                    if f.endswith(".json"))
-    if not files:
+    if not paths:
         raise InputError(f"{results_dir}: no .json files (run `bazel run //:suite` first)")
-    by_bug, benches = {}, []
-    for path in files:
-        kind, data = load(path)
-        if kind == "records":
-            for r in data:
-                by_bug.setdefault(r["bug"], []).append((path, r))
-        else:
-            benches.append((path, data))
+    files = [(p, load(p)[1]) for p in paths]
+    recs = [(p, r) for p, d in files if isinstance(d, list) for r in d]
+    benches = [(p, d) for p, d in files if isinstance(d, dict)]
+    bugs_spec = load_spec("bugs.json")
+    claims = ledger.load_claims(os.path.join(HERE, "claims.json"))
+    present = {r["bug"] for _, r in recs}
+    bugs = [b for b in BUG_ORDER if b in present] + sorted(present - set(BUG_ORDER))
+    plt = figures.setup()
+    if latex:
+        os.makedirs(os.path.join(outdir, "latex"))
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    commits = sorted({str(r.get("provenance", {}).get("commit", "?"))[:12] for _, r in recs})
+    md = ["# ddp-pitfalls: findings", "",
+          para(f"Generated by `bazel run //analysis:report -- --results {os.path.basename(results_dir)}"
+               f" --out <dir>` from {len(paths)} file(s): {len(recs)} result records and "
+               f"{len(benches)} benchmark file(s), recorded at commit(s) {', '.join(commits)}. "
+               "Each finding's numbers are read from the records named under it; the full "
+               "per-record tables are CSV files next to this report and in the appendix. "
+               "How to cite a result: README.md, \"How to cite\"."), ""]
+    md += ["## Contents", ""] + [f"{i}. [{bugs_spec.get(b, {}).get('title', b)}](#{b})"
+                                  for i, b in enumerate(bugs, 1)]
+    md += [f"{len(bugs) + 1}. [Claims ledger](#claims-ledger)",
+           f"{len(bugs) + 2}. [Benchmarks](#benchmarks)",
+           f"{len(bugs) + 3}. [Provenance](#provenance)",
+           f"{len(bugs) + 4}. [Appendix: every record](#appendix-every-record)", ""]
+    summary = []
+    for i, bug in enumerate(bugs, 1):
+        spec = bugs_spec.get(bug, {"title": bug, "symptom": bug, "fix": "The fix",
+                                   "symptom_metrics": [], "fix_metrics": []})
+        mine = select(recs, {"bug": bug})
+        text, _, _ = findings.finding(spec, mine, benches)
+        rows = findings.headline_rows(spec, mine)
+        seed = f", seed {spec['seed']}" if spec.get("seed") else ""
+        md += [f'<a id="{bug}"></a>', f"## {i}. {spec['title']} (`{bug}`{seed})", "",
+               para(f"**Finding.** {text}"), "",
+               tables.markdown(findings.HEADLINE_HEADER, rows), ""]
+        fig = figures.bug_figure(plt, bug, spec, mine, outdir)
+        extra = figures.accuracy_spread_figure(plt, bug, mine, outdir)
+        for name in filter(None, (fig, extra)):
+            md += [f"![{bug}: {name}]({name}.png)", "",
+                   f"Figure `{name}`: [PDF]({name}.pdf), [SVG]({name}.svg), [PNG]({name}.png).", ""]
+        files_here = sorted({os.path.basename(p) for p, _ in mine})
+        md += [para(f"Records: {', '.join(f'`{f}`' for f in files_here)}. Every record: "
+                    f"[{bug}.csv]({bug}.csv), appendix [A.{i}](#a-{bug})."), ""]
+        record_csv(os.path.join(outdir, f"{bug}.csv"), mine)
+        summary.append((bug, text))
+        if latex:
+            with open(os.path.join(outdir, "latex", f"{bug}.tex"), "w") as f:
+                f.write(tables.latex(findings.HEADLINE_HEADER, rows,
+                                     f"{spec['title']}: headline numbers", f"tab:{bug}",
+                                     [None, "2.6cm", "2.6cm", "3cm", None, None, None, None]))
 
-    md = ["# ddp-pitfalls report", "",
-          f"Generated by `bazel run //analysis:report` from {len(files)} file(s) in "
-          f"`{results_dir}`. Every row names the record file, commit, date and host "
-          "it came from.", ""]
-    header = ["kind", "variant", "backend", "W", "config", "reference", "measured",
-              "error", "verdict", "record"]
-    for bug in sorted(by_bug):
-        rows = []
-        for path, r in by_bug[bug]:
-            _, err = headline_error(r)
-            rows.append([r["kind"], r["variant"], r["backend"], r["world_size"],
-                         flat(r["config"]), flat(r["reference"]), flat(r["measured"]),
-                         "" if err is None else fmt(err), r["verdict"],
-                         provenance_ref(path, r)])
-        write_csv(os.path.join(outdir, f"{bug}.csv"), header, rows)
-        md += [f"## {bug}", "", md_table(header, rows), ""]
-        for figure in (figure_bug, figure_accuracy_spread):
-            fig = figure(plt, bug, by_bug[bug], outdir)
-            if fig:
-                md += [f"![{bug}]({fig}.png)", ""]
+    ledger_rows, failed = ledger.rows(claims, recs)
+    numbered = [[str(k)] + row[:6] for k, row in enumerate(ledger_rows, 1)]
+    notes = [f"{k}. {row[7]}" for k, row in enumerate(ledger_rows, 1) if row[7]]
+    md += ["## Claims ledger", "",
+           para(f"{len(claims)} claims of the source posts (seed numbers refer to "
+                "`/work/shared/seeds/`), each with our verdict, the number the records measure "
+                "for it, the record file and the README that judges it. Verdicts are kept as data "
+                "(`analysis/claims.json`) with a check on the measured number; a verdict the "
+                "current records no longer support is marked CHECK FAILED."
+                + (f" {len(failed)} check(s) failed." if failed else " Every check holds.")), "",
+           tables.markdown(["#", "bug", "seed", "claim", "verdict", "measured", "record: variants"],
+                           [[c, b, s, cl, v, tables.cell(m, 160), tables.cell(rf, 100)]
+                            for c, b, s, cl, v, m, rf in numbered]),
+           "", "Notes on the claims (by #):", ""] + [para(n) for n in notes] + [""]
+    tables.write_csv(os.path.join(outdir, "claims.csv"), ledger.HEADER, ledger_rows)
+    if latex:
+        with open(os.path.join(outdir, "latex", "claims.tex"), "w") as f:
+            f.write(tables.latex(["bug", "claim", "verdict", "measured"],
+                                 [[r[0], r[2], r[3], tables.cell(r[4], 120)] for r in ledger_rows],
+                                 "Claims of the source posts and our verdicts", "tab:claims",
+                                 [None, "5cm", None, "6cm"]))
+
+    md += ["## Benchmarks", ""]
     for path, bench in benches:
         name = os.path.splitext(os.path.basename(path))[0]
         ctx = bench.get("context", {})
-        bh = ["benchmark", "real_time", "cpu_time", "unit", "iterations", "counters"]
-        std = {"name", "run_name", "run_type", "repetitions", "repetition_index",
-               "threads", "iterations", "real_time", "cpu_time", "time_unit",
-               "family_index", "per_family_instance_index", "aggregate_name",
-               "aggregate_unit", "label"}
-        rows = [[b["name"], fmt(b.get("real_time", "")), fmt(b.get("cpu_time", "")),
-                 b.get("time_unit", ""), b.get("iterations", ""),
-                 flat({k: v for k, v in b.items() if k not in std})]
-                for b in bench["benchmarks"]]
-        write_csv(os.path.join(outdir, f"bench_{name}.csv"), bh, rows)
-        md += [f"## benchmark: {name}", "",
-               f"Host {ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} CPUs, "
-               f"date {ctx.get('date', '?')}; file `{os.path.basename(path)}`.", "",
-               md_table(bh, rows), ""]
-        for figure in (figure_bench, figure_padding, figure_sync_bn):
-            fig = figure(plt, name, bench, outdir)
-            if fig:
-                md += [f"![{name}]({fig}.png)", ""]
+        bench_csv(os.path.join(outdir, f"{name}.csv"), bench)
+        md += [f"### {name}", "",
+               para(f"{len(bench['benchmarks'])} rows from `{os.path.basename(path)}` (host "
+                    f"{ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} CPUs, "
+                    f"{ctx.get('date', '?')}); every row: [{name}.csv]({name}.csv)."), ""]
+        for fig in (figures.padding_figure, figures.sync_bn_figure):
+            done = fig(plt, name, bench, outdir)
+            if done:
+                md += [f"![{name}]({done}.png)", "",
+                       f"Figure `{done}`: [PDF]({done}.pdf), [SVG]({done}.svg), [PNG]({done}.png).", ""]
+
+    md += ["## Provenance", "",
+           tables.markdown(["file", "rows", "commit", "date", "host", "backend", "note"],
+                           provenance_rows(files)), ""]
+    md += ["## Appendix: every record", "",
+           para("One row per record: its configuration, the headline measure and the verdict. "
+                "All fields (training curves included) are in the CSV files and the JSON records."), ""]
+    for i, bug in enumerate(bugs, 1):
+        spec = bugs_spec.get(bug, {})
+        md += [f'<a id="a-{bug}"></a>', f"### A.{i} {bug}", "",
+               tables.markdown(["kind", "variant", "backend", "W", "config", "headline measure",
+                                "verdict", "record"],
+                               appendix_rows(spec, select(recs, {"bug": bug}))), ""]
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n".join(md) + "\n")
+    return summary, failed
 
 
 def main(argv):
@@ -312,9 +262,11 @@ def main(argv):
     ap.add_argument("--results", default="results/latest",
                     help="folder of result records and benchmark JSON (default results/latest)")
     ap.add_argument("--out", default="report", help="output folder (default report)")
+    ap.add_argument("--latex", action="store_true",
+                    help="also write booktabs LaTeX tables to OUT/latex/")
     args = ap.parse_args(argv)
     here = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
-    results = os.path.join(here, args.results)
+    results = os.path.normpath(os.path.join(here, args.results))
     out = os.path.normpath(os.path.join(here, args.out))
     parent = os.path.dirname(out) or "."
     try:
@@ -324,7 +276,7 @@ def main(argv):
         print(f"report: cannot write under {parent}: {e.strerror}", file=sys.stderr)
         return 2
     try:
-        build(results, tmp)
+        _, failed = build(results, tmp, args.latex)
     except InputError as e:
         shutil.rmtree(tmp, ignore_errors=True)
         print(f"report: {e}", file=sys.stderr)
@@ -340,6 +292,9 @@ def main(argv):
     os.rename(tmp, out)
     if old:
         shutil.rmtree(old, ignore_errors=True)
+    for c in failed:
+        print(f"report: claim no longer supported by the records: {c['bug']}: {c['claim']}",
+              file=sys.stderr)
     print(f"report: wrote {out}/report.md")
     return 0
 

@@ -1,21 +1,52 @@
 #!/usr/bin/env bash
-# The report renders tables, CSV and figures from records + benchmark JSON,
-# and bad input is an error naming the file with nothing written.
+# The report builds from the fixed records in analysis/testdata (a small
+# sample of results/, refreshed by hand) and has the structure of issue 17
+# (report_check.py); bad input is an error naming the file with nothing
+# written.
 set -u
 report="$1"
+check="$2"
+claims="$3"
 src="$TEST_SRCDIR/ddp_pitfalls/analysis/testdata"
 work="$TEST_TMPDIR/w"
 mkdir -p "$work/results"
 cp "$src"/*.json "$work/results/"
 export BUILD_WORKING_DIRECTORY="$work" MPLCONFIGDIR="$TEST_TMPDIR/mpl"
-"$report" --results results --out out || { echo "report failed"; exit 1; }
-for f in report.md mean_of_means.csv bench_bench.csv mean_of_means_error.png \
-         mean_of_means_error.svg bench_time.png bench_padding_overhead.png \
-         bench_sync_bn_overhead.svg; do
-  [ -s "$work/out/$f" ] || { echo "missing $f"; ls "$work/out"; exit 1; }
-done
-grep -q "| repro | naive | gloo | 2 |" "$work/out/report.md" || { echo "table row missing"; exit 1; }
-grep -q "records.json @ 0123456789" "$work/out/report.md" || { echo "provenance missing"; exit 1; }
+"$report" --results results --out out --latex || { echo "report failed"; exit 1; }
+/usr/bin/python3 "$check" "$work/out" "$claims" || { echo "report structure: see above"; exit 1; }
+grep -q "wrong_all_gather_repro.json" "$work/out/report.md" || { echo "record file not named"; exit 1; }
+grep -q "| 757bbf3228b4 |" "$work/out/report.md" || { echo "provenance missing"; exit 1; }
+# A record without the fields a finding reads still builds (the finding
+# says less); numbers are never typed into the specs.
+python3 - "$src/mean_of_means_fix.json" > "$work/results/mean_of_means_fix.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for x in r:
+    x["measured"] = {"new_field": 1.5}
+print(json.dumps(r))
+PY
+"$report" --results results --out out_sparse >/dev/null || { echo "report failed on sparse records"; exit 1; }
+grep -q "matched the one-process computation in 1 of 1 fix rows" "$work/out_sparse/report.md" \
+  || { echo "sparse finding missing"; exit 1; }
+[ ! -e "$work/out_sparse/latex" ] || { echo "latex written without --latex"; exit 1; }
+cp "$src/mean_of_means_fix.json" "$work/results/"
+
+# A fix row that runs a known-inexact setting on purpose (expected_verdict)
+# is reported as such, not as a miss, and stays out of the exactness numbers.
+python3 - "$src/drop_last_hang_fix.json" > "$work/results/drop_last_hang_fix.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+x = json.loads(json.dumps(r[0]))
+x.update(variant="join_initial_world_size", verdict="inexact", expected_verdict="inexact")
+x["measured"]["max_rel_grad_error"] = 0.75
+print(json.dumps(r + [x]))
+PY
+"$report" --results results --out out_inexact >/dev/null || { echo "report failed"; exit 1; }
+tr '\n' ' ' < "$work/out_inexact/report.md" | grep -q "run known-inexact settings on purpose (join_initial_world_size)" \
+  || { echo "on-purpose inexact row not reported"; exit 1; }
+grep -q "missed their expected verdict" "$work/out_inexact/report.md" && { echo "on-purpose row counted as a miss"; exit 1; }
+grep -q "relative gradient error up to 0.75" "$work/out_inexact/report.md" && { echo "on-purpose row in the exactness"; exit 1; }
+cp "$src/drop_last_hang_fix.json" "$work/results/"
 
 # Malformed: exit 2, the file named, the previous report untouched.
 echo '[{"bug": "x"}]' > "$work/results/broken.json"
@@ -25,6 +56,29 @@ rc=$?
 grep -q "broken.json: record 0 lacks" <<<"$msg" || { echo "message: $msg"; exit 1; }
 [ -s "$work/out/report.md" ] || { echo "old report lost"; exit 1; }
 ls -a "$work" | grep -q '^\.report-' && { echo "temporary folder left behind"; exit 1; }
+rm "$work/results/broken.json"
+
+# Fields of the wrong type: exit 2 with one line naming the file, the record
+# and the field (no traceback).
+good=$(python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))[0]))' "$src/mean_of_means_repro.json")
+for field in '"world_size": "four"' '"measured": "oops"' '"config": null' '"verdict": 3' \
+             '"expected_verdict": "fine"'; do
+  key=${field%%\":*}
+  key=${key#\"}
+  python3 - "$good" "$field" > "$work/results/typed.json" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])
+k, v = json.loads("{" + sys.argv[2] + "}").popitem()
+r[k] = v
+print(json.dumps([r, r]))
+PY
+  msg=$("$report" --results results --out out 2>&1)
+  rc=$?
+  [ "$rc" -eq 2 ] || { echo "$field: expected exit 2, got $rc: $msg"; exit 1; }
+  grep -q "typed.json: record 0 .*: .$key. is" <<<"$msg" || { echo "$field: message: $msg"; exit 1; }
+  [ "$(wc -l <<<"$msg")" -eq 1 ] || { echo "$field: not one line: $msg"; exit 1; }
+done
+rm "$work/results/typed.json"
 "$report" --results nowhere --out out2 >/dev/null 2>&1
 [ $? -eq 2 ] || { echo "missing folder should exit 2"; exit 1; }
 [ ! -e "$work/out2" ] || { echo "out2 should not exist"; exit 1; }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/benchmark_flags.h"
 #include "core/cli/flags.h"
 #include "core/comm/make_comm.h"
 #include "core/comm/options.h"
@@ -65,6 +66,25 @@ const char* Name(Kind k) {
     case Kind::kFloor: return "comm_floor";
   }
   return "?";
+}
+constexpr Kind kKinds[] = {Kind::kBn, Kind::kSyncBn, Kind::kGroupNorm, Kind::kFloor};
+
+// "/C:<c>/N:<n>/HW:<s>x<s>": the shape part of a benchmark's name.
+std::string ShapeTail(int c, int n, int spatial) {
+  return "/C:" + std::to_string(c) + "/N:" + std::to_string(n) + "/HW:" + std::to_string(spatial) + "x" +
+         std::to_string(spatial);
+}
+
+// The names this run registers, in order (Google Benchmark appends
+// "/iterations:K/manual_time" when it reports them).
+std::vector<std::string> BenchmarkNames(const Settings& s) {
+  std::vector<std::string> names;
+  for (int c : s.channels) {
+    for (int n : s.batches) {
+      for (Kind kind : kKinds) names.push_back(Name(kind) + ShapeTail(c, n, s.spatial));
+    }
+  }
+  return names;
 }
 
 // One benchmark's state on this rank.
@@ -136,7 +156,6 @@ void Step(comm::Comm& comm, Case& cs, std::vector<S>& gather_in, std::vector<S>&
 
 int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> gb_args) {
   comm::CommOptions opts = comm::OptionsFromRankEnv(env);
-  opts.record_progress = false;  // no store write per collective
   opts.timeout = std::chrono::milliseconds(static_cast<int64_t>(s.timeout * 1000));
   auto comm = comm::MakeComm(opts);
   const bool leader = comm->rank() == 0;
@@ -176,11 +195,10 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
   std::vector<std::unique_ptr<Case>> cases;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const auto [c, n] = shapes[i];
-    for (Kind kind : {Kind::kBn, Kind::kSyncBn, Kind::kGroupNorm, Kind::kFloor}) {
+    for (Kind kind : kKinds) {
       cases.push_back(MakeCase(*comm, kind, c, n, s.spatial));
       Case* cs = cases.back().get();
-      const std::string name = std::string(Name(kind)) + "/C:" + std::to_string(c) + "/N:" + std::to_string(n) +
-                               "/HW:" + std::to_string(s.spatial) + "x" + std::to_string(s.spatial);
+      const std::string name = Name(kind) + ShapeTail(c, n, s.spatial);
       comm::Comm* cm = comm.get();
       const int w = comm->world_size();
       benchmark::RegisterBenchmark(name.c_str(), [cs, cm, w, name, &summary](benchmark::State& state) {
@@ -237,9 +255,7 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
                 "the floor (the same all-gather + all-reduce alone)\n",
                 comm->world_size(), comm->backend().c_str(), s.spatial, s.spatial);
     for (const auto& [c, n] : shapes) {
-      const std::string tail =
-          "/C:" + std::to_string(c) + "/N:" + std::to_string(n) + "/HW:" + std::to_string(s.spatial) + "x" +
-          std::to_string(s.spatial);
+      const std::string tail = ShapeTail(c, n, s.spatial);
       if (!summary.count("bn" + tail) || !summary.count("sync_bn" + tail) || !summary.count("comm_floor" + tail)) {
         continue;  // filtered out
       }
@@ -263,22 +279,17 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
 int main(int argc, char** argv) {
   using ddp::bench::Settings;
   Settings s;
-  // --benchmark_* go to Google Benchmark (on every rank); the rest are ours.
-  std::vector<char*> ours = {argv[0]}, gb = {argv[0]};
-  std::vector<std::string> storage;
-  storage.reserve(argc);
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("--benchmark_out=", 0) == 0 && a.size() > 16 && a[16] != '/') {
-      // Under `bazel run` the working directory is the runfiles tree.
-      if (const char* wd = std::getenv("BUILD_WORKING_DIRECTORY")) {
-        storage.push_back("--benchmark_out=" + std::string(wd) + "/" + a.substr(16));
-        gb.push_back(storage.back().data());
-        continue;
-      }
-    }
-    (a.rfind("--benchmark_", 0) == 0 ? gb : ours).push_back(argv[i]);
+  // --benchmark_* go to Google Benchmark (on every rank), once checked; the
+  // rest are ours.
+  ddp::bench::BenchmarkFlags bf;
+  if (const std::string err = ddp::bench::ParseBenchmarkFlags(
+          argc, argv, ddp::bench::CommonBenchmarkFlags(), &bf);
+      !err.empty()) {
+    std::fprintf(stderr, "sync_bn: %s\n", err.c_str());
+    return 2;
   }
+  std::vector<char*> ours = bf.ours, gb = {argv[0]};
+  for (auto& a : bf.args) gb.push_back(a.data());
   ddp::cli::Flags flags("sync_bn",
                         "Google Benchmark of BatchNorm, SyncBatchNorm and GroupNorm forward+backward on W spawned\n"
                         "ranks, collectives separated from compute, with the one-collective floor.\n"
@@ -292,6 +303,15 @@ int main(int argc, char** argv) {
                1e-4, 60);
   flags.Double("timeout", &s.timeout, "deadline of every collective, seconds", 0.05, 3600);
   flags.ParseOrExit(static_cast<int>(ours.size()), ours.data());
+  // A filter that selects none of this run's benchmarks would spawn the ranks
+  // for an empty table: a usage error instead.
+  const std::vector<std::string> names = ddp::bench::BenchmarkNames(s);
+  if (std::none_of(names.begin(), names.end(),
+                   [&](const std::string& n) { return ddp::bench::FilterSelects(bf.filter, n); })) {
+    std::fprintf(stderr, "sync_bn: --benchmark_filter='%s' selects none of this run's %zu benchmarks (e.g. %s)\n",
+                 bf.filter.c_str(), names.size(), names.front().c_str());
+    return 2;
+  }
 
   ddp::launch::SpawnOptions so;
   so.backend = s.backend;

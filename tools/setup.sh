@@ -24,12 +24,14 @@ for arg in "$@"; do
 done
 
 # Build and test: Bazel 4.2.3 with its Java rules, a C++20 compiler, the
-# system libraries the WORKSPACE finds, and what the tests and report run.
+# system libraries the WORKSPACE finds, and what the tests and report run
+# (iproute2 and nftables: the netns tests' test hosts and packet loss).
 packages=(
   bazel-bootstrap bazel-rules-java default-jdk-headless
   g++ git ca-certificates procps
   libgtest-dev libgmock-dev libbenchmark-dev libeigen3-dev libgloo-dev
   redis-server python3 python3-matplotlib
+  iproute2 nftables
 )
 if [ "$dev" = 1 ]; then
   packages+=(python3-torch python3-sklearn python3-numpy)

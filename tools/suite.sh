@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# bazel run //:suite [-- --out DIR] [-- --list] — the suite's main job on the
-# CPU default backend: the environment report, then every registered
-# repro/fix binary with its default flags, each writing its result records to
-# DIR (default: results/latest under the directory bazel was run from), then
-# one summary table of every record. --list stops after the report and the
-# list of pairs, checking that each binary answers --help.
+# bazel run //:suite [-- --out DIR] [--only SUBSTRING] [--list] [-- PAIR_FLAGS]
+# — the suite's main job on the CPU default backend: the environment report,
+# then every registered repro/fix binary with its default flags (plus
+# PAIR_FLAGS), each writing its result records to DIR (default: results/latest
+# under the directory bazel was run from), then a one-screen summary of the
+# records this run wrote: per bug the symptom and its size, each fix and how
+# exact, where the records are and the report command. --only runs the pairs
+# whose path contains SUBSTRING.
+# --list stops after the report and the list of pairs, checking that each
+# binary answers --help. A pair that fails without writing records leaves no
+# earlier records of its own in DIR to be mistaken for this run's.
 set -uo pipefail
 
 # Runfiles: next to the script under `bazel run`, or $0.runfiles when run as
@@ -15,17 +20,29 @@ runfiles="${RUNFILES_DIR:-$0.runfiles}/ddp_pitfalls"
 doctor="$runfiles/tools/doctor/doctor"
 mapfile -t pairs < "$runfiles/suite_pairs.txt"
 out=""
+only=""
 list_only=0
+pair_flags=()
+allowed="allowed: --out DIR, --only SUBSTRING, --list, --help, then -- PAIR_FLAGS"
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) [ $# -ge 2 ] || { echo "suite: --out needs a directory" >&2; exit 2; }; out="$2"; shift 2 ;;
     --out=*) out="${1#--out=}"; shift ;;
+    --only) [ $# -ge 2 ] || { echo "suite: --only needs a substring" >&2; exit 2; }; only="$2"; shift 2 ;;
+    --only=*) only="${1#--only=}"; shift ;;
     --list) list_only=1; shift ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    --*) echo "suite: unknown flag '$1' (allowed: --out DIR, --list, --help)" >&2; exit 2 ;;
-    *) echo "suite: unexpected argument '$1' (allowed: --out DIR, --list, --help)" >&2; exit 2 ;;
+    --) shift; pair_flags=("$@"); break ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --*) echo "suite: unknown flag '$1' ($allowed)" >&2; exit 2 ;;
+    *) echo "suite: unexpected argument '$1' ($allowed)" >&2; exit 2 ;;
   esac
 done
+if [ -n "$only" ]; then
+  kept=()
+  for p in "${pairs[@]}"; do [[ "$p" == *"$only"* ]] && kept+=("$p"); done
+  [ "${#kept[@]}" -gt 0 ] || { echo "suite: --only '$only' matches no registered pair" >&2; exit 2; }
+  pairs=("${kept[@]}")
+fi
 here="${BUILD_WORKING_DIRECTORY:-$PWD}"
 out="${out:-results/latest}"
 case "$out" in /*) ;; *) out="$here/$out" ;; esac
@@ -48,15 +65,29 @@ fi
 
 mkdir -p "$out" || { echo "suite: cannot create $out" >&2; exit 2; }
 status=0
+written=()
 for p in "${pairs[@]}"; do
   name=$(sed 's|^\./||; s|/|_|g' <<<"$p")
   echo
   echo "== $p =="
-  "$runfiles/$p" --json "$out/$name.json"
+  # Last run's records of this pair must not pass for this run's.
+  rm -f "$out/$name.json"
+  "$runfiles/$p" --json "$out/$name.json" "${pair_flags[@]}"
   rc=$?
   [ "$rc" -eq 0 ] || { echo "suite: $p exited $rc"; status=1; }
+  if [ -f "$out/$name.json" ]; then
+    written+=("$out/$name.json")
+  else
+    echo "suite: $p wrote no records"
+  fi
 done
 echo
-python3 "$runfiles/tools/summarize.py" "$out"/*.json || status=1
-echo "result records: $out"
+if [ "${#written[@]}" -gt 0 ]; then
+  # One screen: per bug the symptom and each fix, where the records are and
+  # the command that turns them into the report.
+  python3 "$runfiles/tools/summarize.py" --out "$out" "${written[@]}" || status=1
+else
+  echo "suite: no pair wrote records"
+  echo "result records: $out"
+fi
 exit $status

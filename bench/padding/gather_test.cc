@@ -14,7 +14,6 @@ int CheckAll(const launch::RankEnv& env) {
   comm::CommOptions o = comm::OptionsFromRankEnv(env);
   o.backend = "gloo";
   o.timeout = std::chrono::seconds(20);
-  o.record_progress = false;
   auto comm = comm::MakeComm(o);
   auto memory = HostMemory();
   int failures = 0;

@@ -11,11 +11,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "bench/benchmark_flags.h"
 #include "bench/common/sched.h"
 #include "bench/padding/cases.h"
 #include "bench/padding/run.h"
@@ -27,17 +27,6 @@ namespace ddp::bench {
 namespace {
 
 constexpr char kProgram[] = "padding";
-
-// Google Benchmark flags this binary forwards (or handles itself: filter,
-// list_tests). Others, such as --benchmark_min_time or random interleaving,
-// could make ranks run different iterations, so they are refused.
-const std::set<std::string>& AllowedBenchmarkFlags() {
-  static const std::set<std::string> allowed = {
-      "benchmark_filter", "benchmark_list_tests", "benchmark_format", "benchmark_out",
-      "benchmark_out_format", "benchmark_repetitions", "benchmark_report_aggregates_only",
-      "benchmark_display_aggregates_only", "benchmark_counters_tabular", "benchmark_color"};
-  return allowed;
-}
 
 int Usage(const std::string& message) {
   std::fprintf(stderr, "%s: %s\n", kProgram, message.c_str());
@@ -52,55 +41,25 @@ std::vector<std::string> Split(const std::string& s) {
   return out;
 }
 
-// --benchmark_out relative to where `bazel run` was started, not runfiles.
-std::string ResolvePath(const std::string& path) {
-  if (path.empty() || path[0] == '/') return path;
-  const char* wd = std::getenv("BUILD_WORKING_DIRECTORY");
-  return wd != nullptr && *wd != '\0' ? std::string(wd) + "/" + path : path;
-}
-
 int Main(int argc, char** argv) {
-  // Split off Google Benchmark's flags (--benchmark_x=value) from ours.
-  std::vector<char*> ours = {argv[0]};
+  // Split off Google Benchmark's flags (--benchmark_x=value) from ours and
+  // check them (bench/benchmark_flags.h). The filter and the listing are
+  // handled here; repetitions go to every rank (all must run the same
+  // iterations); the rest only to rank 0, which reports.
+  BenchmarkFlags bf;
+  if (const std::string err = ParseBenchmarkFlags(argc, argv, CommonBenchmarkFlags(), &bf);
+      !err.empty()) {
+    return Usage(err);
+  }
+  std::vector<char*> ours = bf.ours;
   RunConfig run;
-  std::string filter;
-  bool list_tests = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.rfind("--benchmark_", 0) != 0) {
-      ours.push_back(argv[i]);
-      continue;
-    }
-    const auto eq = arg.find('=');
-    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
-    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    if (AllowedBenchmarkFlags().count(name) == 0) {
-      std::string list;
-      for (const auto& a : AllowedBenchmarkFlags()) list += (list.empty() ? "--" : ", --") + a;
-      return Usage("unsupported flag --" + name +
-                   " (every rank must run the same iterations; allowed Google Benchmark flags: " +
-                   list + ")");
-    }
-    if (name == "benchmark_filter") {
-      filter = value;
-    } else if (name == "benchmark_list_tests") {
-      list_tests = value.empty() || value == "true" || value == "1";
-    } else if (name == "benchmark_format" || name == "benchmark_out_format") {
-      if (value != "console" && value != "json" && value != "csv") {
-        return Usage("bad value '" + value + "' for --" + name +
-                     " (allowed: one of console|json|csv)");
-      }
-      if (name == "benchmark_format") run.console_summary = value == "console";
-      run.rank0_benchmark_args.push_back(arg);
-    } else if (name == "benchmark_out") {
-      if (value.empty()) return Usage("--benchmark_out needs a path: --benchmark_out=PATH");
-      run.rank0_benchmark_args.push_back("--benchmark_out=" + ResolvePath(value));
-    } else if (name == "benchmark_repetitions") {
-      run.rank0_benchmark_args.push_back(arg);
-      run.other_benchmark_args.push_back(arg);
-    } else {
-      run.rank0_benchmark_args.push_back(arg);
-    }
+  const std::string filter = bf.filter;
+  const bool list_tests = bf.list_tests;
+  run.console_summary = bf.format == "console";
+  for (const std::string& arg : bf.args) {
+    if (arg.rfind("--benchmark_filter", 0) == 0 || arg.rfind("--benchmark_list_tests", 0) == 0) continue;
+    run.rank0_benchmark_args.push_back(arg);
+    if (arg.rfind("--benchmark_repetitions=", 0) == 0) run.other_benchmark_args.push_back(arg);
   }
 
   int world_size = 4;

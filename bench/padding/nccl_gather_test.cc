@@ -16,7 +16,6 @@ int CheckAll(const launch::RankEnv& env) {
   comm::CommOptions o = comm::OptionsFromRankEnv(env);
   o.backend = "nccl";
   o.timeout = std::chrono::seconds(60);
-  o.record_progress = false;
   o.share_gpu = env.share_gpu;
   auto comm = comm::MakeComm(o);
   auto memory = DeviceMemory(device);

@@ -61,7 +61,6 @@ class Runner {
     comm::CommOptions o = comm::OptionsFromRankEnv(env);
     o.backend = config.backend;
     o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.timeout_s * 1000));
-    o.record_progress = false;  // no store write per collective in a benchmark
     o.share_gpu = env.share_gpu;
     comm_ = comm::MakeComm(o);
     if (config.backend == "nccl") {

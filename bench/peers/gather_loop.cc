@@ -5,7 +5,7 @@
 // `iters` times (barrier; all_gather of `count` float64; all_reduce of one
 // double), which is one timed iteration of bench/padding's floor_allgather,
 // with nothing else in the process. --engine comm goes through our Comm API
-// (progress records off, as in the benchmarks); --engine gloo calls Gloo's
+// (default options, as in the benchmarks); --engine gloo calls Gloo's
 // own collectives on a context of its own, so the two show what the Comm
 // layer adds. Rank 0 prints one JSON line:
 //   {"W": 2, "iters": 2000, "count": 128, "sched": "batch", "engine": "comm",
@@ -54,7 +54,6 @@ class CommLoop final : public Loop {
   CommLoop(const launch::RankEnv& env, int count) {
     comm::CommOptions o = comm::OptionsFromRankEnv(env);
     o.backend = "gloo";
-    o.record_progress = false;
     comm_ = comm::MakeComm(o);
     in_.assign(static_cast<std::size_t>(count), 1.0);
     out_.resize(in_.size() * static_cast<std::size_t>(env.world_size));

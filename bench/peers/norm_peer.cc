@@ -90,7 +90,6 @@ int Rank(const launch::RankEnv& env, const Config& cfg) {
   UseSchedPolicy(cfg.sched);  // before Gloo's threads exist: they inherit it
   comm::CommOptions o = comm::OptionsFromRankEnv(env);
   o.backend = "gloo";
-  o.record_progress = false;
   o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(cfg.timeout_s * 1000));
   auto comm = comm::MakeComm(o);
   nn::Rng rng(1234 + static_cast<std::uint64_t>(env.rank));

@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/trace/exchange.h"
+#include "core/trace/watchdog.h"
+
 namespace ddp::comm {
 namespace {
 
@@ -30,23 +33,58 @@ Comm::Comm(CommSetup setup)
       backend_(std::move(setup.backend)),
       timeout_(setup.timeout),
       checked_(setup.checked),
-      progress_(std::move(setup.store), setup.rank, setup.world_size, setup.record_progress) {
-  progress_.Record({ProgressRecord::State::kReady, -1, OpKind::kBarrier});
+      store_(std::move(setup.store)),
+      run_id_(std::move(setup.run_id)),
+      trace_dir_(std::move(setup.trace_dir)),
+      host_(std::move(setup.host)) {
+  if (setup.trace_entries > 0) {
+    recorder_ = std::make_shared<trace::FlightRecorder>(
+        trace::FlightRecorder::Identity{setup.name, backend_, rank_, world_size_, timeout_, checked_},
+        setup.trace_entries);
+  }
 }
 
 Comm::~Comm() {
+  Finish();
   try {
-    Finish();
+    StopWatchdog();
   } catch (...) {
-    // A destructor must not throw; a lost "finished" record only makes a
-    // peer's report less precise.
+    // A destructor must not throw; the watchdog thread ends with the process.
   }
+}
+
+void Comm::StartWatchdog() {
+  if (!recorder_ || watchdog_id_ >= 0) return;
+  trace::Watchdog::Registration r;
+  r.recorder = recorder_;
+  if (store_) {
+    r.channel = std::make_shared<trace::DumpChannel>(store_, rank_, world_size_);
+    try {
+      r.channel->PublishHost(host_);
+    } catch (const std::exception&) {
+      // Only the reports' host names are lost; the next store operation
+      // that matters will say what is wrong with the store.
+    }
+  }
+  r.trace_dir = trace_dir_;
+  r.run_id = run_id_;
+  auto& watchdog = trace::Watchdog::Get();
+  watchdog_id_ = watchdog.Register(std::move(r));
+  if (auto hook = WatchdogAbortHook()) watchdog.SetAbortHook(watchdog_id_, std::move(hook));
+}
+
+void Comm::StopWatchdog() {
+  if (watchdog_id_ < 0) return;
+  auto& watchdog = trace::Watchdog::Get();
+  if (!broken_) watchdog.PublishLast(watchdog_id_);
+  watchdog.Unregister(watchdog_id_);
+  watchdog_id_ = -1;
 }
 
 void Comm::Finish() {
   if (finished_ || broken_) return;
   finished_ = true;
-  progress_.Record({ProgressRecord::State::kFinished, last_seq_, last_op_});
+  if (recorder_) recorder_->MarkFinished();
 }
 
 void Comm::ThrowIfBroken(OpKind op) const {
@@ -60,11 +98,12 @@ void Comm::ThrowIfBroken(OpKind op) const {
 }
 
 template <typename EngineCall>
-void Comm::Run(Fingerprint fp, std::span<const std::size_t> counts, EngineCall&& call) {
+void Comm::Run(Fingerprint fp, std::span<const std::size_t> counts, const Site& site,
+               EngineCall&& call) {
   ThrowIfBroken(fp.op);
   fp.seq = seq_++;
-  progress_.Record({ProgressRecord::State::kEntered, fp.seq, fp.op});
   const auto start = Clock::now();
+  if (recorder_) recorder_->Enter(fp, counts, site, start);
   if (checked_) {
     std::vector<Fingerprint> all;
     try {
@@ -75,7 +114,10 @@ void Comm::Run(Fingerprint fp, std::span<const std::size_t> counts, EngineCall&&
     if (auto mismatch = FindMismatch(all, counts)) {
       broken_ = true;
       broken_reason_ = "checked-mode mismatch at collective #" + std::to_string(fp.seq);
-      progress_.Record({ProgressRecord::State::kFailed, fp.seq, fp.op});
+      if (recorder_) {
+        recorder_->Exit(fp.seq, trace::State::kCheckFailed, Clock::now());
+        recorder_->MarkBroken();
+      }
       throw CheckError(*mismatch);
     }
   }
@@ -84,14 +126,13 @@ void Comm::Run(Fingerprint fp, std::span<const std::size_t> counts, EngineCall&&
   } catch (const EngineFailure& f) {
     Fail(fp, f, Since(start), /*in_check=*/false);
   }
-  last_seq_ = fp.seq;
-  last_op_ = fp.op;
+  if (recorder_) recorder_->Exit(fp.seq, trace::State::kCompleted, Clock::now());
 }
 
 void Comm::Fail(const Fingerprint& fp, const EngineFailure& failure,
                 std::chrono::milliseconds elapsed, bool in_check) {
   broken_ = true;
-  progress_.Record({ProgressRecord::State::kFailed, fp.seq, fp.op});
+  const bool timeout = failure.kind == EngineFailure::Kind::kTimeout;
   FailureContext ctx;
   ctx.rank = rank_;
   ctx.world_size = world_size_;
@@ -101,8 +142,24 @@ void Comm::Fail(const Fingerprint& fp, const EngineFailure& failure,
   ctx.elapsed = elapsed;
   ctx.deadline = timeout_;
   ctx.engine_message = failure.what();
-  ctx.report = FormatDesyncReport(rank_, fp.seq, fp.op, progress_.ReadAll(), progress_.enabled());
-  const bool timeout = failure.kind == EngineFailure::Kind::kTimeout;
+  if (recorder_) {
+    recorder_->Exit(fp.seq, timeout ? trace::State::kTimedOut : trace::State::kPeerFailed,
+                    Clock::now());
+    recorder_->MarkBroken();
+  }
+  if (watchdog_id_ >= 0) {
+    const auto report = trace::Watchdog::Get().OnFailure(
+        watchdog_id_, std::string(timeout ? "deadline" : "peer failure") + " in " + Name(fp.op) +
+                          " #" + std::to_string(fp.seq),
+        kDumpWait);
+    ctx.report = report.text;
+    ctx.verdict = report.verdict;
+    ctx.mismatch_class = report.klass;
+    ctx.dump_path = report.dump_path;
+  } else {
+    ctx.report = "desync report unavailable: the flight recorder is off (" +
+                 std::string(recorder_ ? "no watchdog" : "DDP_PITFALLS_TRACE_ENTRIES=0") + ")";
+  }
   std::ostringstream msg;
   msg << (timeout ? "deadline exceeded" : "peer failure") << " on rank " << rank_ << "/"
       << world_size_ << ": " << fp.ToString() << (in_check ? " (checked-mode fingerprint exchange)" : "")
@@ -115,16 +172,16 @@ void Comm::Fail(const Fingerprint& fp, const EngineFailure& failure,
   throw PeerError(msg.str(), std::move(ctx));
 }
 
-void Comm::Allgather(const void* send, void* recv, std::size_t count, DType dtype) {
+void Comm::Allgather(const void* send, void* recv, std::size_t count, DType dtype, Site site) {
   Fingerprint fp;
   fp.op = OpKind::kAllgather;
   fp.dtype = dtype;
   fp.count = count;
-  Run(fp, {}, [&](uint32_t tag) { EngineAllgather(send, recv, count, dtype, tag); });
+  Run(fp, {}, site, [&](uint32_t tag) { EngineAllgather(send, recv, count, dtype, tag); });
 }
 
 void Comm::Allgatherv(const void* send, std::size_t count, void* recv,
-                      std::span<const std::size_t> counts, DType dtype) {
+                      std::span<const std::size_t> counts, DType dtype, Site site) {
   if (counts.size() != static_cast<std::size_t>(world_size_)) {
     throw std::invalid_argument("Allgatherv: counts has " + std::to_string(counts.size()) +
                                 " entries, world size is " + std::to_string(world_size_));
@@ -134,20 +191,20 @@ void Comm::Allgatherv(const void* send, std::size_t count, void* recv,
   fp.dtype = dtype;
   fp.count = count;
   fp.counts_hash = HashCounts(counts);
-  Run(fp, counts,
+  Run(fp, counts, site,
       [&](uint32_t tag) { EngineAllgatherv(send, count, recv, counts, dtype, tag); });
 }
 
-void Comm::Allreduce(void* data, std::size_t count, DType dtype, ReduceOp op) {
+void Comm::Allreduce(void* data, std::size_t count, DType dtype, ReduceOp op, Site site) {
   Fingerprint fp;
   fp.op = OpKind::kAllreduce;
   fp.dtype = dtype;
   fp.count = count;
   fp.reduce = static_cast<int64_t>(op);
-  Run(fp, {}, [&](uint32_t tag) { EngineAllreduce(data, count, dtype, op, tag); });
+  Run(fp, {}, site, [&](uint32_t tag) { EngineAllreduce(data, count, dtype, op, tag); });
 }
 
-void Comm::Broadcast(void* data, std::size_t count, DType dtype, int root) {
+void Comm::Broadcast(void* data, std::size_t count, DType dtype, int root, Site site) {
   if (root < 0 || root >= world_size_) {
     throw std::invalid_argument("Broadcast: root " + std::to_string(root) + " not in [0, " +
                                 std::to_string(world_size_) + ")");
@@ -157,22 +214,23 @@ void Comm::Broadcast(void* data, std::size_t count, DType dtype, int root) {
   fp.dtype = dtype;
   fp.count = count;
   fp.root = root;
-  Run(fp, {}, [&](uint32_t tag) { EngineBroadcast(data, count, dtype, root, tag); });
+  Run(fp, {}, site, [&](uint32_t tag) { EngineBroadcast(data, count, dtype, root, tag); });
 }
 
-void Comm::ReduceScatter(const void* send, void* recv, std::size_t recv_count, DType dtype) {
+void Comm::ReduceScatter(const void* send, void* recv, std::size_t recv_count, DType dtype,
+                         Site site) {
   Fingerprint fp;
   fp.op = OpKind::kReduceScatter;
   fp.dtype = dtype;
   fp.count = recv_count;
   fp.reduce = static_cast<int64_t>(ReduceOp::kSum);
-  Run(fp, {}, [&](uint32_t tag) { EngineReduceScatter(send, recv, recv_count, dtype, tag); });
+  Run(fp, {}, site, [&](uint32_t tag) { EngineReduceScatter(send, recv, recv_count, dtype, tag); });
 }
 
-void Comm::Barrier() {
+void Comm::Barrier(Site site) {
   Fingerprint fp;
   fp.op = OpKind::kBarrier;
-  Run(fp, {}, [&](uint32_t tag) { EngineBarrier(tag); });
+  Run(fp, {}, site, [&](uint32_t tag) { EngineBarrier(tag); });
 }
 
 }  // namespace ddp::comm

@@ -3,8 +3,15 @@
 // One interface, two backends (Gloo on CPU, NCCL on GPU), chosen by
 // MakeComm() (core/comm/make_comm.h). This base class does what both share:
 // per-communicator sequence numbers, checked mode (fingerprints exchanged and
-// compared before the engine is touched), per-rank progress records, and
-// turning engine failures into DeadlineError/PeerError with a desync report.
+// compared before the engine is touched), the flight recorder (every
+// collective in an in-memory ring buffer, with its call site; core/trace),
+// and turning engine failures into DeadlineError/PeerError with a desync
+// report: the analyzer's verdict over every rank's flight recorder dump.
+//
+// Every collective takes a defaulted std::source_location: the recorder
+// keeps the caller's file, line and function, so a desync report names the
+// line of user code that entered the collective. Pass one explicitly only
+// when wrapping these calls and the wrapper's caller is the better site.
 //
 // Raw mode (the default) passes each call straight to the engine, even when
 // ranks disagree: that is how the repros show what really happens,
@@ -20,7 +27,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <source_location>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -28,9 +37,9 @@
 
 #include "core/comm/errors.h"
 #include "core/comm/fingerprint.h"
-#include "core/comm/progress.h"
 #include "core/comm/types.h"
 #include "core/launch/store.h"
+#include "core/trace/recorder.h"
 
 namespace ddp::comm {
 
@@ -48,8 +57,14 @@ struct CommSetup {
   std::string backend;
   std::chrono::milliseconds timeout{60000};
   bool checked = false;
-  bool record_progress = true;
   std::shared_ptr<launch::Store> store;  // namespaced for this communicator
+  std::string name;                      // the communicator's name (its store namespace)
+  std::string run_id;
+  std::size_t trace_entries = trace::kDefaultEntries;  // flight recorder ring; 0: off
+  std::string trace_dir;                 // where the watchdog writes rank<R>.json
+  // Where this rank runs, for peers' reports when it goes silent: the host
+  // name, and the address it binds when it has one ("vm (10.77.0.2)").
+  std::string host;
 };
 
 class Comm {
@@ -66,62 +81,91 @@ class Comm {
   // Sequence number the next collective will get (0 for the first).
   int64_t next_seq() const { return seq_; }
 
+  using Site = std::source_location;
+
   // recv: world_size * count elements, rank r's contribution at r * count.
-  void Allgather(const void* send, void* recv, std::size_t count, DType dtype);
+  void Allgather(const void* send, void* recv, std::size_t count, DType dtype,
+                 Site site = Site::current());
   // recv: sum(counts) elements, rank r's at sum(counts[0..r)); counts.size()
   // must be world_size and count is this rank's own contribution.
   void Allgatherv(const void* send, std::size_t count, void* recv,
-                  std::span<const std::size_t> counts, DType dtype);
+                  std::span<const std::size_t> counts, DType dtype, Site site = Site::current());
   // In place, as torch.distributed.all_reduce.
-  void Allreduce(void* data, std::size_t count, DType dtype, ReduceOp op);
+  void Allreduce(void* data, std::size_t count, DType dtype, ReduceOp op,
+                 Site site = Site::current());
   // In place: root's data is copied to every rank.
-  void Broadcast(void* data, std::size_t count, DType dtype, int root);
+  void Broadcast(void* data, std::size_t count, DType dtype, int root,
+                 Site site = Site::current());
   // send: world_size * recv_count elements; recv: the sum over ranks of
   // block `rank` (recv_count elements).
-  void ReduceScatter(const void* send, void* recv, std::size_t recv_count, DType dtype);
-  void Barrier();
+  void ReduceScatter(const void* send, void* recv, std::size_t recv_count, DType dtype,
+                     Site site = Site::current());
+  void Barrier(Site site = Site::current());
 
   // Typed conveniences.
   template <typename T>
-  std::vector<T> Allgather(std::span<const T> mine) {
+  std::vector<T> Allgather(std::span<const T> mine, Site site = Site::current()) {
     std::vector<T> out(mine.size() * static_cast<std::size_t>(world_size_));
-    Allgather(mine.data(), out.data(), mine.size(), DTypeOf<T>());
+    Allgather(mine.data(), out.data(), mine.size(), DTypeOf<T>(), site);
     return out;
   }
   template <typename T>
-  std::vector<T> Allgatherv(std::span<const T> mine, std::span<const std::size_t> counts) {
+  std::vector<T> Allgatherv(std::span<const T> mine, std::span<const std::size_t> counts,
+                            Site site = Site::current()) {
     std::size_t total = 0;
     for (std::size_t c : counts) total += c;
     std::vector<T> out(total);
-    Allgatherv(mine.data(), mine.size(), out.data(), counts, DTypeOf<T>());
+    Allgatherv(mine.data(), mine.size(), out.data(), counts, DTypeOf<T>(), site);
     return out;
   }
   template <typename T>
-  void Allreduce(std::span<T> data, ReduceOp op = ReduceOp::kSum) {
-    Allreduce(data.data(), data.size(), DTypeOf<T>(), op);
+  void Allreduce(std::span<T> data, ReduceOp op = ReduceOp::kSum, Site site = Site::current()) {
+    Allreduce(data.data(), data.size(), DTypeOf<T>(), op, site);
   }
   template <typename T>
-  void Broadcast(std::span<T> data, int root) {
-    Broadcast(data.data(), data.size(), DTypeOf<T>(), root);
+  void Broadcast(std::span<T> data, int root, Site site = Site::current()) {
+    Broadcast(data.data(), data.size(), DTypeOf<T>(), root, site);
   }
   template <typename T>
-  std::vector<T> ReduceScatter(std::span<const T> input) {
+  std::vector<T> ReduceScatter(std::span<const T> input, Site site = Site::current()) {
     if (input.size() % static_cast<std::size_t>(world_size_) != 0) {
       throw std::invalid_argument("ReduceScatter: input size " + std::to_string(input.size()) +
                                   " is not a multiple of world size " +
                                   std::to_string(world_size_));
     }
     std::vector<T> out(input.size() / static_cast<std::size_t>(world_size_));
-    ReduceScatter(input.data(), out.data(), out.size(), DTypeOf<T>());
+    ReduceScatter(input.data(), out.data(), out.size(), DTypeOf<T>(), site);
     return out;
   }
 
-  // Records "finished normally after #N" for peers' desync reports. Called by
-  // the destructor unless the communicator failed; idempotent.
+  // Marks the communicator finished (its dumps say so; later calls throw).
+  // Called by the destructor unless the communicator failed; idempotent.
   void Finish();
+
+  // Registers this communicator's recorder with the process's watchdog
+  // (core/trace/watchdog.h). MakeComm calls it once the engine is connected;
+  // idempotent. Without it (or with trace_entries = 0), a failure's report
+  // holds this rank's entries only.
+  void StartWatchdog();
+
+  // How long a failing rank waits for the other ranks' dumps. Short because
+  // it adds to every failure's time: a fault must end the run within the
+  // collective deadline + 1 s (core/launch/README.md), and the rank still has
+  // to print, exit and be reaped. Healthy peers answer within one watchdog
+  // tick (50 ms) plus a store round trip; only a stopped rank uses it all.
+  static constexpr std::chrono::milliseconds kDumpWait{400};
 
  protected:
   explicit Comm(CommSetup setup);
+
+  // Leaves this rank's final dump in the store (unless the communicator
+  // failed: its failure dump is there already) and unregisters from the
+  // watchdog, waiting for a running abort hook. Idempotent. A backend whose
+  // abort hook uses its own members calls this first in its destructor.
+  void StopWatchdog();
+  // What the watchdog runs when this communicator's thread is stuck inside
+  // the engine past the deadline (NCCL: ncclCommAbort). None by default.
+  virtual std::function<void()> WatchdogAbortHook() { return nullptr; }
 
   // Engine calls. `tag` is unique per call and equal on every rank for the
   // same sequence number. Failures: throw EngineFailure.
@@ -142,9 +186,10 @@ class Comm {
                                                               uint32_t tag) = 0;
 
  private:
-  // Sequence number, checked-mode comparison, progress record, error wrap.
+  // Sequence number, flight recorder entry, checked-mode comparison, error wrap.
   template <typename EngineCall>
-  void Run(Fingerprint fp, std::span<const std::size_t> counts, EngineCall&& call);
+  void Run(Fingerprint fp, std::span<const std::size_t> counts, const Site& site,
+           EngineCall&& call);
   [[noreturn]] void Fail(const Fingerprint& fp, const EngineFailure& failure,
                          std::chrono::milliseconds elapsed, bool in_check);
   void ThrowIfBroken(OpKind op) const;
@@ -154,10 +199,13 @@ class Comm {
   std::string backend_;
   std::chrono::milliseconds timeout_;
   bool checked_;
-  Progress progress_;
+  std::shared_ptr<launch::Store> store_;
+  std::string run_id_;
+  std::string trace_dir_;
+  std::string host_;
+  std::shared_ptr<trace::FlightRecorder> recorder_;  // null: recorder off
+  int watchdog_id_ = -1;
   int64_t seq_ = 0;
-  int64_t last_seq_ = -1;
-  OpKind last_op_ = OpKind::kBarrier;
   bool broken_ = false;
   bool finished_ = false;
   std::string broken_reason_;

@@ -22,7 +22,8 @@ class CommError : public std::runtime_error {
   explicit CommError(const std::string& message) : std::runtime_error(message) {}
 };
 
-// What the failing call was, and what the peers last did (the desync report).
+// What the failing call was, and where every rank was (the desync report:
+// the flight recorder analyzer's verdict over every rank's dump).
 struct FailureContext {
   int rank = -1;
   int world_size = 0;
@@ -33,6 +34,9 @@ struct FailureContext {
   std::chrono::milliseconds deadline{0};
   std::string engine_message;  // what Gloo/NCCL said
   std::string report;          // the desync report block (may be empty)
+  std::string verdict;         // its first line: the analyzer's one-line verdict
+  std::string mismatch_class;  // "missing ranks", "op type", "size", "dtype", "state", ...
+  std::string dump_path;       // this rank's flight recorder dump file, if written
 };
 
 // The call did not complete within the deadline (a peer is missing, stuck

@@ -1,10 +1,17 @@
 #include "core/comm/gloo_comm.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
 #include <csignal>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <thread>
 
 #include "gloo/allgather.h"
 #include "gloo/allgatherv.h"
@@ -198,15 +205,100 @@ class GlooComm final : public Comm {
   std::shared_ptr<gloo::Context> context_;
 };
 
-std::string DefaultBindAddress(const CommOptions& options, const launch::Store& store) {
-  if (!options.bind_address.empty()) return options.bind_address;
-  if (const char* v = std::getenv(kEnvGlooAddr); v != nullptr && *v != '\0') return v;
+struct BindChoice {
+  std::string host;
+  std::string source;  // where it came from, for messages
+};
+
+BindChoice DefaultBindAddress(const CommOptions& options, const launch::Store& store) {
+  if (!options.bind_address.empty()) return {options.bind_address, "CommOptions.bind_address"};
+  if (const char* v = std::getenv(kEnvGlooAddr); v != nullptr && *v != '\0') {
+    return {v, kEnvGlooAddr};
+  }
   // A file store means one host: loopback. Redis means several hosts: this
   // host's name, as PyTorch's gloo backend does.
-  if (store.Describe().rfind("redis://", 0) != 0) return "127.0.0.1";
+  if (store.Describe().rfind("redis://", 0) != 0) return {"127.0.0.1", "the default with a file store"};
   char host[256] = {0};
-  if (::gethostname(host, sizeof(host) - 1) != 0) return "127.0.0.1";
-  return host;
+  if (::gethostname(host, sizeof(host) - 1) != 0) return {"127.0.0.1", "loopback"};
+  return {host, std::string("this host's name, the default with a Redis rendezvous; set ") +
+                    kEnvGlooAddr + " to an address of this host"};
+}
+
+// getaddrinfo, bounded: a lookup that waits on an unreachable DNS server
+// must not outlast the deadline. The lookup thread is left to finish alone.
+std::vector<sockaddr_storage> Resolve(const BindChoice& bind, std::chrono::milliseconds limit) {
+  struct Lookup {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    int rc = 0;
+    std::vector<sockaddr_storage> addrs;
+  };
+  auto lookup = std::make_shared<Lookup>();
+  std::thread([lookup, host = bind.host] {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
+    std::vector<sockaddr_storage> addrs;
+    for (addrinfo* ai = rc == 0 ? res : nullptr; ai != nullptr; ai = ai->ai_next) {
+      sockaddr_storage ss{};
+      std::memcpy(&ss, ai->ai_addr, std::min<std::size_t>(ai->ai_addrlen, sizeof ss));
+      addrs.push_back(ss);
+    }
+    if (res != nullptr) ::freeaddrinfo(res);
+    std::lock_guard<std::mutex> lock(lookup->mu);
+    lookup->rc = rc;
+    lookup->addrs = std::move(addrs);
+    lookup->done = true;
+    lookup->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(lookup->mu);
+  const std::string what = "Gloo cannot bind to '" + bind.host + "' (" + bind.source + "): ";
+  if (!lookup->cv.wait_for(lock, limit, [&] { return lookup->done; })) {
+    throw launch::ConfigError(what + "the name did not resolve within " +
+                              std::to_string(limit.count()) + " ms");
+  }
+  if (lookup->rc != 0 || lookup->addrs.empty()) {
+    throw launch::ConfigError(what + "the name does not resolve (" +
+                              (lookup->rc != 0 ? ::gai_strerror(lookup->rc) : "no address") + ")");
+  }
+  return lookup->addrs;
+}
+
+std::string Numeric(const sockaddr_storage& ss) {
+  char text[NI_MAXHOST] = {0};
+  const socklen_t len = ss.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  ::getnameinfo(reinterpret_cast<const sockaddr*>(&ss), len, text, sizeof text, nullptr, 0,
+                NI_NUMERICHOST);
+  return text;
+}
+
+// Resolves the bind address and checks that one of its addresses belongs to
+// this host (a test bind to port 0), before Gloo sees it: Gloo 0.5
+// dereferences a failed lookup (SIGSEGV in CreateDeviceAttr). Returns the
+// numeric address Gloo then binds.
+std::string CheckedBindAddress(const BindChoice& bind, std::chrono::milliseconds limit) {
+  std::string tried;
+  for (const sockaddr_storage& ss : Resolve(bind, limit)) {
+    const std::string numeric = Numeric(ss);
+    const socklen_t len = ss.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+    const int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      throw launch::ConfigError("Gloo cannot bind to '" + bind.host + "': socket: " +
+                                std::strerror(errno));
+    }
+    const bool ok = ::bind(fd, reinterpret_cast<const sockaddr*>(&ss), len) == 0;
+    const int err = errno;
+    ::close(fd);
+    if (ok) return numeric;
+    tried += (tried.empty() ? "" : ", ") + numeric + " (" + std::strerror(err) + ")";
+  }
+  throw launch::ConfigError("Gloo cannot bind to '" + bind.host + "' (" + bind.source +
+                            "): it resolves to " + tried +
+                            ", not an address of this host; set " + kEnvGlooAddr +
+                            " to one of this host's addresses");
 }
 
 }  // namespace
@@ -217,12 +309,18 @@ std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) 
   // of SIGPIPE instead of seeing the write fail and raising a PeerError.
   std::signal(SIGPIPE, SIG_IGN);
   gloo::transport::tcp::attr attr;
-  attr.hostname = DefaultBindAddress(options, *setup.store);
+  const BindChoice bind = DefaultBindAddress(options, *setup.store);
+  attr.hostname = CheckedBindAddress(bind, setup.timeout);
+  {
+    char name[256] = {0};
+    if (::gethostname(name, sizeof(name) - 1) != 0) std::strcpy(name, "unknown");
+    setup.host = std::string(name) + " (" + attr.hostname + ")";
+  }
   std::shared_ptr<gloo::transport::Device> device;
   try {
     device = gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
-    throw launch::ConfigError("gloo cannot bind to '" + attr.hostname + "' (" + kEnvGlooAddr +
+    throw launch::ConfigError("Gloo cannot bind to '" + bind.host + "' (" + bind.source +
                               "): " + e.what());
   }
   auto context = std::make_shared<gloo::rendezvous::Context>(setup.rank, setup.world_size);

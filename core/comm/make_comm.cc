@@ -58,17 +58,25 @@ std::unique_ptr<Comm> MakeComm(const CommOptions& options) {
   setup.backend = options.backend;
   setup.timeout = ResolveTimeout(options);
   setup.checked = ResolveChecked(options);
-  setup.record_progress = ResolveProgress(options);
+  setup.trace_entries = ResolveTraceEntries(options);
   const std::string name =
       options.name.empty() ? "comm" + std::to_string(g_comm_counter++) : options.name;
   auto base = options.store ? options.store : launch::OpenStore(options.rdzv, setup.timeout);
+  setup.name = name;
+  setup.run_id = options.run_id;
+  setup.trace_dir = ResolveTraceDir(options, base->Describe());
   setup.store = launch::PrefixedStore(base, options.run_id + "/" + name);
   setup.store->set_timeout(setup.timeout);
 
 #ifdef DDP_HAVE_NCCL
-  if (options.backend == "nccl") return MakeNcclComm(options, std::move(setup));
+  std::unique_ptr<Comm> comm = options.backend == "nccl" ? MakeNcclComm(options, std::move(setup))
+                                                         : MakeGlooComm(options, std::move(setup));
+#else
+  std::unique_ptr<Comm> comm = MakeGlooComm(options, std::move(setup));
 #endif
-  return MakeGlooComm(options, std::move(setup));
+  // Connected: from now on the store serves only failure-time dump requests.
+  comm->StartWatchdog();
+  return comm;
 }
 
 }  // namespace ddp::comm

@@ -3,9 +3,11 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "core/comm/gloo_comm.h"
@@ -67,9 +69,10 @@ class NcclComm final : public Comm {
       : Comm(setup), device_(device), helper_(std::move(helper)) {}
 
   ~NcclComm() override {
+    StopWatchdog();  // no abort hook may run from here on
     cudaSetDevice(device_);
     if (comm_ != nullptr) {
-      if (aborted_) {
+      if (aborted_.load()) {
         // Already aborted.
       } else if (broken_engine_) {
         ncclCommAbort(comm_);
@@ -197,6 +200,12 @@ class NcclComm final : public Comm {
            "ncclAllReduce (barrier)", st);
   }
 
+  // The watchdog's last resort when this rank's thread is stuck past the
+  // deadline: abort the communicator from the watchdog thread.
+  std::function<void()> WatchdogAbortHook() override {
+    return [this] { AbortFromWatchdog(); };
+  }
+
   std::vector<Fingerprint> EngineExchangeFingerprints(const Fingerprint& mine, uint32_t) override {
     // Over a helper Gloo communicator (CPU), as PyTorch's ProcessGroupWrapper.
     const auto bytes = mine.Serialize();
@@ -282,7 +291,7 @@ class NcclComm final : public Comm {
     broken_engine_ = true;
     throw EngineFailure(EngineFailure::Kind::kPeer,
                         std::string(what) + ": " + ncclGetErrorString(r) + " (" +
-                            (comm_ ? ncclGetLastError(comm_) : "") + ")");
+                            (comm_ != nullptr && !aborted_.load() ? ncclGetLastError(comm_) : "") + ")");
   }
 
   // Enqueue (which may itself be in progress on a non-blocking comm), then
@@ -292,7 +301,7 @@ class NcclComm final : public Comm {
   void Launch(Enqueue&& enqueue, const char* what, Staging& st) {
     CudaCheck(cudaSetDevice(device_), "cudaSetDevice");
     const auto start = Clock::now();
-    const ncclResult_t r = enqueue();
+    const ncclResult_t r = Locked(what, [&] { return enqueue(); });
     if (r != ncclSuccess && r != ncclInProgress) Nccl(r, what);
     WaitComm(start, what);
     st.CopyBack();
@@ -302,7 +311,8 @@ class NcclComm final : public Comm {
   void WaitComm(Clock::time_point start, const char* what) {
     while (true) {
       ncclResult_t state = ncclSuccess;
-      Nccl(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
+      Nccl(Locked(what, [&] { return ncclCommGetAsyncError(comm_, &state); }),
+           "ncclCommGetAsyncError");
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) Abort(EngineFailure::Kind::kPeer, what, state);
       if (Clock::now() - start > timeout()) Abort(EngineFailure::Kind::kTimeout, what, state);
@@ -319,7 +329,7 @@ class NcclComm final : public Comm {
         throw EngineFailure(EngineFailure::Kind::kPeer, std::string(what) + ": " + CudaText(q));
       }
       ncclResult_t state = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &state);
+      Locked(what, [&] { return ncclCommGetAsyncError(comm_, &state); });
       if (state != ncclSuccess && state != ncclInProgress) {
         Abort(EngineFailure::Kind::kPeer, what, state);
       }
@@ -328,16 +338,45 @@ class NcclComm final : public Comm {
     }
   }
 
+  // Runs one NCCL call on comm_ under nccl_mu_, unless the watchdog has
+  // aborted the communicator (then comm_ must not be touched again).
+  template <typename Call>
+  ncclResult_t Locked(const char* what, Call&& call) {
+    std::lock_guard<std::timed_mutex> lock(nccl_mu_);
+    if (aborted_.load()) {
+      broken_engine_ = true;
+      throw EngineFailure(EngineFailure::Kind::kTimeout,
+                          std::string("Timed out in ") + what +
+                              ": communicator aborted by the watchdog (this thread was stuck "
+                              "past the deadline)");
+    }
+    return call();
+  }
+
   [[noreturn]] void Abort(EngineFailure::Kind kind, const char* what, ncclResult_t state) {
     const std::string detail = kind == EngineFailure::Kind::kTimeout
                                    ? "Timed out waiting " + std::to_string(timeout().count()) +
                                          "ms for " + what + "; communicator aborted"
                                    : std::string(what) + ": async error " +
                                          ncclGetErrorString(state) + "; communicator aborted";
-    ncclCommAbort(comm_);
-    aborted_ = true;
+    {
+      std::lock_guard<std::timed_mutex> lock(nccl_mu_);
+      if (!aborted_.exchange(true)) ncclCommAbort(comm_);
+    }
     broken_engine_ = true;
     throw EngineFailure(kind, detail);
+  }
+
+  // The watchdog thread. The main thread holds nccl_mu_ only for the length
+  // of one NCCL call; if it cannot be had within a second, that call is
+  // blocked inside NCCL, and ncclCommAbort from another thread is NCCL's way
+  // to release it. Either way the main thread never touches comm_ again
+  // (Locked checks aborted_ first).
+  void AbortFromWatchdog() {
+    std::unique_lock<std::timed_mutex> lock(nccl_mu_, std::defer_lock);
+    [[maybe_unused]] const bool locked = lock.try_lock_for(std::chrono::seconds(1));
+    if (aborted_.exchange(true)) return;
+    ncclCommAbort(comm_);
   }
 
   int device_;
@@ -345,7 +384,8 @@ class NcclComm final : public Comm {
   cudaStream_t stream_ = nullptr;
   ncclComm_t comm_ = nullptr;
   bool broken_engine_ = false;
-  bool aborted_ = false;
+  std::timed_mutex nccl_mu_;          // main thread's NCCL calls vs the watchdog's abort
+  std::atomic<bool> aborted_{false};  // comm_ was aborted: never touch it again
   void* scratch_[2] = {nullptr, nullptr};
   std::size_t scratch_bytes_[2] = {0, 0};
 };
@@ -371,7 +411,7 @@ std::unique_ptr<Comm> MakeNcclComm(const CommOptions& options, CommSetup setup) 
     CommSetup h = setup;
     h.backend = "gloo";
     h.checked = false;
-    h.record_progress = false;
+    h.trace_entries = 0;  // its exchanges are part of the main communicator's entries
     h.store = launch::PrefixedStore(setup.store, "check");
     helper = MakeGlooComm(options, std::move(h));
   }

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/launch/config_error.h"
+#include "core/trace/model.h"
 
 namespace ddp::comm {
 namespace {
@@ -59,10 +60,44 @@ bool ResolveChecked(const CommOptions& options, const launch::EnvLookup& env) {
   return text ? ParseFlag(kEnvCheck, *text) : false;
 }
 
-bool ResolveProgress(const CommOptions& options, const launch::EnvLookup& env) {
-  if (options.record_progress) return *options.record_progress;
-  const auto text = env(kEnvProgress);
-  return text ? ParseFlag(kEnvProgress, *text) : true;
+std::size_t ResolveTraceEntries(const CommOptions& options, const launch::EnvLookup& env) {
+  constexpr std::size_t kMax = 1000000;
+  if (options.trace_entries) {
+    if (*options.trace_entries > kMax) {
+      throw launch::ConfigError("CommOptions.trace_entries must be at most 1000000");
+    }
+    return *options.trace_entries;
+  }
+  const auto text = env(kEnvTraceEntries);
+  if (!text) return trace::kDefaultEntries;
+  const int n = [&] {
+    try {
+      return launch::ParseInt(*text, kEnvTraceEntries);
+    } catch (const launch::ConfigError&) {
+      return -1;
+    }
+  }();
+  if (n < 0 || static_cast<std::size_t>(n) > kMax) {
+    throw launch::ConfigError(std::string(kEnvTraceEntries) + "='" + *text +
+                              "' must be a number of entries in [0, 1000000] (0: recorder off)");
+  }
+  return static_cast<std::size_t>(n);
+}
+
+std::string ResolveTraceDir(const CommOptions& options, const std::string& store_description,
+                            const launch::EnvLookup& env) {
+  if (!options.trace_dir.empty()) return options.trace_dir;
+  if (const auto dir = env(kEnvTraceDir); dir && !dir->empty()) return *dir;
+  // A file store is one folder per world (SpawnRanks and ddprun make a fresh
+  // one and remove it afterwards): the dumps live and go with it.
+  constexpr std::string_view kFile = "file:";
+  if (store_description.rfind(kFile, 0) == 0) {
+    const std::string dir = store_description.substr(kFile.size());
+    return dir.substr(0, dir.find(" [")) + "/trace";
+  }
+  std::string tmp = "/tmp";
+  if (const auto t = env("TMPDIR"); t && !t->empty()) tmp = *t;
+  return tmp + "/ddp-pitfalls-trace/" + options.run_id;
 }
 
 }  // namespace ddp::comm

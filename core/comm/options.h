@@ -3,12 +3,18 @@
 // Unset optional fields come from the environment (documented in README.md):
 //   DDP_PITFALLS_TIMEOUT   deadline of every collective, seconds (default 60)
 //   DDP_PITFALLS_CHECK     1: checked mode (fingerprints first), 0: raw (default)
-//   DDP_PITFALLS_PROGRESS  0: no per-call progress records (benchmarks); default 1
+//   DDP_PITFALLS_TRACE_ENTRIES  flight recorder ring size per communicator
+//                          (default 2000; 0 turns the recorder off)
+//   DDP_PITFALLS_TRACE_DIR where ranks write their dumps rank<R>.json (default:
+//                          <rendezvous dir>/trace with a file store, so a world
+//                          spawned into a fresh rendezvous folder cleans them up
+//                          with it; $TMPDIR/ddp-pitfalls-trace/<run id> otherwise)
 //   DDP_GLOO_ADDR          address Gloo binds (default 127.0.0.1 with a file
 //                          store, this host's name with Redis)
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,7 +26,8 @@ namespace ddp::comm {
 
 inline constexpr char kEnvTimeout[] = "DDP_PITFALLS_TIMEOUT";
 inline constexpr char kEnvCheck[] = "DDP_PITFALLS_CHECK";
-inline constexpr char kEnvProgress[] = "DDP_PITFALLS_PROGRESS";
+inline constexpr char kEnvTraceEntries[] = "DDP_PITFALLS_TRACE_ENTRIES";
+inline constexpr char kEnvTraceDir[] = "DDP_PITFALLS_TRACE_DIR";
 inline constexpr char kEnvGlooAddr[] = "DDP_GLOO_ADDR";
 inline constexpr std::chrono::milliseconds kDefaultTimeout = std::chrono::seconds(60);
 
@@ -31,7 +38,11 @@ struct CommOptions {
   int local_rank = 0;
   int local_world_size = 1;
   std::string rdzv;                       // directory or redis://host:port
-  std::shared_ptr<launch::Store> store;   // overrides rdzv when set
+  // Overrides rdzv when set. After the rendezvous, this communicator's
+  // watchdog thread polls it for dump requests: do not share a Redis store
+  // object with code that uses it at the same time (hiredis is not
+  // thread-safe); a file store may be shared.
+  std::shared_ptr<launch::Store> store;
   std::string run_id = "run";
   // Key namespace of this communicator in the store. Empty: "comm<k>", k
   // counting the communicators this process created (the same on every rank
@@ -39,7 +50,8 @@ struct CommOptions {
   std::string name;
   std::optional<std::chrono::milliseconds> timeout;
   std::optional<bool> checked;
-  std::optional<bool> record_progress;
+  std::optional<std::size_t> trace_entries;  // flight recorder ring size; 0: off
+  std::string trace_dir;                      // where dumps go (see above)
   std::string bind_address;
   bool share_gpu = false;  // NCCL: several local ranks on one GPU (functional only)
 };
@@ -55,7 +67,11 @@ std::chrono::milliseconds ResolveTimeout(const CommOptions& options,
                                          const launch::EnvLookup& env = launch::ProcessEnv);
 bool ResolveChecked(const CommOptions& options,
                     const launch::EnvLookup& env = launch::ProcessEnv);
-bool ResolveProgress(const CommOptions& options,
-                     const launch::EnvLookup& env = launch::ProcessEnv);
+std::size_t ResolveTraceEntries(const CommOptions& options,
+                                const launch::EnvLookup& env = launch::ProcessEnv);
+// `store_description` is the rendezvous store's Describe() ("file:/dir" or
+// "redis://...").
+std::string ResolveTraceDir(const CommOptions& options, const std::string& store_description,
+                            const launch::EnvLookup& env = launch::ProcessEnv);
 
 }  // namespace ddp::comm

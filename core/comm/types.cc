@@ -45,4 +45,27 @@ const char* Name(OpKind op) {
   return "op?";
 }
 
+namespace {
+
+// Finds the enumerator whose Name() is `name`, trying 0..last.
+template <typename E>
+std::optional<E> ParseByName(std::string_view name, E last) {
+  for (int i = 0; i <= static_cast<int>(last); ++i) {
+    if (name == Name(static_cast<E>(i))) return static_cast<E>(i);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<DType> ParseDType(std::string_view name) {
+  return ParseByName(name, DType::kInt64);
+}
+std::optional<ReduceOp> ParseReduceOp(std::string_view name) {
+  return ParseByName(name, ReduceOp::kMin);
+}
+std::optional<OpKind> ParseOpKind(std::string_view name) {
+  return ParseByName(name, OpKind::kBarrier);
+}
+
 }  // namespace ddp::comm

@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace ddp::comm {
@@ -23,6 +25,11 @@ std::size_t SizeOf(DType dtype);
 const char* Name(DType dtype);     // "float32", ...
 const char* Name(ReduceOp op);     // "sum", ...
 const char* Name(OpKind op);       // "allreduce", ... (as torch.distributed names them)
+
+// The inverses of Name(): nullopt for a name that is not one of ours.
+std::optional<DType> ParseDType(std::string_view name);
+std::optional<ReduceOp> ParseReduceOp(std::string_view name);
+std::optional<OpKind> ParseOpKind(std::string_view name);
 
 template <typename T>
 constexpr DType DTypeOf() {

@@ -1,10 +1,9 @@
-// Pure parts of the comm layer: fingerprints and their comparison, progress
-// records and the desync report, option resolution from the environment.
+// Pure parts of the comm layer: fingerprints and their comparison, op and
+// type names, option resolution from the environment.
 #include <map>
 
 #include "core/comm/fingerprint.h"
 #include "core/comm/options.h"
-#include "core/comm/progress.h"
 #include "core/launch/config_error.h"
 #include "gtest/gtest.h"
 
@@ -81,35 +80,6 @@ TEST(Fingerprint, AllgathervCountsMustMatchContributions) {
             std::string::npos);
 }
 
-TEST(Progress, RecordsRoundTrip) {
-  const ProgressRecord r{ProgressRecord::State::kEntered, 41, OpKind::kReduceScatter};
-  EXPECT_EQ(r.Encode(), "entered 41 reduce_scatter");
-  EXPECT_EQ(ProgressRecord::Decode(r.Encode()), r);
-  EXPECT_FALSE(ProgressRecord::Decode("garbage").has_value());
-  EXPECT_FALSE(ProgressRecord::Decode("entered 3 teleport").has_value());
-}
-
-TEST(Progress, ReportSaysWhoNeverEnteredAndWhoIsPast) {
-  using S = ProgressRecord::State;
-  std::vector<std::optional<ProgressRecord>> records = {
-      ProgressRecord{S::kEntered, 5, OpKind::kAllreduce},
-      ProgressRecord{S::kFinished, 4, OpKind::kBarrier},
-      std::nullopt,
-      ProgressRecord{S::kEntered, 6, OpKind::kAllgather},
-  };
-  EXPECT_EQ(FormatDesyncReport(0, 5, OpKind::kAllreduce, records, true),
-            "desync report for collective #5 (allreduce), last record of each rank in the "
-            "rendezvous store:\n"
-            "  rank 0: entered allreduce #5 (completed up to #4)  <- this rank\n"
-            "  rank 1: finished normally after barrier #4\n"
-            "  rank 2: no record (never created this communicator?)\n"
-            "  rank 3: entered allgather #6 (completed up to #5)\n"
-            "  never entered #5: [1, 2]\n"
-            "  already past #5: [3]");
-  EXPECT_EQ(FormatDesyncReport(0, 5, OpKind::kAllreduce, records, false),
-            "desync report unavailable: progress records are off (DDP_PITFALLS_PROGRESS=0)");
-}
-
 launch::EnvLookup Env(std::map<std::string, std::string> vars) {
   return [vars](const std::string& n) -> std::optional<std::string> {
     auto it = vars.find(n);
@@ -124,8 +94,8 @@ TEST(Options, EnvironmentFillsUnsetFields) {
             std::chrono::milliseconds(2500));
   EXPECT_FALSE(ResolveChecked(o, Env({})));
   EXPECT_TRUE(ResolveChecked(o, Env({{"DDP_PITFALLS_CHECK", "1"}})));
-  EXPECT_TRUE(ResolveProgress(o, Env({})));
-  EXPECT_FALSE(ResolveProgress(o, Env({{"DDP_PITFALLS_PROGRESS", "0"}})));
+  EXPECT_EQ(ResolveTraceEntries(o, Env({})), 2000u);
+  EXPECT_EQ(ResolveTraceEntries(o, Env({{"DDP_PITFALLS_TRACE_ENTRIES", "0"}})), 0u);
   o.timeout = std::chrono::milliseconds(700);
   o.checked = false;
   EXPECT_EQ(ResolveTimeout(o, Env({{"DDP_PITFALLS_TIMEOUT", "9"}})), std::chrono::milliseconds(700));
@@ -138,7 +108,36 @@ TEST(Options, BadEnvironmentValuesAreConfigErrors) {
     EXPECT_THROW(ResolveTimeout(o, Env({{"DDP_PITFALLS_TIMEOUT", bad}})), launch::ConfigError) << bad;
   }
   EXPECT_THROW(ResolveChecked(o, Env({{"DDP_PITFALLS_CHECK", "true"}})), launch::ConfigError);
-  EXPECT_THROW(ResolveProgress(o, Env({{"DDP_PITFALLS_PROGRESS", "off"}})), launch::ConfigError);
+  for (const char* bad : {"", "-1", "many", "1000001"}) {
+    EXPECT_THROW(ResolveTraceEntries(o, Env({{"DDP_PITFALLS_TRACE_ENTRIES", bad}})),
+                 launch::ConfigError)
+        << bad;
+  }
+}
+
+TEST(Options, TraceDirDefaultsToTheRendezvousFolder) {
+  CommOptions o;
+  o.run_id = "r7";
+  EXPECT_EQ(ResolveTraceDir(o, "file:/tmp/rdzv-1", Env({})), "/tmp/rdzv-1/trace");
+  EXPECT_EQ(ResolveTraceDir(o, "file:/tmp/rdzv-1 [x/]", Env({})), "/tmp/rdzv-1/trace");
+  EXPECT_EQ(ResolveTraceDir(o, "redis://h:1", Env({{"TMPDIR", "/scratch"}})),
+            "/scratch/ddp-pitfalls-trace/r7");
+  EXPECT_EQ(ResolveTraceDir(o, "redis://h:1", Env({})), "/tmp/ddp-pitfalls-trace/r7");
+  EXPECT_EQ(ResolveTraceDir(o, "file:/a", Env({{"DDP_PITFALLS_TRACE_DIR", "/keep"}})), "/keep");
+  o.trace_dir = "/mine";
+  EXPECT_EQ(ResolveTraceDir(o, "file:/a", Env({{"DDP_PITFALLS_TRACE_DIR", "/keep"}})), "/mine");
+}
+
+TEST(Types, NamesParseBack) {
+  for (int i = 0; i <= static_cast<int>(OpKind::kBarrier); ++i) {
+    EXPECT_EQ(ParseOpKind(Name(static_cast<OpKind>(i))), static_cast<OpKind>(i));
+  }
+  for (int i = 0; i <= static_cast<int>(DType::kInt64); ++i) {
+    EXPECT_EQ(ParseDType(Name(static_cast<DType>(i))), static_cast<DType>(i));
+  }
+  EXPECT_EQ(ParseReduceOp("max"), ReduceOp::kMax);
+  EXPECT_FALSE(ParseOpKind("teleport").has_value());
+  EXPECT_FALSE(ParseDType("float16").has_value());
 }
 
 }  // namespace

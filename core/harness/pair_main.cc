@@ -6,38 +6,14 @@
 #include <cstdlib>
 #include <exception>
 
+#include "core/harness/preflight.h"
 #include "core/launch/config_error.h"
+#include "core/launch/interrupt.h"
+#include "core/results/output_file.h"
 #include "core/results/provenance.h"
+#include "core/results/table.h"
 
 namespace ddp::harness {
-namespace {
-
-std::string Compact(const results::Json& j, std::size_t max_items) {
-  if (!j.IsObject()) return j.Dump();
-  std::string out;
-  std::size_t n = 0;
-  for (const auto& [k, v] : j.AsObject()) {
-    if (n++ == max_items) {
-      out += " ...";
-      break;
-    }
-    std::string text;
-    if (v.IsNumber()) {
-      char buf[40];
-      std::snprintf(buf, sizeof buf, "%.6g", v.AsDouble());
-      text = buf;
-    } else if (v.IsString()) {
-      text = v.AsString().substr(0, v.AsString().find('\n'));
-    } else {
-      text = v.Dump();
-    }
-    out += (out.empty() ? "" : " ") + k + "=" + text;
-  }
-  return out;
-}
-
-}  // namespace
-
 WorldOptions CommonFlags::World(int w) const {
   WorldOptions o;
   o.world_size = w;
@@ -51,40 +27,10 @@ double RelError(double a, double b) {
   return std::fabs(a - b) / denom;
 }
 
-void PrintTable(const std::vector<results::Record>& records, std::FILE* out) {
-  std::vector<std::vector<std::string>> rows;
-  rows.push_back({"kind", "variant", "W", "config", "reference", "measured", "verdict"});
-  for (const auto& r : records) {
-    rows.push_back({results::ToString(r.kind), r.variant, std::to_string(r.world_size),
-                    Compact(r.config, 4), Compact(r.reference, 3), Compact(r.measured, 3),
-                    results::ToString(r.verdict)});
-  }
-  // Keep cells readable on a terminal; the JSON records have everything.
-  constexpr std::size_t kMaxCell = 60;
-  for (auto& row : rows) {
-    for (auto& cell : row) {
-      if (cell.size() > kMaxCell) cell = cell.substr(0, kMaxCell - 3) + "...";
-    }
-  }
-  std::vector<std::size_t> width(rows[0].size(), 0);
-  for (const auto& row : rows) {
-    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      std::string cell = row[c];
-      if (c + 1 < row.size()) cell.resize(width[c], ' ');
-      line += cell + (c + 1 < row.size() ? "  " : "");
-    }
-    std::fprintf(out, "%s\n", line.c_str());
-  }
-  for (const auto& r : records) {
-    if (r.verdict == results::Verdict::kError) {
-      std::fprintf(out, "error in %s (W=%d): %s\n", r.variant.c_str(), r.world_size,
-                   r.error.c_str());
-    }
-  }
+void PrintTable(const std::vector<results::Record>& records, std::FILE* out, bool verbose) {
+  results::TableOptions options;
+  options.verbose = verbose;
+  std::fputs(results::FormatTable(records, options).c_str(), out);
 }
 
 int PairMain(int argc, char** argv, const PairSpec& spec) {
@@ -99,6 +45,7 @@ int PairMain(int argc, char** argv, const PairSpec& spec) {
   flags.Bool("drop_last", &f.drop_last, "drop the last incomplete batch (sampler and loader)");
   flags.Double("timeout", &f.timeout, "deadline of every collective, seconds", 0.05, 86400);
   flags.String("json", &f.json, "write the result records (a JSON array) to this file");
+  flags.Bool("verbose", &f.verbose, "after the table, print every field of every record");
   if (spec.add_flags) spec.add_flags(flags);
   flags.ParseOrExit(argc, argv);
   if (spec.validate) {
@@ -128,6 +75,20 @@ int PairMain(int argc, char** argv, const PairSpec& spec) {
   if (!f.json.empty() && f.json[0] != '/') {
     if (const char* wd = std::getenv("BUILD_WORKING_DIRECTORY")) f.json = std::string(wd) + "/" + f.json;
   }
+  // What cannot work is found now, not after the whole run.
+  if (leader && !f.json.empty()) {
+    if (const std::string err = results::CheckOutputFile(f.json); !err.empty()) {
+      std::fprintf(stderr, "%s: --json %s: %s\n", spec.program.c_str(), f.json.c_str(), err.c_str());
+      return 2;
+    }
+  }
+  if (const std::string err = BackendProblem(f.backend); !err.empty()) {
+    std::fprintf(stderr, "%s: %s\n", spec.program.c_str(), err.c_str());
+    return 2;
+  }
+  // Ctrl-C or a SIGTERM stops the world running now, and the binary with a
+  // message (a launcher, when there is one, handles signals itself).
+  if (!launched) launch::InstallInterruptHandlers();
 
   std::vector<results::Record> records;
   try {
@@ -135,10 +96,20 @@ int PairMain(int argc, char** argv, const PairSpec& spec) {
   } catch (const launch::ConfigError& e) {
     std::fprintf(stderr, "%s: %s\n", spec.program.c_str(), e.what());
     return 2;
+  } catch (const Interrupted& i) {
+    std::fprintf(stderr, "%s: interrupted by signal %d: every rank stopped, no records written\n",
+                 spec.program.c_str(), i.signal);
+    return 128 + i.signal;
+  }
+  // A usage error in any world (a pair may have caught it as a failed
+  // variant): no record may claim a result for a world that could not run.
+  if (const std::string err = FirstUsageError(); !err.empty()) {
+    std::fprintf(stderr, "%s: %s\n", spec.program.c_str(), err.c_str());
+    return 2;
   }
   if (!leader) return results::ExitStatus(records);
 
-  PrintTable(records, stdout);
+  PrintTable(records, stdout, f.verbose);
   if (!f.json.empty()) {
     const std::string err = results::WriteRecords(f.json, records, results::CollectProvenance());
     if (!err.empty()) {

@@ -35,6 +35,7 @@ struct CommonFlags {
   bool drop_last = false;
   double timeout = 60;  // collective deadline, seconds
   std::string json;     // where to write the records; empty: don't
+  bool verbose = false;  // print every field of every record after the table
 
   WorldOptions World(int world_size) const;
 };
@@ -54,9 +55,10 @@ struct PairSpec {
 
 int PairMain(int argc, char** argv, const PairSpec& spec);
 
-// Prints records as an aligned table (kind, variant, W, config, reference,
-// measured, verdict), compact enough for a terminal.
-void PrintTable(const std::vector<results::Record>& records, std::FILE* out);
+// Prints records as the closing table (core/results/table.h: 120 columns, key
+// numbers whole, failed/hung rows' reports under it; verbose: every field).
+void PrintTable(const std::vector<results::Record>& records, std::FILE* out,
+                bool verbose = false);
 
 // Relative error |a - b| / max(|b|, tiny): the yardstick of exactness tests.
 double RelError(double a, double b);

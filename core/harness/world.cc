@@ -4,16 +4,39 @@
 #include <exception>
 #include <sstream>
 
+#include "core/comm/errors.h"
 #include "core/comm/make_comm.h"
 #include "core/comm/options.h"
+#include "core/launch/config_error.h"
+#include "core/launch/failure_report.h"
+#include "core/launch/interrupt.h"
 #include "core/launch/rank_env.h"
 #include "core/launch/spawn.h"
+#include "core/launch/store.h"
 
 namespace ddp::harness {
 namespace {
 
 // Rank 0 hands its value to the spawning parent on one stdout line.
 constexpr char kResultMarker[] = "@@ddp-result ";
+// A rank that met a usage error says so on one stderr line.
+constexpr char kUsageMarker[] = "@@ddp-usage ";
+
+std::string g_first_usage_error;
+// Launched mode: the launcher's store stopped answering. Every later world
+// would meet through it too, so they fail at once instead of each waiting
+// out a deadline.
+std::string g_store_failure;
+
+[[noreturn]] void ThrowUsage(const std::string& message) {
+  if (g_first_usage_error.empty()) g_first_usage_error = message;
+  throw launch::ConfigError(message);
+}
+
+void ThrowIfInterrupted() {
+  if (const int sig = launch::InterruptSignal()) throw Interrupted{sig};
+}
+
 
 comm::CommOptions OptionsFor(const launch::RankEnv& env, const WorldOptions& o) {
   comm::CommOptions c = comm::OptionsFromRankEnv(env);
@@ -42,23 +65,42 @@ WorldResult RunSpawned(const WorldOptions& o, const RankBody& body) {
   so.deadline = std::chrono::milliseconds(static_cast<long long>(deadline * 1000));
   so.backend = o.backend;
   so.run_id = "world";
-  r.run = launch::SpawnRanks(
-      o.world_size,
-      [&](const launch::RankEnv& env) -> int {
-        try {
-          auto comm = comm::MakeComm(OptionsFor(env, o));
-          const results::Json v = body(*comm);
-          comm->Finish();
-          std::printf("%s%s\n", kResultMarker, v.Dump().c_str());
-          std::fflush(stdout);
-          return 0;
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "rank %d: %s\n", env.rank, e.what());
-          std::fflush(stderr);
-          return 3;
-        }
-      },
-      so);
+  so.forward_signals = launch::InterruptHandlersInstalled();
+  try {
+    r.run = launch::SpawnRanks(
+        o.world_size,
+        [&](const launch::RankEnv& env) -> int {
+          try {
+            auto comm = comm::MakeComm(OptionsFor(env, o));
+            const results::Json v = body(*comm);
+            comm->Finish();
+            std::printf("%s%s\n", kResultMarker, v.Dump().c_str());
+            std::fflush(stdout);
+            return 0;
+          } catch (const launch::ConfigError& e) {
+            launch::ReportFailure(false, e.what());
+            std::fprintf(stderr, "%s%s\n", kUsageMarker, e.what());
+            std::fflush(stderr);
+            return launch::kExitUsage;
+          } catch (const std::exception& e) {
+            ReportRankFailure(e);
+            std::fprintf(stderr, "rank %d: %s\n", env.rank, e.what());
+            std::fflush(stderr);
+            return 3;
+          }
+        },
+        so);
+  } catch (const launch::ConfigError& e) {
+    ThrowUsage(e.what());  // e.g. the open-file limit
+  }
+  ThrowIfInterrupted();
+  for (const auto& rank : r.run.ranks) {
+    const std::string& err = rank.stderr_text;
+    const auto pos = err.find(kUsageMarker);
+    if (pos == std::string::npos) continue;
+    const std::size_t start = pos + sizeof(kUsageMarker) - 1;
+    ThrowUsage(err.substr(start, err.find('\n', start) - start));
+  }
   // A rank's value counts even when a peer failed: a repro of undefined
   // behaviour wants to know what the surviving ranks computed.
   for (const auto& rank : r.run.ranks) {
@@ -81,6 +123,7 @@ WorldResult RunSpawned(const WorldOptions& o, const RankBody& body) {
     r.value = r.rank_values[0];
     r.has_value = true;
   }
+  if (r.run.first_failed_rank >= 0) r.failure = "first failure: " + r.run.Culprit() + "\n";
   for (const auto& rank : r.run.ranks) {
     if (rank.ok()) continue;
     r.failure += "rank " + std::to_string(rank.rank) + ": " + rank.Describe() + "\n";
@@ -91,22 +134,49 @@ WorldResult RunSpawned(const WorldOptions& o, const RankBody& body) {
   return r;
 }
 
+// After a failed world: is the store still answering? (Briefly.)
+void CheckStore(const launch::RankEnv& env) {
+  try {
+    launch::OpenStore(env.rdzv, std::chrono::milliseconds(250));
+  } catch (const std::exception& e) {
+    g_store_failure = e.what();
+  }
+}
+
 WorldResult RunLaunched(const WorldOptions& o, const RankBody& body) {
   WorldResult r;
+  if (!g_store_failure.empty()) {
+    r.failure = "not run: the rendezvous store failed earlier: " + g_store_failure;
+    return r;
+  }
+  launch::RankEnv env;
   try {
-    const launch::RankEnv env = launch::RankEnvFromEnvironment();
+    env = launch::RankEnvFromEnvironment();
     auto comm = comm::MakeComm(OptionsFor(env, o));
     r.value = body(*comm);
     comm->Finish();
     r.rank_values = {r.value};
     r.ok = r.has_value = true;
+  } catch (const launch::ConfigError& e) {
+    launch::ReportFailure(false, e.what());
+    ThrowUsage(e.what());
   } catch (const std::exception& e) {
+    ReportRankFailure(e);
     r.failure = e.what();
+    CheckStore(env);
   }
   return r;
 }
 
 }  // namespace
+
+std::string FirstUsageError() { return g_first_usage_error; }
+
+void ReportRankFailure(const std::exception& e) {
+  const bool peer = dynamic_cast<const comm::PeerError*>(&e) != nullptr ||
+                    dynamic_cast<const comm::DeadlineError*>(&e) != nullptr;
+  launch::ReportFailure(peer, e.what());
+}
 
 bool LaunchedAsRank() { return launch::LaunchedAsRank(); }
 
@@ -121,6 +191,9 @@ int LauncherWorldSize() {
 }
 
 WorldResult RunWorld(const WorldOptions& options, const RankBody& body) {
+  ThrowIfInterrupted();
+  // After a usage error the binary exits 2 anyway: do not run more worlds.
+  if (!g_first_usage_error.empty()) throw launch::ConfigError(g_first_usage_error);
   return LaunchedAsRank() ? RunLaunched(options, body) : RunSpawned(options, body);
 }
 

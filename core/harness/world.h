@@ -10,6 +10,14 @@
 //    process is one rank; every world is a new communicator among the
 //    launcher's ranks, run in this process.
 // Either way rank 0's returned JSON object comes back as WorldResult::value.
+//
+// What a world never turns into a result:
+//  - a usage error on any rank (an unusable backend, a bind address that
+//    does not resolve, too low an open-file limit: a ConfigError) is thrown
+//    as a ConfigError and remembered (FirstUsageError), so PairMain exits 2
+//    without writing a record even when a pair caught the exception;
+//  - SIGINT/SIGTERM/SIGHUP (once PairMain installed its handlers) stop every
+//    rank at once and throw Interrupted, which no pair catches.
 #pragma once
 
 #include <functional>
@@ -28,7 +36,8 @@ struct WorldOptions {
   double timeout_s = 60;  // deadline of every collective
   bool checked = false;   // checked mode (fingerprints before each call)
   // Spawned mode: the whole world must finish within this many seconds
-  // (0: 4 x timeout_s + 10).
+  // (0: 4 x timeout_s + 10). A rank stopped (SIGSTOP) while its peers have
+  // ended is killed after one second instead (supervise.h).
   double world_deadline_s = 0;
 };
 
@@ -43,6 +52,20 @@ struct WorldResult {
   launch::RunResult run;       // spawned mode: each rank's outcome
   bool spawned = false;
 };
+
+// Thrown by RunWorld when the process was asked to stop (deliberately not a
+// std::exception: pairs turn std::exceptions into error records).
+struct Interrupted {
+  int signal = 0;
+};
+
+// The first usage error any world met in this process, "" if none.
+std::string FirstUsageError();
+
+// Tells the launcher (failure_report.h) whether this rank's failure is its
+// own or a peer's: a PeerError (a peer died) or a DeadlineError (a peer never
+// entered the collective) is a peer's.
+void ReportRankFailure(const std::exception& e);
 
 // The body runs on every rank; what rank 0 returns is the world's value
 // (and every rank's value is in rank_values).

@@ -73,6 +73,98 @@ TEST(RankEnv, BadValuesNameTheVariable) {
   EXPECT_TRUE(LaunchedAsRank(FakeEnv({{"RANK", "0"}, {"WORLD_SIZE", "1"}})));
 }
 
+// What srun exports for task 5 of `srun -N 3 -n 7 --ntasks-per-node=3`
+// (nodes 0 and 1 run 3 tasks, node 2 runs 1), on node 1.
+std::map<std::string, std::string> SrunTask5() {
+  return {{"SLURM_PROCID", "5"},      {"SLURM_NTASKS", "7"},  {"SLURM_LOCALID", "2"},
+          {"SLURM_NODEID", "1"},      {"SLURM_STEP_ID", "0"}, {"SLURM_JOB_ID", "4242"},
+          {"SLURM_STEP_TASKS_PER_NODE", "3(x2),1"}, {"SLURM_TASKS_PER_NODE", "3(x2),1"},
+          {"DDP_RDZV", "redis://10.0.0.1:6379"}};
+}
+
+TEST(RankEnv, ReadsSrunVariables) {
+  ASSERT_TRUE(LaunchedAsRank(FakeEnv(SrunTask5())));
+  const auto env = RankEnvFromEnvironment(FakeEnv(SrunTask5()));
+  EXPECT_EQ(env.launcher, Launcher::kSlurm);
+  EXPECT_EQ(env.rank, 5);
+  EXPECT_EQ(env.world_size, 7);
+  EXPECT_EQ(env.local_rank, 2);
+  EXPECT_EQ(env.local_world_size, 3);
+  EXPECT_EQ(env.node_rank, 1);
+  EXPECT_EQ(env.rdzv, "redis://10.0.0.1:6379");
+  EXPECT_EQ(env.run_id, "slurm-4242.0");  // two job steps on one store stay apart
+  auto last = SrunTask5();
+  last["SLURM_PROCID"] = "6";
+  last["SLURM_LOCALID"] = "0";
+  last["SLURM_NODEID"] = "2";
+  EXPECT_EQ(RankEnvFromEnvironment(FakeEnv(last)).local_world_size, 1);
+  auto named = SrunTask5();
+  named["DDP_RUN_ID"] = "mine";
+  EXPECT_EQ(RankEnvFromEnvironment(FakeEnv(named)).run_id, "mine");
+}
+
+TEST(RankEnv, SlurmOutsideAStepIsNotARank) {
+  // A batch script carries SLURM_PROCID=0 and the job's SLURM_NTASKS but no
+  // step: a binary started there spawns its own ranks.
+  auto batch = SrunTask5();
+  batch.erase("SLURM_STEP_ID");
+  batch["SLURM_PROCID"] = "0";
+  EXPECT_FALSE(LaunchedAsRank(FakeEnv(batch)));
+}
+
+TEST(RankEnv, TorchrunVariablesWinOverSlurm) {
+  // torchrun started by srun: torchrun's numbering is the one the ranks share.
+  auto env = SrunTask5();
+  env["RANK"] = "1";
+  env["WORLD_SIZE"] = "4";
+  env["GROUP_RANK"] = "0";
+  const auto r = RankEnvFromEnvironment(FakeEnv(env));
+  EXPECT_EQ(r.launcher, Launcher::kTorchrun);
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_EQ(r.world_size, 4);
+  EXPECT_EQ(r.node_rank, 0);
+}
+
+TEST(RankEnv, SlurmErrorsNameSlurmVariables) {
+  auto bad = SrunTask5();
+  bad["SLURM_PROCID"] = "7";
+  EXPECT_EQ(ErrorOf(bad), "SLURM_PROCID=7 must be in [0, SLURM_NTASKS=7)");
+  bad = SrunTask5();
+  bad["SLURM_STEP_TASKS_PER_NODE"] = "3(x2";
+  EXPECT_EQ(ErrorOf(bad), "SLURM_STEP_TASKS_PER_NODE='3(x2' is not a SLURM tasks-per-node list");
+  bad["SLURM_STEP_TASKS_PER_NODE"] = "3";
+  EXPECT_EQ(ErrorOf(bad),
+            "SLURM_STEP_TASKS_PER_NODE='3' lists 1 nodes; SLURM_NODEID=1 is not among them");
+  bad = SrunTask5();
+  bad.erase("DDP_RDZV");
+  EXPECT_EQ(ErrorOf(bad),
+            "DDP_RDZV is not set: give a store directory shared by all ranks, or redis://host:port");
+  EXPECT_EQ(SlurmTasksOnNode("2(x3),1", 2), 2);
+  EXPECT_EQ(SlurmTasksOnNode("2(x3),1", 3), 1);
+  EXPECT_EQ(SlurmTasksOnNode("4", 0), 4);
+}
+
+TEST(RankEnv, TorchrunWithoutDdpRdzvSaysWhatIsMissing) {
+  // What torchrun --nnodes 2 --nproc-per-node 2 exports to rank 3.
+  std::map<std::string, std::string> vars = {
+      {"RANK", "3"},         {"WORLD_SIZE", "4"},       {"LOCAL_RANK", "1"},
+      {"LOCAL_WORLD_SIZE", "2"}, {"GROUP_RANK", "1"},   {"MASTER_ADDR", "node0"},
+      {"MASTER_PORT", "29500"}, {"TORCHELASTIC_RUN_ID", "job9"}};
+  EXPECT_EQ(ErrorOf(vars),
+            "DDP_RDZV is not set: MASTER_ADDR:MASTER_PORT (node0:29500) is torchrun's own c10d "
+            "TCPStore, which this suite does not speak; run redis-server on a host every rank "
+            "reaches and export DDP_RDZV=redis://node0:6379 (or a directory, on one host)");
+  vars["DDP_RDZV"] = "redis://node0:6379";
+  const auto env = RankEnvFromEnvironment(FakeEnv(vars));
+  EXPECT_EQ(env.rank, 3);
+  EXPECT_EQ(env.local_rank, 1);
+  EXPECT_EQ(env.local_world_size, 2);
+  EXPECT_EQ(env.node_rank, 1);
+  EXPECT_EQ(env.run_id, "torchrun-job9");
+  vars["TORCHELASTIC_RUN_ID"] = "none";  // torchrun's default --rdzv-id
+  EXPECT_EQ(RankEnvFromEnvironment(FakeEnv(vars)).run_id, "run");
+}
+
 TEST(Store, RedisSpecParsing) {
   EXPECT_FALSE(ParseRedisSpec("/tmp/dir").has_value());
   const auto a = ParseRedisSpec("redis://node1:6400");
@@ -100,7 +192,7 @@ TEST(Store, FilePutOverwritesTryGetNeverWaitsWaitIsBounded) {
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(secs, 1.0);
-  EXPECT_LE(secs, 3.5);  // Gloo's FileStore checks elapsed time in whole seconds
+  EXPECT_LE(secs, 2.5);
 }
 
 TEST(Store, BadSpecsAreConfigErrors) {

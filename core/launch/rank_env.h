@@ -1,9 +1,21 @@
-// Who this process is in a distributed run, read from torchrun's variables.
+// Who this process is in a distributed run, read from what the launcher
+// exported, with no flags:
 //
-// RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE are what torchrun (and
-// Slurm/MPI wrappers that mimic it) export; DDP_RDZV names the rendezvous
-// store (a directory, or redis://host:port) and DDP_RUN_ID keeps the keys of
-// two runs sharing one store apart (like torchrun's --rdzv_id).
+//  - torchrun, ddprun (and MPI wrappers that mimic them): RANK, WORLD_SIZE,
+//    LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK (the node);
+//  - SLURM's srun: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID,
+//    and the tasks on this node from SLURM_STEP_TASKS_PER_NODE ("2(x3),1").
+//    Only inside a job step (SLURM_STEP_ID set): a batch script also carries
+//    SLURM_PROCID=0 and the allocation's SLURM_NTASKS, and a binary started
+//    there without srun must spawn its own ranks, not wait for N-1 peers.
+//    RANK/WORLD_SIZE win when both are set (torchrun inside srun).
+//
+// The rendezvous store is DDP_RDZV (a directory, or redis://host:port) under
+// every launcher: torchrun's MASTER_ADDR:MASTER_PORT is PyTorch's own c10d
+// TCPStore protocol, which the suite does not speak, so a torchrun rank
+// without DDP_RDZV is a usage error that says so. DDP_RUN_ID keeps the keys
+// of two runs sharing one store apart (like torchrun's --rdzv_id); by
+// default it is the Slurm job and step, or torchrun's TORCHELASTIC_RUN_ID.
 #pragma once
 
 #include <functional>
@@ -16,6 +28,15 @@ inline constexpr char kEnvRank[] = "RANK";
 inline constexpr char kEnvWorldSize[] = "WORLD_SIZE";
 inline constexpr char kEnvLocalRank[] = "LOCAL_RANK";
 inline constexpr char kEnvLocalWorldSize[] = "LOCAL_WORLD_SIZE";
+inline constexpr char kEnvGroupRank[] = "GROUP_RANK";
+inline constexpr char kEnvSlurmProcId[] = "SLURM_PROCID";
+inline constexpr char kEnvSlurmNtasks[] = "SLURM_NTASKS";
+inline constexpr char kEnvSlurmLocalId[] = "SLURM_LOCALID";
+inline constexpr char kEnvSlurmNodeId[] = "SLURM_NODEID";
+inline constexpr char kEnvSlurmStepId[] = "SLURM_STEP_ID";
+inline constexpr char kEnvSlurmStepTasksPerNode[] = "SLURM_STEP_TASKS_PER_NODE";
+inline constexpr char kEnvMasterAddr[] = "MASTER_ADDR";
+inline constexpr char kEnvMasterPort[] = "MASTER_PORT";
 inline constexpr char kEnvRdzv[] = "DDP_RDZV";
 inline constexpr char kEnvRunId[] = "DDP_RUN_ID";
 inline constexpr char kEnvBackend[] = "DDP_BACKEND";
@@ -23,11 +44,16 @@ inline constexpr char kEnvBackend[] = "DDP_BACKEND";
 // one GPU, each with its own NCCL_HOSTID. Functional runs only.
 inline constexpr char kEnvShareGpu[] = "DDP_SHARE_GPU";
 
+// Which launcher's variables a RankEnv came from.
+enum class Launcher { kTorchrun, kSlurm };
+
 struct RankEnv {
+  Launcher launcher = Launcher::kTorchrun;
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;
   int local_world_size = 1;
+  int node_rank = 0;           // GROUP_RANK / SLURM_NODEID (0 when not given)
   std::string rdzv;            // directory or redis://host:port
   std::string run_id = "run";  // key namespace inside the store
   std::string backend;         // empty: the caller's default
@@ -41,9 +67,9 @@ struct RankEnv {
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 std::optional<std::string> ProcessEnv(const std::string& name);
 
-// True when RANK and WORLD_SIZE are set: this process is one rank started by a
-// launcher (ddprun, torchrun, srun) rather than a binary that should spawn its
-// own ranks.
+// True when RANK and WORLD_SIZE are set, or SLURM_PROCID and SLURM_NTASKS in
+// a job step: this process is one rank started by a launcher (ddprun,
+// torchrun, srun) rather than a binary that should spawn its own ranks.
 bool LaunchedAsRank(const EnvLookup& env = ProcessEnv);
 
 // Parses and validates the variables; throws ConfigError (e.g. "RANK=4 must
@@ -53,5 +79,9 @@ RankEnv RankEnvFromEnvironment(const EnvLookup& env = ProcessEnv);
 
 // Parses a non-negative decimal int; throws ConfigError naming `what`.
 int ParseInt(const std::string& text, const std::string& what);
+
+// The number of tasks on node `node` from SLURM's compressed per-node list
+// ("2(x3),1": nodes 0-2 run 2 tasks, node 3 runs 1); throws ConfigError.
+int SlurmTasksOnNode(const std::string& list, int node);
 
 }  // namespace ddp::launch

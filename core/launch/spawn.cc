@@ -3,12 +3,17 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <vector>
 
 #include "core/launch/config_error.h"
+#include "core/launch/failure_report.h"
+#include "core/launch/guardian.h"
+#include "core/launch/limits.h"
+#include "core/launch/spawn_hosts.h"
 #include "core/launch/store.h"
 
 namespace ddp::launch {
@@ -41,6 +46,7 @@ void ExportRankEnv(const RankEnv& env) {
   ::setenv(kEnvWorldSize, std::to_string(env.world_size).c_str(), 1);
   ::setenv(kEnvLocalRank, std::to_string(env.local_rank).c_str(), 1);
   ::setenv(kEnvLocalWorldSize, std::to_string(env.local_world_size).c_str(), 1);
+  ::setenv(kEnvGroupRank, std::to_string(env.node_rank).c_str(), 1);
   ::setenv(kEnvRdzv, env.rdzv.c_str(), 1);
   ::setenv(kEnvRunId, env.run_id.c_str(), 1);
   if (!env.backend.empty()) ::setenv(kEnvBackend, env.backend.c_str(), 1);
@@ -56,13 +62,43 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
   if (world_size < 1) {
     throw ConfigError("world size " + std::to_string(world_size) + " must be >= 1");
   }
+  EnsureFileLimit(FilesNeeded(world_size), std::to_string(world_size) + " ranks");
+  // The run's own folder: the store (unless one was given) and the ranks'
+  // failure reports. The guardian removes it if we die before we do.
+  const std::string run_dir = MakeFreshDir("ddp-rdzv");
+  GuardPath(run_dir);
   const bool fresh = options.store_dir.empty();
-  const std::string dir = fresh ? MakeFreshDir("ddp-rdzv") : options.store_dir;
-  OpenStore(dir);  // fails early (ConfigError) on an unusable directory
+  // DDP_SPAWN_RDZV / DDP_SPAWN_HOSTS (spawn_hosts.h): ranks on test hosts.
+  const auto spawn_rdzv = fresh ? ProcessEnv(kEnvSpawnRdzv) : std::nullopt;
+  const std::vector<SpawnHost> hosts = SpawnHostsFromEnvironment();
+  const std::string dir = !fresh ? options.store_dir : spawn_rdzv ? *spawn_rdzv : run_dir;
+  // A shared store outlives the world: its keys need a run id of their own.
+  static std::atomic<int> worlds{0};
+  const std::string run_id = spawn_rdzv ? options.run_id + "-" + std::to_string(::getpid()) +
+                                              "-" + std::to_string(worlds++)
+                                        : options.run_id;
+  const bool keep = fresh && options.keep_store;
+  auto cleanup = [&] {
+    if (spawn_rdzv) {
+      try {
+        OpenStore(dir, std::chrono::milliseconds(250))->DeletePrefix(run_id + "/");
+      } catch (const std::exception&) {
+        // The store is gone: nothing left to delete that anyone can reach.
+      }
+    }
+    if (!keep) {
+      std::error_code ec;
+      std::filesystem::remove_all(run_dir, ec);
+    }
+    ReleasePath(run_dir);
+  };
 
   std::vector<ChildProcess> children;
   RunResult result;
   try {
+    // Fails early (ConfigError) on an unusable directory or a silent server
+    // (and is closed again: the forked ranks must not share its connection).
+    OpenStore(dir, std::min(options.deadline, std::chrono::milliseconds(5000)));
     for (int rank = 0; rank < world_size; ++rank) {
       RankEnv env;
       env.rank = rank;
@@ -70,20 +106,26 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
       env.local_rank = rank;
       env.local_world_size = world_size;
       env.rdzv = dir;
-      env.run_id = options.run_id;
+      env.run_id = run_id;
       env.backend = options.backend;
       env.share_gpu = options.share_gpu;
-      children.push_back(StartChild(rank, [&fn, env] {
+      const std::string failure_file = run_dir + "/rank-" + std::to_string(rank) + ".failure";
+      const SpawnHost* host = hosts.empty() ? nullptr : &hosts[rank % hosts.size()];
+      children.push_back(StartChild(rank, [&fn, env, failure_file, host] {
+        if (host != nullptr) EnterSpawnHost(*host);
         ExportRankEnv(env);
+        ::setenv(kEnvFailureFile, failure_file.c_str(), 1);
         return fn(env);
       }));
+      children.back().failure_file = failure_file;
     }
   } catch (...) {
-    // A failed fork: take down the ranks already started, then report.
+    // A failed fork or pipe: take down the ranks already started, then report.
     SuperviseOptions stop;
     stop.deadline = std::chrono::milliseconds(0);
     stop.kill_grace = std::chrono::milliseconds(0);
     Supervise(std::move(children), stop);
+    cleanup();
     throw;
   }
   SuperviseOptions sup;
@@ -91,11 +133,9 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
   sup.fail_fast = options.fail_fast;
   sup.echo = options.echo;
   sup.kill_grace = options.kill_grace;
+  sup.forward_signals = options.forward_signals;
   result = Supervise(std::move(children), sup);
-  if (fresh && !options.keep_store) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
+  cleanup();
   return result;
 }
 

@@ -31,13 +31,15 @@ struct SpawnOptions {
   bool fail_fast = false;      // kill every rank when one fails
   bool echo = false;           // also print "[rank k] ..." lines as they come
   bool share_gpu = false;      // distinct NCCL_HOSTID per rank (functional runs on one GPU)
+  bool forward_signals = false;  // stop the ranks on SIGINT/SIGTERM/SIGHUP (supervise.h)
   std::string run_id = "spawn";
   std::chrono::milliseconds kill_grace{std::chrono::seconds(1)};
 };
 
 using RankFn = std::function<int(const RankEnv&)>;
 
-// Throws ConfigError when world_size < 1 or the store directory is unusable.
+// Throws ConfigError when world_size < 1, the store directory is unusable, or
+// the open-file limit is too low for the ranks (limits.h).
 RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& options = {});
 
 // A new, empty directory "<base>/<stem>-XXXXXX"; base defaults to

@@ -3,30 +3,35 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <iostream>
 #include <optional>
-#include <sstream>
-#include <stdexcept>
 #include <thread>
 
-#include "core/launch/config_error.h"
+#include "core/launch/children.h"
+#include "core/launch/failure_report.h"
+#include "core/launch/guardian.h"
+#include "core/launch/interrupt.h"
 
 namespace ddp::launch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
 
-std::string SignalName(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
+// After every rank has exited, how long a process that still holds their
+// output open (a grandchild that escaped every kill) may keep the run going.
+constexpr milliseconds kDrainLimit{1000};
+// Fail-fast after a rank that failed because of a peer: how long the peer
+// that caused it gets to finish dying on its own (it closes its sockets in
+// its exit path, before it exits), so that it is reported with its own exit
+// status rather than as killed by us.
+constexpr milliseconds kPeerSettle{500};
+// A stall (every rank left is stopped, and some rank has ended) is ended
+// after this long, capped by kill_grace: the run's outcome is known by then.
+constexpr milliseconds kStallGrace{250};
 
 void WriteAll(int fd, const std::string& s) {
   size_t done = 0;
@@ -38,88 +43,113 @@ void WriteAll(int fd, const std::string& s) {
   }
 }
 
-// Self-pipe for forwarded signals: the handler only writes the signal number.
-int g_signal_pipe[2] = {-1, -1};
-
-void OnSignal(int sig) {
-  const int saved = errno;
-  const unsigned char b = static_cast<unsigned char>(sig);
-  [[maybe_unused]] ssize_t n = ::write(g_signal_pipe[1], &b, 1);
-  errno = saved;
-}
-
 // One output stream of one rank.
 struct Stream {
   int fd = -1;
   int echo_fd = -1;  // 1 or 2
-  int rank = -1;
+  size_t child = 0;  // index into the children
   std::string pending;  // incomplete echoed line
   std::string* capture = nullptr;
+};
+
+// What the supervisor knows about one child while it runs.
+struct Live {
+  bool running = true;
+  int open_streams = 0;
+  std::optional<Clock::time_point> output_closed;  // both streams at EOF
+  std::optional<Clock::time_point> reaped;
+  std::optional<Clock::time_point> stopped_since;   // currently stopped
+  int stop_signal = 0;
 };
 
 class Runner {
  public:
   Runner(std::vector<ChildProcess> children, const SuperviseOptions& options)
-      : children_(std::move(children)), options_(options) {
+      : children_(std::move(children)), options_(options), live_(children_.size()) {
     result_.ranks.resize(children_.size());
-    running_.assign(children_.size(), true);
     for (size_t i = 0; i < children_.size(); ++i) {
       RankOutcome& o = result_.ranks[i];
       o.rank = children_[i].rank;
       o.pid = children_[i].pid;
-      AddStream(children_[i].out_fd, 1, &o.stdout_text, o.rank);
-      AddStream(children_[i].err_fd, 2, &o.stderr_text, o.rank);
+      AddStream(children_[i].out_fd, 1, &o.stdout_text, i);
+      AddStream(children_[i].err_fd, 2, &o.stderr_text, i);
     }
   }
 
   RunResult Run() {
-    const auto start = Clock::now();
-    const auto deadline = start + options_.deadline;
-    if (options_.forward_signals) InstallSignalHandlers();
+    start_ = Clock::now();
+    const auto deadline = start_ + options_.deadline;
+    if (options_.forward_signals) InstallInterruptHandlers();
+    std::optional<Clock::time_point> drain_since, stall_since;
     while (AnyRunning() || AnyStreamOpen()) {
       const auto now = Clock::now();
       if (AnyRunning()) {
         if (!stopping_ && now >= deadline) {
           result_.reason = StopReason::kDeadline;
-          for (size_t i = 0; i < running_.size(); ++i) {
-            if (running_[i]) result_.ranks[i].timed_out = true;
+          for (size_t i = 0; i < live_.size(); ++i) {
+            if (live_[i].running) result_.ranks[i].timed_out = true;
           }
+          BeginStop(SIGTERM);
+        }
+        // A stall: everyone left is stopped and someone has ended, so
+        // nobody will ever wake them.
+        if (!stopping_ && AllAliveStopped() && AnyEnded()) {
+          if (!stall_since) stall_since = now;
+          if (now - *stall_since >= std::min(kStallGrace, options_.kill_grace)) {
+            result_.reason = StopReason::kStall;
+            BeginStop(SIGKILL);
+          }
+        } else {
+          stall_since.reset();
+        }
+        if (!stopping_ && fail_fast_at_ && now >= *fail_fast_at_) {
+          result_.reason = StopReason::kFailFast;
           BeginStop(SIGTERM);
         }
         if (kill_at_ && now >= *kill_at_) {
           KillAll(SIGKILL);
           kill_at_.reset();
         }
-      } else if (AnyStreamOpen()) {
-        // Every rank has exited; a grandchild may still hold a pipe open.
+      } else {
+        // Every rank has exited; something they started still holds their
+        // output open. Kill what can be found, and stop listening soon.
+        if (!drain_since) drain_since = now;
         KillAll(SIGKILL);
+        KillAdopted();
+        if (now - *drain_since >= kDrainLimit || now >= deadline + options_.kill_grace) break;
       }
-      PollOnce(std::chrono::milliseconds(10));
+      PollOnce(milliseconds(10));
       Reap();
     }
     KillAll(SIGKILL);  // stray processes left in the ranks' groups
+    KillAdopted();
     ReapGroups();
-    if (options_.forward_signals) RestoreSignalHandlers();
-    for (auto& s : streams_) FlushPending(s);
-    result_.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    for (auto& s : streams_) {
+      FlushPending(s);
+      CloseOwnedFd(s.fd);
+      s.fd = -1;
+    }
+    for (const auto& c : children_) ReleaseGroup(c.pid);
+    Finish();
     return std::move(result_);
   }
 
  private:
-  void AddStream(int fd, int echo_fd, std::string* capture, int rank) {
+  void AddStream(int fd, int echo_fd, std::string* capture, size_t child) {
     if (fd < 0) return;
     ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
     Stream s;
     s.fd = fd;
     s.echo_fd = echo_fd;
-    s.rank = rank;
+    s.child = child;
     s.capture = options_.capture ? capture : nullptr;
     streams_.push_back(s);
+    ++live_[child].open_streams;
   }
 
   bool AnyRunning() const {
-    for (bool r : running_) {
-      if (r) return true;
+    for (const auto& l : live_) {
+      if (l.running) return true;
     }
     return false;
   }
@@ -129,14 +159,35 @@ class Runner {
     }
     return false;
   }
+  bool AllAliveStopped() const {
+    bool any = false;
+    for (const auto& l : live_) {
+      if (!l.running) continue;
+      if (!l.stopped_since) return false;
+      any = true;
+    }
+    return any;
+  }
+  bool AnyEnded() const {
+    for (const auto& l : live_) {
+      if (!l.running) return true;
+    }
+    return false;
+  }
 
   // SIGTERM (or the forwarded signal) now, SIGKILL after the grace period.
   void BeginStop(int sig) {
     stopping_ = true;
-    for (size_t i = 0; i < running_.size(); ++i) {
-      if (running_[i]) result_.ranks[i].killed = true;
+    stop_at_ = Clock::now();
+    for (size_t i = 0; i < live_.size(); ++i) {
+      if (!live_[i].running) continue;
+      if (live_[i].stopped_since) {
+        result_.ranks[i].stopped = true;
+        result_.ranks[i].stop_signal = live_[i].stop_signal;
+      }
     }
     KillAll(sig);
+    KillAll(SIGCONT);  // a stopped rank acts on SIGTERM only once continued
     kill_at_ = Clock::now() + options_.kill_grace;
   }
 
@@ -149,7 +200,16 @@ class Runner {
     }
   }
 
-  void PollOnce(std::chrono::milliseconds wait) {
+  // Processes re-parented to us: what ranks started and left behind,
+  // including those that left the ranks' groups (setsid).
+  void KillAdopted() {
+    for (pid_t pid : AdoptedChildren()) {
+      ::kill(pid, SIGKILL);
+      adopted_.push_back(pid);
+    }
+  }
+
+  void PollOnce(milliseconds wait) {
     std::vector<pollfd> fds;
     std::vector<size_t> which;
     for (size_t i = 0; i < streams_.size(); ++i) {
@@ -158,21 +218,18 @@ class Runner {
         which.push_back(i);
       }
     }
-    if (options_.forward_signals) fds.push_back({g_signal_pipe[0], POLLIN, 0});
+    const bool watch_signals = options_.forward_signals && InterruptFd() >= 0 && !stopping_;
+    if (watch_signals) fds.push_back({InterruptFd(), POLLIN, 0});
     const int n = ::poll(fds.data(), fds.size(), static_cast<int>(wait.count()));
-    if (n <= 0) return;
-    for (size_t k = 0; k < which.size(); ++k) {
-      if (fds[k].revents != 0) Drain(streams_[which[k]]);
-    }
-    if (options_.forward_signals && fds.back().revents != 0) {
-      unsigned char b = 0;
-      while (::read(g_signal_pipe[0], &b, 1) == 1) {
-        result_.forwarded_signal = b;
-        if (!stopping_) {
-          result_.reason = StopReason::kSignal;
-          BeginStop(b);
-        }
+    if (n > 0) {
+      for (size_t k = 0; k < which.size(); ++k) {
+        if (fds[k].revents != 0) Drain(streams_[which[k]]);
       }
+    }
+    if (watch_signals && InterruptSignal() != 0) {
+      result_.forwarded_signal = InterruptSignal();
+      result_.reason = StopReason::kSignal;
+      BeginStop(InterruptSignal());
     }
   }
 
@@ -187,9 +244,11 @@ class Runner {
       }
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-      ::close(s.fd);  // EOF or error
+      CloseOwnedFd(s.fd);  // EOF or error
       s.fd = -1;
       FlushPending(s);
+      Live& l = live_[s.child];
+      if (--l.open_streams == 0) l.output_closed = Clock::now();
       return;
     }
   }
@@ -198,8 +257,9 @@ class Runner {
     s.pending.append(data);
     size_t start = 0;
     std::string out;
+    const std::string tag = "[rank " + std::to_string(children_[s.child].rank) + "] ";
     for (size_t nl; (nl = s.pending.find('\n', start)) != std::string::npos; start = nl + 1) {
-      out += "[rank " + std::to_string(s.rank) + "] ";
+      out += tag;
       out.append(s.pending, start, nl + 1 - start);
     }
     s.pending.erase(0, start);
@@ -208,17 +268,30 @@ class Runner {
 
   void FlushPending(Stream& s) {
     if (!options_.echo || s.pending.empty()) return;
-    WriteAll(s.echo_fd, "[rank " + std::to_string(s.rank) + "] " + s.pending + "\n");
+    WriteAll(s.echo_fd,
+             "[rank " + std::to_string(children_[s.child].rank) + "] " + s.pending + "\n");
     s.pending.clear();
   }
 
   void Reap() {
     for (size_t i = 0; i < children_.size(); ++i) {
-      if (!running_[i]) continue;
+      Live& l = live_[i];
+      if (!l.running) continue;
       int status = 0;
-      const pid_t r = ::waitpid(children_[i].pid, &status, WNOHANG);
+      const pid_t r = ::waitpid(children_[i].pid, &status, WNOHANG | WUNTRACED | WCONTINUED);
       if (r == 0) continue;
-      running_[i] = false;
+      if (r > 0 && WIFSTOPPED(status)) {
+        if (!l.stopped_since) l.stopped_since = Clock::now();
+        l.stop_signal = WSTOPSIG(status);
+        continue;
+      }
+      if (r > 0 && WIFCONTINUED(status)) {
+        l.stopped_since.reset();
+        continue;
+      }
+      l.running = false;
+      l.reaped = Clock::now();
+      ForgetForked(children_[i].pid);
       RankOutcome& o = result_.ranks[i];
       if (r < 0) {
         o.exit_code = -1;  // not our child any more: should not happen
@@ -230,21 +303,30 @@ class Runner {
       } else if (WIFSIGNALED(status)) {
         o.signal = WTERMSIG(status);
       }
-      const bool failed = !o.ok();
-      if (failed && !o.killed && result_.first_failed_rank < 0) {
-        result_.first_failed_rank = o.rank;
-        if (options_.fail_fast && !stopping_) {
-          result_.reason = StopReason::kFailFast;
-          BeginStop(SIGTERM);
-        }
+      // Ended by us only if it was still going when we started stopping.
+      const auto ended = EndedAt(l);
+      o.killed = stop_at_ && ended >= *stop_at_;
+      if (!o.ok() && !o.killed && options_.fail_fast && !stopping_) {
+        // Stop everyone now, or shortly when this rank says a peer caused
+        // its failure (the peer is probably still dying).
+        const auto report = children_[i].failure_file.empty()
+                                ? std::nullopt
+                                : ReadFailureReport(children_[i].failure_file);
+        const auto settle = std::min(kPeerSettle, options_.kill_grace);
+        const auto when = report && report->caused_by_peer ? Clock::now() + settle : Clock::now();
+        if (!fail_fast_at_ || when < *fail_fast_at_) fail_fast_at_ = when;
       }
     }
   }
 
-  // Processes a rank started and left behind were re-parented to us (we are
-  // a child subreaper, see StartChild) and SIGKILLed above: reap them, so
-  // none lingers as a zombie. Bounded: a process in uninterruptible sleep
-  // cannot hold the launcher forever.
+  static Clock::time_point EndedAt(const Live& l) {
+    if (l.output_closed && (!l.reaped || *l.output_closed < *l.reaped)) return *l.output_closed;
+    return l.reaped ? *l.reaped : Clock::now();
+  }
+
+  // Reaps what the kills above left as zombies: the ranks' groups and the
+  // adopted processes. Bounded: a process in uninterruptible sleep cannot
+  // hold the launcher forever.
   void ReapGroups() {
     const auto limit = Clock::now() + std::chrono::seconds(5);
     for (const auto& c : children_) {
@@ -254,153 +336,76 @@ class Runner {
         if (r > 0) continue;                 // reaped one; look for more
         if (r < 0) break;                    // ECHILD: none left in this group
         if (Clock::now() > limit) break;     // still dying; give up waiting
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        std::this_thread::sleep_for(milliseconds(2));
+      }
+    }
+    for (pid_t pid : adopted_) {
+      while (::waitpid(pid, nullptr, WNOHANG) == 0 && Clock::now() < limit) {
+        std::this_thread::sleep_for(milliseconds(2));
       }
     }
   }
 
-  void InstallSignalHandlers() {
-    if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
-      throw std::runtime_error(std::string("pipe2: ") + std::strerror(errno));
+  // Outcomes that need the whole run: end times, failure reports, blame.
+  void Finish() {
+    const auto now = Clock::now();
+    result_.elapsed = std::chrono::duration_cast<milliseconds>(now - start_);
+    for (size_t i = 0; i < children_.size(); ++i) {
+      RankOutcome& o = result_.ranks[i];
+      o.ended_at = std::chrono::duration_cast<milliseconds>(EndedAt(live_[i]) - start_);
+      if (children_[i].failure_file.empty()) continue;
+      if (const auto report = ReadFailureReport(children_[i].failure_file)) {
+        o.caused_by_peer = report->caused_by_peer;
+        o.failure_report = report->what;
+      }
     }
-    struct sigaction sa {};
-    sa.sa_handler = OnSignal;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
+    result_.first_failed_rank = Blame();
   }
 
-  void RestoreSignalHandlers() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-    ::close(g_signal_pipe[0]);
-    ::close(g_signal_pipe[1]);
-    g_signal_pipe[0] = g_signal_pipe[1] = -1;
+  // The root cause, in order of confidence: (1) a failed rank that said its
+  // failure was its own, or said nothing and ended before we stopped
+  // anyone; (2) a rank found stopped while its peers waited; (3) a failed
+  // rank that did not blame a peer; (4) any failed rank. Earliest first.
+  int Blame() const {
+    const auto earliest = [this](auto&& pick) {
+      int best = -1;
+      for (size_t i = 0; i < result_.ranks.size(); ++i) {
+        const RankOutcome& o = result_.ranks[i];
+        if (!pick(o)) continue;
+        if (best < 0 || o.ended_at < result_.ranks[best].ended_at) best = static_cast<int>(i);
+      }
+      return best;
+    };
+    const auto failed = [](const RankOutcome& o) { return !o.ok() && !o.timed_out; };
+    int i = earliest([&](const RankOutcome& o) {
+      return failed(o) && !o.stopped &&
+             (o.failure_report.empty() ? !o.killed : !o.caused_by_peer);
+    });
+    if (i < 0) i = earliest([](const RankOutcome& o) { return o.stopped; });
+    // A rank this launcher stopped (fail-fast) is no cause, even without a
+    // report: on several hosts every local rank may have failed because of
+    // a remote one, and the first of them to fail says more.
+    if (i < 0) {
+      i = earliest([&](const RankOutcome& o) { return failed(o) && !o.caused_by_peer && !o.killed; });
+    }
+    if (i < 0) i = earliest(failed);
+    return i < 0 ? -1 : result_.ranks[i].rank;
   }
 
   std::vector<ChildProcess> children_;
   SuperviseOptions options_;
   RunResult result_;
-  std::vector<bool> running_;
+  std::vector<Live> live_;
   std::vector<Stream> streams_;
+  std::vector<pid_t> adopted_;
+  Clock::time_point start_;
   bool stopping_ = false;
+  std::optional<Clock::time_point> fail_fast_at_;  // when fail-fast stops everyone
+  std::optional<Clock::time_point> stop_at_;
   std::optional<Clock::time_point> kill_at_;  // when SIGKILL follows SIGTERM
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
 };
 
 }  // namespace
-
-std::string RankOutcome::Describe() const {
-  std::string s;
-  if (exited) {
-    s = "exit " + std::to_string(exit_code);
-  } else if (signal != 0) {
-    s = "signal " + std::to_string(signal) + " (" + SignalName(signal) + ")";
-  } else {
-    s = "unknown status";
-  }
-  if (timed_out) s += ", killed at the deadline";
-  else if (killed) s += ", stopped by the launcher";
-  return s;
-}
-
-bool RunResult::all_ok() const {
-  if (reason != StopReason::kAllExited) return false;
-  for (const auto& r : ranks) {
-    if (!r.ok()) return false;
-  }
-  return true;
-}
-
-int RunResult::ExitCode() const {
-  if (reason == StopReason::kDeadline) return 124;
-  if (first_failed_rank >= 0) {
-    for (const auto& r : ranks) {
-      if (r.rank != first_failed_rank) continue;
-      if (r.exited) return r.exit_code;
-      return 128 + r.signal;
-    }
-  }
-  if (reason == StopReason::kSignal) return 128 + forwarded_signal;
-  for (const auto& r : ranks) {
-    if (!r.ok()) return r.exited ? r.exit_code : 128 + r.signal;
-  }
-  return 0;
-}
-
-std::string RunResult::Summary() const {
-  std::ostringstream out;
-  static const char* kReasons[] = {"all ranks exited", "overall deadline expired",
-                                   "fail-fast after a rank failed", "forwarded a signal"};
-  out << kReasons[static_cast<int>(reason)] << " after " << elapsed.count() << " ms";
-  if (first_failed_rank >= 0) out << "; first failure: rank " << first_failed_rank;
-  out << "\n";
-  for (const auto& r : ranks) {
-    out << "  rank " << r.rank << " (pid " << r.pid << "): " << r.Describe() << "\n";
-    if (!r.ok() && !r.stderr_text.empty()) {
-      // The tail is where the error is.
-      const size_t keep = 2000;
-      const std::string tail = r.stderr_text.size() > keep
-                                   ? "..." + r.stderr_text.substr(r.stderr_text.size() - keep)
-                                   : r.stderr_text;
-      out << "    stderr: " << tail << (tail.ends_with('\n') ? "" : "\n");
-    }
-  }
-  return out.str();
-}
-
-ChildProcess StartChild(int rank, const std::function<int()>& body) {
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-  if (::pipe2(err, O_CLOEXEC) != 0) {
-    ::close(out[0]);
-    ::close(out[1]);
-    throw std::runtime_error("pipe2 failed");
-  }
-  std::fflush(nullptr);  // no buffered parent output duplicated in the child
-  // Orphans of our ranks come to us rather than to init (which, in a
-  // container, may never reap them), so Supervise can reap them.
-  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(125);  // the parent died before prctl
-    // Default dispositions and an empty mask: the parent may block or catch
-    // signals, and an exec'd rank must see SIGTERM as a terminate request.
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    ::signal(SIGPIPE, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    int code = 1;
-    try {
-      code = body();
-    } catch (const ConfigError& e) {
-      std::fprintf(stderr, "rank %d: error: %s\n", rank, e.what());
-      code = kExitUsage;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "rank %d: uncaught exception: %s\n", rank, e.what());
-      code = 1;
-    }
-    std::cout.flush();
-    std::cerr.flush();
-    std::fflush(nullptr);
-    // _exit: the parent's atexit handlers and static destructors (gtest,
-    // gloo devices shared before fork) must not run in the child.
-    ::_exit(code);
-  }
-  ::setpgid(pid, pid);  // also here, so kill(-pid) works even before the child runs
-  ::close(out[1]);
-  ::close(err[1]);
-  return ChildProcess{rank, pid, out[0], err[0]};
-}
 
 RunResult Supervise(std::vector<ChildProcess> children, const SuperviseOptions& options) {
   Runner runner(std::move(children), options);

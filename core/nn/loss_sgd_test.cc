@@ -61,6 +61,31 @@ TEST(Sgd, MomentumAndWeightDecayByHand) {
   EXPECT_EQ(p.grad(0, 0), 0.0);
 }
 
+// A second optimizer that loads the first one's momentum takes the same
+// next step (the per-step exactness checks copy optimizer state this way).
+TEST(Sgd, MomentumRoundTrip) {
+  Parameter<double> a(2, 3), b(2, 3);
+  a.grad.setConstant(0.25);
+  Sgd<double> sa({{"a", &a}}, SgdOptions{.lr = 0.1, .momentum = 0.9});
+  Sgd<double> sb({{"b", &b}}, SgdOptions{.lr = 0.1, .momentum = 0.9});
+  EXPECT_EQ(sa.FlattenMomentum().size(), 0);
+  sa.Step();
+  a.grad(1, 2) = -1.0;
+  sa.Step();
+  const Vector<double> m = sa.FlattenMomentum();
+  ASSERT_EQ(m.size(), 6);
+  EXPECT_DOUBLE_EQ(m(5), 0.9 * 0.25 - 1.0);  // row-major, as the parameters flatten
+  sb.LoadMomentum(m);
+  b.value = a.value;
+  b.grad = a.grad;
+  sa.Step();
+  sb.Step();
+  EXPECT_EQ(a.value, b.value);
+  EXPECT_THROW(sb.LoadMomentum(Vector<double>::Zero(5)), std::invalid_argument);
+  sb.LoadMomentum(Vector<double>());  // back to "no step taken"
+  EXPECT_EQ(sb.FlattenMomentum().size(), 0);
+}
+
 TEST(Sgd, PlainStepAndBadOptions) {
   Parameter<float> p(1, 2);
   p.grad << 1.0f, -2.0f;
@@ -71,6 +96,27 @@ TEST(Sgd, PlainStepAndBadOptions) {
   EXPECT_EQ(p.value(0, 1), 2.0f);
   EXPECT_THROW(Sgd<float>({}, SgdOptions{.lr = -1}), std::invalid_argument);
   EXPECT_THROW(Sgd<float>({}, SgdOptions{.lr = 0.1, .momentum = -0.5}), std::invalid_argument);
+}
+
+// What a per-step exactness check relies on: an optimizer that adopts
+// another's momentum buffers (and learning rate) takes the same next step.
+TEST(Sgd, AdoptedMomentumAndLrGiveTheSameStep) {
+  Parameter<double> a(1, 2), b(1, 2);
+  a.value << 1.0, -2.0;
+  a.grad << 0.5, 0.25;
+  Sgd<double> sa({{"p", &a}}, SgdOptions{.lr = 0.1, .momentum = 0.9});
+  sa.Step();
+  sa.Step();
+  b.value = a.value;
+  b.grad = a.grad;
+  Sgd<double> sb({{"p", &b}}, SgdOptions{.lr = 0.5, .momentum = 0.9});
+  sb.LoadMomentum(sa.FlattenMomentum());
+  sb.set_lr(sa.lr());
+  sa.Step();
+  sb.Step();
+  EXPECT_EQ(a.value, b.value);
+  EXPECT_THROW(sb.set_lr(-1), std::invalid_argument);
+  EXPECT_THROW(sb.LoadMomentum(Vector<double>::Zero(1)), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,11 +1,6 @@
 #include "core/results/record.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
+#include "core/results/output_file.h"
 
 namespace ddp::results {
 
@@ -25,6 +20,7 @@ const char* ToString(Verdict v) {
 }
 
 Verdict ExpectedVerdict(const Record& r) {
+  if (r.expected) return *r.expected;
   if (r.control) return Verdict::kControl;
   return r.kind == Kind::kRepro ? Verdict::kReproduced : Verdict::kExact;
 }
@@ -48,6 +44,7 @@ Json ToJson(const Record& r, const Provenance& p) {
   j["measured"] = r.measured;
   j["reference"] = r.reference;
   j["verdict"] = ToString(r.verdict);
+  if (r.expected) j["expected_verdict"] = ToString(*r.expected);
   if (r.verdict == Verdict::kError) j["error"] = r.error;
   j["provenance"] = ToJson(p);
   return j;
@@ -57,23 +54,7 @@ std::string WriteRecords(const std::string& path, const std::vector<Record>& rec
                          const Provenance& p) {
   Json arr = Json::MakeArray();
   for (const Record& r : records) arr.Push(ToJson(r, p));
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) return "cannot write " + tmp + ": " + std::strerror(errno);
-    out << arr.Dump(2) << "\n";
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return "write failed for " + tmp;
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return "cannot rename " + tmp + " to " + path + ": " + err;
-  }
-  return "";
+  return WriteOutputFile(path, arr.Dump(2) + "\n");
 }
 
 }  // namespace ddp::results

@@ -5,6 +5,7 @@
 //    "error" (only when verdict is "error"), "provenance": {...}}
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct Record {
   std::string backend;  // "gloo" | "nccl"
   int world_size = 0;
   bool control = false;  // a control row: expects kControl, not the kind's verdict
+  // Overrides both: a row that shows a known-inexact setting (a fix's
+  // variant run the way PyTorch defaults to, expected `inexact`).
+  std::optional<Verdict> expected;
   Json config = Json::MakeObject();
   Json measured = Json::MakeObject();
   Json reference = Json::MakeObject();
@@ -51,8 +55,8 @@ int ExitStatus(const std::vector<Record>& records);
 
 Json ToJson(const Record& r, const Provenance& p);
 
-// Writes the JSON array to `path` through a temporary file in the same folder
-// and a rename, so a reader never sees half a file. Returns "" on success, or
+// Writes the JSON array to `path` (output_file.h: atomically for a file,
+// through for a device or FIFO, symlinks followed). Returns "" on success, or
 // the error message.
 std::string WriteRecords(const std::string& path, const std::vector<Record>& records,
                          const Provenance& p);

@@ -34,6 +34,19 @@ TEST(RecordTest, ExitStatusNeedsEveryExpectedVerdict) {
   EXPECT_EQ(ExitStatus({}), 1);
 }
 
+// A fix's variant that runs a known-inexact setting expects `inexact`.
+TEST(RecordTest, ExpectedVerdictOverridesTheKind) {
+  Record r = MakeRecord(Kind::kFix, Verdict::kInexact);
+  EXPECT_EQ(ExitStatus({r}), 1);
+  r.expected = Verdict::kInexact;
+  EXPECT_EQ(ExitStatus({r}), 0);
+  EXPECT_EQ(ToJson(r, Provenance{}).Find("expected_verdict")->AsString(), "inexact");
+  r.verdict = Verdict::kExact;
+  EXPECT_EQ(ExitStatus({r}), 1);
+  EXPECT_EQ(ToJson(MakeRecord(Kind::kFix, Verdict::kExact), Provenance{}).Find("expected_verdict"),
+            nullptr);
+}
+
 TEST(RecordTest, WritesTheSchemaAtomically) {
   Record r = MakeRecord(Kind::kRepro, Verdict::kError);
   r.error = "rank 2 timed out";

@@ -21,6 +21,25 @@ std::vector<VariantSpec> FixVariants() {
   };
 }
 
+PairFlags FixPairFlags(PairFlags p) {
+  p.layouts = {Layout::kEven, Layout::kUneven, Layout::kEmptyRank};
+  if (p.sweep) {
+    p.sweep_worlds = {1, 2, 3, 4, 5, 8};
+    p.curve_worlds = {2, 4, 8};
+    p.grid = GridOf(p.sweep_worlds, {1, 2, 3, 8});
+  }
+  return p;
+}
+
+std::string ValidateFix(const harness::CommonFlags& f, const PairFlags&) {
+  if (static_cast<int64_t>(f.world_size) * f.batch_size < 2) {
+    return "--world_size x --batch_size must be at least 2 (allowed: --batch_size 1..1000000): "
+           "the global loss needs both classes in a step's rows";
+  }
+  if (f.n < 2) return "--n (held-out rows) must be at least 2 (allowed: 2..100000000)";
+  return "";
+}
+
 std::vector<results::Record> RunFix(const harness::CommonFlags& f, const PairFlags& p) {
   const auto variants = FixVariants();
   std::vector<results::Record> records;
@@ -37,7 +56,8 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const PairFla
     results::Record r = TrainRecord(t, f, p);
     r.kind = results::Kind::kFix;
     if (t.error.empty()) {
-      r.verdict = t.deviation <= kTrainExactTol ? results::Verdict::kExact : results::Verdict::kInexact;
+      const bool exact = exact::StepCheck::FromJson(t.step_check).exact();
+      r.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;
     }
     records.push_back(r);
   }

@@ -9,15 +9,15 @@ int main(int argc, char** argv) {
   spec.program = "fix_drop_last_hang";
   spec.summary =
       "Trains one epoch in checked mode with drop_last, an even-batches padding, or a join\n"
-      "protocol over the repro's uneven pipelines; every rank must run the same collectives and\n"
-      "every averaged gradient must equal the serial mean over contributing ranks (1e-12).";
-  spec.add_flags = [&](ddp::cli::Flags& flags) { flags.Bool("sweep", &sweep, "W in {2,4,8}"); };
-  spec.validate = [](const ddp::harness::CommonFlags& f) -> std::string {
-    if (f.world_size < 2) return "--world_size must be >= 2 (allowed: 2..64)";
-    return "";
+      "protocol (dividing by the contributing ranks, or by the initial W as PyTorch's Join does by\n"
+      "default) over the repro's uneven pipelines. Every rank must run the same collectives, and\n"
+      "every step must equal the one-process step from the same state (averaged gradient,\n"
+      "parameters, momentum; 1e-12 relative). join_initial_world_size expects `inexact`.";
+  spec.add_flags = [&](ddp::cli::Flags& flags) {
+    flags.Bool("sweep", &sweep, "W in {1,2,3,4,5,8} x per-rank batch in {1,2,3,8}");
   };
   spec.run = [&](const ddp::harness::CommonFlags& f) {
-    return ddp::drop_last_hang::RunFix(f, sweep);
+    return ddp::drop_last_hang::RunFix(f, ddp::drop_last_hang::Cells(f, sweep));
   };
   return ddp::harness::PairMain(argc, argv, spec);
 }

@@ -4,15 +4,17 @@
 #include "fixes/missing_set_epoch/fix_run.h"
 
 #include "core/data/testing/golden_reader.h"
+#include "core/exact/step_check.h"
 #include "core/testing/backend.h"
 #include "fixes/missing_set_epoch/golden_check.h"
+#include "fixes/missing_set_epoch/training_check.h"
 #include "gtest/gtest.h"
 #include "repro/missing_set_epoch/scenario.h"
 
 namespace ddp::missing_set_epoch {
 namespace {
 
-TEST(MissingSetEpochFix, EveryEpochIsTheOneProcessOrder) {
+TEST(MissingSetEpochFix, EveryEpochIsTheOneProcessOrderAndEveryStepTheOneProcessStep) {
   DDP_REQUIRE_BACKEND();
   harness::CommonFlags f;
   f.backend = testing::TestBackend();
@@ -22,16 +24,72 @@ TEST(MissingSetEpochFix, EveryEpochIsTheOneProcessOrder) {
   f.timeout = 10;
   PairOptions o;
   o.epochs = 4;
-  const auto records = RunFix(f, o);
-  ASSERT_EQ(records.size(), 2u);  // W = 2 and 4
+  const auto records = RunFix(f, o, Grid(f, o));
+  ASSERT_EQ(records.size(), 4u);  // W = 2 and 4: an order row and a training row each
   for (const auto& r : records) {
-    ASSERT_EQ(r.verdict, results::Verdict::kExact) << r.measured.Dump() << " " << r.error;
+    ASSERT_EQ(r.verdict, results::Verdict::kExact) << r.config.Dump() << r.measured.Dump() << " "
+                                                   << r.error;
+    if (r.config.Find("experiment")->AsString() == "training") {
+      // Batch 32 of 502 or 251 per rank: local BatchNorm, running stats judged too.
+      EXPECT_EQ(r.config.Find("norm")->AsString(), "batch_norm");
+      EXPECT_LE(r.measured.Find("step_check")->Find("rel_err")->Find("buffers")->AsDouble(),
+                exact::kDoubleTolerance);
+      EXPECT_EQ(r.measured.Find("steps")->AsDouble(), 4 * (r.world_size == 2 ? 16 : 8));
+      EXPECT_EQ(r.measured.Find("ranks_checked")->AsDouble(), r.world_size);
+      continue;
+    }
     EXPECT_EQ(r.measured.Find("coverage_min")->AsDouble(), 1.0);
     EXPECT_EQ(r.measured.Find("matches_one_process")->AsDouble(), 8);  // 2 seeds x 4 epochs
     // 1003 = 501 x 2 + 1 = 250 x 4 + 3: padding 1 (W = 2) and 1 (W = 4).
     EXPECT_EQ(r.measured.Find("duplicates_max")->AsDouble(), Padding(1003, r.world_size));
     EXPECT_LE(r.measured.Find("identical_max")->AsDouble(), kMaxIdenticalFraction);
   }
+}
+
+// W in {1, 2, 3, 4, 5, 8} x per-rank batches {1, 2, 3, 8}, small N: every
+// training row per-step exact.
+TEST(MissingSetEpochFix, TrainingPerStepExactAcrossWorldSizesAndBatchSizes) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f;
+  f.backend = testing::TestBackend();
+  f.seeds = 1;
+  f.n = 61;
+  f.timeout = 10;
+  PairOptions o;
+  o.epochs = 2;
+  const auto records = RunFix(f, o, {{1, 2, 3, 4, 5, 8}, {1, 2, 3, 8}});
+  int training = 0;
+  for (const auto& r : records) {
+    ASSERT_EQ(r.verdict, results::Verdict::kExact)
+        << r.world_size << " " << r.config.Dump() << r.measured.Dump() << " " << r.error;
+    if (r.config.Find("experiment")->AsString() != "training") continue;
+    ++training;
+    EXPECT_LE(r.measured.Find("worst_rel_err")->AsDouble(), exact::kDoubleTolerance);
+    EXPECT_EQ(r.measured.Find("step_check")->Find("steps_checked")->AsDouble(),
+              r.measured.Find("steps")->AsDouble() * r.world_size);
+  }
+  EXPECT_EQ(training, 24);
+}
+
+// The check fails when the ranks train on other data than the one-process
+// order: without set_epoch, epoch 0 agrees and epoch 1 does not.
+TEST(MissingSetEpochFix, TheStepCheckCatchesAMissingSetEpoch) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f;
+  f.backend = testing::TestBackend();
+  f.timeout = 10;
+  TrainConfig c;
+  c.order = {.n = 200, .world_size = 2, .seed = 0, .epochs = 2};
+  c.batch_size = 10;  // 10 steps per epoch
+  const harness::WorldResult world = harness::RunWorld(f.World(2), [&](comm::Comm& comm) {
+    const TrainingCheck run = TrainAndCheck(comm, c, Mode::kNoSetEpoch);
+    return run.check.ToJson();
+  });
+  ASSERT_TRUE(world.ok) << world.failure;
+  const exact::StepCheck check = exact::StepCheck::FromJson(world.value);
+  EXPECT_FALSE(check.exact());
+  EXPECT_GT(check.worst("grad"), 0.01);
+  EXPECT_GE(check.ToJson().Find("worst_step")->AsDouble(), 10);  // the first wrong step is in epoch 1
 }
 
 TEST(MissingSetEpochFix, BatchesMatchPyTorchWithSetEpoch) {

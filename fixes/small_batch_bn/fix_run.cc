@@ -1,120 +1,108 @@
-// fixes/small_batch_bn: SyncBatchNorm, GroupNorm and PreciseBN under DDP.
+// fixes/small_batch_bn: SyncBatchNorm, GroupNorm and PreciseBN under DDP,
+// judged per step (step_exact.h).
 //
-// At each setting (W ranks x b per rank), for each seed:
-//   sync_bn     DDP + SyncBatchNorm vs one process with BatchNorm on the same
-//               global batches: exact when every final parameter and running
-//               statistic agrees to 1e-9 relative (normwise) for every seed.
-//               (The layer itself is exact to 1e-10 per step, see
-//               sync_batch_norm_test; 1e-9 leaves room for rounding carried
-//               through hundreds of SGD steps.)
-//   group_norm  DDP + GroupNorm vs one process with GroupNorm on the same
-//               global batches: no batch statistics, so exact the same way.
-//   precise_bn  DDP + BatchNorm + PreciseBN (fvcore: running stats := plain
-//               average over M batches, here also averaged across ranks):
-//               "exact" when it does what it claims, i.e. the running-stat
-//               error against the population shrinks (to <= 1/1.5 of the
-//               same run's error before PreciseBN).
-// Every record also carries accuracy mean / epoch-to-epoch spread and the
-// running-stat error, and plain DDP+BN's in `reference.bn_*`, for the table.
+// One record per fix and setting (per-rank batches, even or not):
+//   sync_bn, group_norm  exact when, at every step started from the
+//                        reference's state, the averaged gradients, updated
+//                        parameters and running statistics of every rank
+//                        agree with the one-process step to 1e-12 relative.
+//                        trajectory_rel_err: free-running DDP vs the
+//                        free-running reference after all steps (information).
+//   precise_bn           exact when, after every training step, PreciseBN's
+//                        cross-rank running statistics equal the one-process
+//                        average over the same batches to 1e-12. rs_err_shrink:
+//                        how much PreciseBN cut the running-stat error
+//                        against the eval-time population (information).
+// An empty rank appears in the uneven settings (every fix allows it).
 #include "fixes/small_batch_bn/fix_run.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <string>
+
+#include "fixes/small_batch_bn/step_exact.h"
 
 namespace ddp::small_batch_bn {
 namespace {
 
 using results::Json;
 
-double NormwiseRel(const nn::Vector<double>& a, const nn::Vector<double>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  if (b.size() == 0) return 0;
-  return (a - b).cwiseAbs().maxCoeff() / std::max(b.cwiseAbs().maxCoeff(), 1e-300);
+std::vector<std::vector<int>> Settings(const harness::CommonFlags& f, const FixOptions& o) {
+  if (!o.batches.empty()) return {o.batches};
+  if (!o.sweep) return {std::vector<int>(f.world_size, f.batch_size)};
+  std::vector<std::vector<int>> s;
+  for (int w : {1, 2, 3, 4, 5, 8}) {
+    for (int b : {1, 2, 3, 8}) s.push_back(std::vector<int>(w, b));
+  }
+  // Uneven batches; ranks with none.
+  s.push_back({3, 1, 2});
+  s.push_back({1, 3, 0, 5});
+  s.push_back({0, 0, 3});
+  s.push_back({2, 8, 1, 0, 3});
+  return s;
 }
 
-struct Setting {
-  int world_size;
-  int batch;
-};
-
-std::vector<Setting> Settings(const harness::CommonFlags& f, const PairOptions& o) {
-  if (!o.sweep) return {{f.world_size, f.batch_size}};
-  std::vector<Setting> s;
-  for (int w : {2, 4, 8}) {
-    for (int b : {2, 8, 32}) s.push_back({w, b});
-  }
-  return s;
+std::string Join(const std::vector<int>& v) {
+  std::string out;
+  for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+  return out;
 }
 
 }  // namespace
 
-std::vector<results::Record> RunFix(const harness::CommonFlags& f, const PairOptions& o) {
+std::vector<results::Record> RunFix(const harness::CommonFlags& f, const FixOptions& o) {
   std::vector<results::Record> records;
-  for (const Setting& st : Settings(f, o)) {
-    TrainConfig base = BaseConfig(f, o);
-    base.world_size = st.world_size;
-    base.batch_per_rank = st.batch;
-    Json bn;  // plain DDP + BatchNorm at this setting, for comparison
-    bool bn_ok = false;
-    std::string bn_error;
-    try {
-      bn = Aggregate(RunDdp(f, base));
-      bn_ok = true;
-    } catch (const std::exception& e) {
-      bn_error = e.what();
-    }
-    for (const char* variant : {"sync_bn", "group_norm", "precise_bn"}) {
-      const std::string v = variant;
+  for (const std::vector<int>& batches : Settings(f, o)) {
+    const bool even = std::all_of(batches.begin(), batches.end(), [&](int b) { return b == batches[0]; });
+    for (Fix fix : {Fix::kSyncBn, Fix::kGroupNorm, Fix::kPreciseBn}) {
       results::Record rec;
       rec.bug = "small_batch_bn";
       rec.kind = results::Kind::kFix;
-      rec.variant = variant;
+      rec.variant = ToString(fix);
       rec.backend = f.backend;
-      rec.world_size = st.world_size;
-      rec.config["batch_per_rank"] = st.batch;
-      rec.config["global_batch"] = st.world_size * st.batch;
-      rec.config["n"] = static_cast<double>(f.n);
-      rec.config["epochs"] = o.epochs;
-      rec.config["seeds"] = f.seeds;
+      rec.world_size = static_cast<int>(batches.size());
+      Json b = Json::MakeArray();
+      for (int x : batches) b.Push(x);
+      rec.config["batches"] = b;
+      rec.config["batch_per_rank"] = even ? Json(batches[0]) : Json("uneven");
+      rec.config["global_batch"] = std::accumulate(batches.begin(), batches.end(), 0);
+      rec.config["steps"] = o.steps;
       rec.config["lr"] = o.lr;
-      if (v == "precise_bn") rec.config["precise_batches"] = o.precise_batches;
-      std::fprintf(stderr, "small_batch_bn fix: %s W=%d b=%d, %d seeds...\n", variant, st.world_size, st.batch,
-                   f.seeds);
+      rec.config["seed"] = static_cast<double>(f.seed);
+      if (fix == Fix::kPreciseBn) rec.config["precise_batches"] = o.precise_batches;
+      rec.reference["what"] = fix == Fix::kPreciseBn
+                                  ? "one process: the plain average of the batch statistics over every rank's "
+                                    "batches, the same parameters"
+                                  : "one process on the global batch, started from the same state every step";
+      rec.reference["tolerance"] = exact::kDoubleTolerance;
+      std::fprintf(stderr, "small_batch_bn fix: %s, batches {%s}, %d steps...\n", rec.variant.c_str(),
+                   Join(batches).c_str(), o.steps);
       try {
-        if (!bn_ok) throw std::runtime_error("plain BatchNorm run failed: " + bn_error);
-        for (const auto& [k, val] : bn.AsObject()) rec.reference["bn_" + k] = val;
-        TrainConfig cfg = base;
-        if (v == "sync_bn") cfg.norm = NormKind::kSyncBatchNorm;
-        if (v == "group_norm") cfg.norm = NormKind::kGroupNorm;
-        if (v == "precise_bn") cfg.precise_bn = true;
-        const std::vector<TrainResult> ddp = RunDdp(f, cfg);
-        rec.measured = Aggregate(ddp);
-        if (v == "precise_bn") {
-          const double before = (rec.measured.Find("rs_mean_err_before_precise")->AsDouble() +
-                                 rec.measured.Find("rs_var_err_before_precise")->AsDouble()) / 2;
-          const double after =
-              (rec.measured.Find("rs_mean_err")->AsDouble() + rec.measured.Find("rs_var_err")->AsDouble()) / 2;
-          rec.measured["rs_err_shrink"] = before / after;
-          rec.verdict = after * 1.5 <= before ? results::Verdict::kExact : results::Verdict::kInexact;
-        } else {
-          const std::vector<TrainResult> one = RunReference(f, cfg);
-          double dp = 0, db = 0, dacc = 0;
-          for (std::size_t k = 0; k < ddp.size(); ++k) {
-            dp = std::max(dp, NormwiseRel(ddp[k].params, one[k].params));
-            db = std::max(db, NormwiseRel(ddp[k].buffers, one[k].buffers));
-            for (std::size_t e = 0; e < ddp[k].val_acc.size(); ++e) {
-              dacc = std::max(dacc, std::fabs(ddp[k].val_acc[e] - one[k].val_acc[e]));
-            }
-          }
-          rec.measured["param_rel_err"] = dp;
-          rec.measured["buffer_rel_err"] = db;
-          rec.measured["val_acc_max_diff"] = dacc;
-          rec.reference["one_process_val_acc"] = Aggregate(one).Find("val_acc")->AsDouble();
-          rec.reference["tolerance"] = 1e-9;
-          rec.verdict = (dp <= 1e-9 && db <= 1e-9) ? results::Verdict::kExact : results::Verdict::kInexact;
+        StepExactConfig c;
+        c.fix = fix;
+        c.batches = batches;
+        c.steps = o.steps;
+        c.precise_batches = o.precise_batches;
+        c.seed = static_cast<uint64_t>(f.seed);
+        c.lr = o.lr;
+        c.noise = o.noise;
+        const StepExactResult r = RunStepExact(f, c);
+        rec.measured["worst_rel_err"] = r.check.worst();
+        for (const char* q : {"grad", "param", "running_stats", "precise_running_stats"}) {
+          if (r.check.worst(q) >= 0) rec.measured[std::string(q) + "_rel_err"] = r.check.worst(q);
         }
+        rec.measured["step_check"] = r.check.ToJson();
+        if (fix == Fix::kPreciseBn) {
+          rec.measured["rs_err_before"] = r.rs_err_before;
+          rec.measured["rs_err_after"] = r.rs_err_after;
+          rec.measured["rs_err_shrink"] = r.rs_err_before / r.rs_err_after;
+        } else {
+          rec.measured["trajectory_rel_err"] = r.trajectory_rel_err;
+          rec.measured["trajectory_buffer_rel_err"] = r.trajectory_buffer_rel_err;
+        }
+        if (fix == Fix::kSyncBn) rec.measured["collectives_per_step"] = static_cast<double>(r.collectives_per_step);
+        rec.verdict = r.check.exact() ? results::Verdict::kExact : results::Verdict::kInexact;
       } catch (const std::exception& e) {
         rec.verdict = results::Verdict::kError;
         rec.error = e.what();

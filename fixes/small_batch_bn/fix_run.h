@@ -4,10 +4,18 @@
 #include <vector>
 
 #include "core/harness/pair_main.h"
-#include "repro/small_batch_bn/variants.h"
 
 namespace ddp::small_batch_bn {
 
-std::vector<results::Record> RunFix(const harness::CommonFlags& f, const PairOptions& o);
+struct FixOptions {
+  bool sweep = false;         // W {1,2,3,4,5,8} x per-rank batch {1,2,3,8}, plus uneven batches
+  std::vector<int> batches;   // explicit per-rank batches (overrides --world_size / --batch_size)
+  int steps = 50;             // teacher-forced steps per check
+  int precise_batches = 4;    // PreciseBN: batches per rank in each check
+  double lr = 0.05;
+  double noise = 0.3;
+};
+
+std::vector<results::Record> RunFix(const harness::CommonFlags& f, const FixOptions& o);
 
 }  // namespace ddp::small_batch_bn

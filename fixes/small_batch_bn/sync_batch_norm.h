@@ -48,39 +48,49 @@ struct SyncBnTraffic {
   int64_t bytes_received = 0;     // what each rank gets back (W x payload for an all-gather)
 };
 
+// Every rank's local statistics, in rank order: ONE all-gather of
+// (count, mean[C], M2[C]) per rank. SyncBatchNorm's forward merges them; the
+// repro measures how far apart they are.
+template <typename S>
+std::vector<nn::ChannelStats<S>> AllgatherChannelStats(comm::Comm& comm, const nn::ChannelStats<S>& local,
+                                                       SyncBnTraffic* traffic = nullptr) {
+  const int c = local.channels();
+  const int w = comm.world_size();
+  if (sizeof(S) < 8 && local.count > (int64_t{1} << 24)) {
+    throw std::invalid_argument("SyncBatchNorm<float>: " + std::to_string(local.count) +
+                                " values per channel on one rank cannot be sent exactly as float");
+  }
+  // Packed per rank: [count, mean_0..mean_{C-1}, M2_0..M2_{C-1}].
+  std::vector<S> mine(2 * static_cast<std::size_t>(c) + 1);
+  mine[0] = static_cast<S>(local.count);
+  for (int i = 0; i < c; ++i) {
+    mine[1 + i] = local.mean[i];
+    mine[1 + c + i] = local.m2[i];
+  }
+  const std::vector<S> all = comm.Allgather(std::span<const S>(mine));
+  if (traffic) {
+    ++traffic->collectives;
+    ++traffic->allgathers;
+    traffic->bytes_contributed += static_cast<int64_t>(mine.size() * sizeof(S));
+    traffic->bytes_received += static_cast<int64_t>(all.size() * sizeof(S));
+  }
+  std::vector<nn::ChannelStats<S>> parts(w);
+  for (int r = 0; r < w; ++r) {
+    const S* p = all.data() + static_cast<std::size_t>(r) * mine.size();
+    parts[r].count = static_cast<int64_t>(p[0]);
+    parts[r].mean = Eigen::Map<const nn::Vector<S>>(p + 1, c);
+    parts[r].m2 = Eigen::Map<const nn::Vector<S>>(p + 1 + c, c);
+  }
+  return parts;
+}
+
 // The hooks that turn a BatchNorm into a SyncBatchNorm over `comm`. `comm`
 // (and `traffic`, when given) must outlive every layer built with them.
 template <typename S>
 nn::BatchNormHooks<S> SyncBatchNormHooks(comm::Comm& comm, SyncBnTraffic* traffic = nullptr) {
   nn::BatchNormHooks<S> hooks;
   hooks.merge_stats = [&comm, traffic](const nn::ChannelStats<S>& local) {
-    const int c = local.channels();
-    const int w = comm.world_size();
-    if (sizeof(S) < 8 && local.count > (int64_t{1} << 24)) {
-      throw std::invalid_argument("SyncBatchNorm<float>: " + std::to_string(local.count) +
-                                  " values per channel on one rank cannot be sent exactly as float");
-    }
-    // Packed per rank: [count, mean_0..mean_{C-1}, M2_0..M2_{C-1}].
-    std::vector<S> mine(2 * static_cast<std::size_t>(c) + 1);
-    mine[0] = static_cast<S>(local.count);
-    for (int i = 0; i < c; ++i) {
-      mine[1 + i] = local.mean[i];
-      mine[1 + c + i] = local.m2[i];
-    }
-    const std::vector<S> all = comm.Allgather(std::span<const S>(mine));
-    if (traffic) {
-      ++traffic->collectives;
-      ++traffic->allgathers;
-      traffic->bytes_contributed += static_cast<int64_t>(mine.size() * sizeof(S));
-      traffic->bytes_received += static_cast<int64_t>(all.size() * sizeof(S));
-    }
-    std::vector<nn::ChannelStats<S>> parts(w);
-    for (int r = 0; r < w; ++r) {
-      const S* p = all.data() + static_cast<std::size_t>(r) * mine.size();
-      parts[r].count = static_cast<int64_t>(p[0]);
-      parts[r].mean = Eigen::Map<const nn::Vector<S>>(p + 1, c);
-      parts[r].m2 = Eigen::Map<const nn::Vector<S>>(p + 1 + c, c);
-    }
+    const std::vector<nn::ChannelStats<S>> parts = AllgatherChannelStats(comm, local, traffic);
     return nn::MergeChannelStats(std::span<const nn::ChannelStats<S>>(parts));
   };
   hooks.merge_grad_sums = [&comm, traffic](const nn::ChannelGradSums<S>& local) {

@@ -9,9 +9,9 @@
 //   kAllgatherv     exchange lengths, one all_gather with per-rank counts
 //   kKnownCounts    no exchange: every rank's length follows from the
 //                   sharding (ShardCounts), so one all_gather with per-rank
-//                   counts is the whole gather (the fastest: bench/padding's
-//                   known_counts, at the cost of an equal-size gather)
-// Both then sort by sample index and keep the first copy of each index, which
+//                   counts is the whole gather (one collective, like an
+//                   equal-size gather; timed by bench/padding's known_counts)
+// All three then sort by sample index and keep the first copy of each index, which
 // drops the DistributedSampler's padding repeats (and makes the result
 // independent of which rank held which sample).
 #pragma once

@@ -2,15 +2,22 @@
 // per rank (harness::RunWorld), for any list of gather variants:
 //
 //  * gradient check: one DDP step (objective.h) per seed, loss, per-rank
-//    batch layout (even: every rank holds --batch_size rows; uneven: rank r
-//    holds 1 + floor(batch_size * r / W) rows) and variant; rank 0 compares
-//    the averaged parameter gradient g with the one-process gradient g* of
-//    the full-batch objective, and with the one-process prediction of the
-//    variant's mechanism (SerialGrad with the variant's KeyPaths).
-//  * training: --steps SGD steps (momentum 0.9) on fresh even batches of
-//    W x --batch_size rows per step, checkpoints evaluated on --n held-out
-//    rows; compared with one-process training on the true gradient of the
-//    same batches, and with one-process training on the predicted gradient.
+//    batch layout (Layout) and variant; rank 0 compares the averaged
+//    parameter gradient g with the one-process gradient g* of the full-batch
+//    objective, and with the one-process prediction of the variant's
+//    mechanism (SerialGrad with the variant's KeyPaths).
+//  * training: SGD steps (momentum 0.9) on fresh batches of the layout's
+//    rows per step, judged per step (teacher forcing): before every step
+//    rank 0 hands its parameters and momentum to a one-process model, which
+//    takes the true-gradient step (g*, then SGD) and the predicted step of
+//    the variant's mechanism from that same state; the engine's averaged
+//    gradient and rank 0's parameters and momentum after the step are
+//    compared with them (exact::StepCheck). Rounding of one step cannot grow
+//    over the next, so the verdict judges the gather, not how chaotic the
+//    training is. Rank 0 judges for all: every rank applies the same
+//    all-reduced gradient. The free-running one-process run on g* is kept
+//    for the held-out curves and the final distance (trajectory_rel_err,
+//    information only).
 //
 // Both repro (buggy gathers) and fix (differentiable gather) use these; each
 // turns the results into records with its own verdicts.
@@ -37,12 +44,41 @@ struct VariantSpec {
   std::vector<LossKind> losses;     // the losses this variant runs on
 };
 
-// The flags of the pair beyond PairMain's common ones.
+// How a step's rows are spread over the ranks (B = --batch_size):
+//   even        B rows on every rank
+//   uneven      rank r holds 1 + floor(B r / W) rows (rank 0 a single row)
+//   empty_rank  B rows on ranks 0 .. W-2, none on the last rank
+enum class Layout { kEven, kUneven, kEmptyRank };
+const char* Name(Layout layout);
+std::vector<int64_t> Counts(Layout layout, int world_size, int batch_size);
+// A layout runs when it is what its name says (uneven: the counts differ;
+// empty_rank: W >= 2) and the batch has at least 2 rows (the global loss
+// needs both classes).
+bool LayoutRuns(Layout layout, int world_size, int batch_size);
+
+// One world size and per-rank batch size of the training grid.
+struct GridCell {
+  int world_size = 0;
+  int batch_size = 0;
+};
+
+// The flags of the pair beyond PairMain's common ones, and what each binary
+// sets for itself.
 struct PairFlags {
-  bool sweep = false;  // W in {2, 4, 8} instead of --world_size
-  int steps = 300;     // training steps; 0 skips training
+  bool sweep = false;  // W in sweep_worlds instead of --world_size
+  int steps = 300;     // training steps; 0 skips the training with curves
   double lr = 0.05;
   ProblemOptions problem;
+  std::vector<int> sweep_worlds = {2, 4, 8};
+  // Where the training with held-out curves runs under --sweep (empty: the
+  // sweep's world sizes).
+  std::vector<int> curve_worlds;
+  // The gradient checks' layouts; the training grid's too.
+  std::vector<Layout> layouts = {Layout::kEven, Layout::kUneven};
+  // Training grid (--sweep, the fix): every cell x layout, grid_steps steps
+  // each, judged per step like the training with curves.
+  std::vector<GridCell> grid;
+  int grid_steps = 20;
 };
 
 std::vector<int> WorldSizes(const harness::CommonFlags& f, const PairFlags& p);
@@ -53,7 +89,7 @@ struct GradCheck {
   std::string variant;
   LossKind loss = LossKind::kGlobal;
   int world_size = 0;
-  bool uneven = false;
+  Layout layout = Layout::kEven;
   std::vector<int64_t> counts;
   int seeds = 0;
   uint64_t first_seed = 0;
@@ -85,10 +121,17 @@ struct TrainRun {
   std::string variant;
   LossKind loss = LossKind::kGlobal;
   int world_size = 0;
+  int batch_size = 0;
+  Layout layout = Layout::kEven;
+  std::vector<int64_t> counts;
+  int steps = 0;
+  bool grid = false;                  // a grid row (no held-out curves)
   std::vector<CurvePoint> curve;      // the engine run (rank 0's model)
-  std::vector<CurvePoint> reference;  // one process, true gradient
-  double deviation = 0;        // |theta - theta*| / |theta*| after the last step
-  double closed_form_gap = 0;  // |theta - theta_predicted| / |theta*|
+  std::vector<CurvePoint> reference;  // one process, true gradient, free-running
+  results::Json step_check;    // per step vs the true-gradient step (exact::StepCheck)
+  double grad_rel_err = 0;     // its worst gradient error
+  double closed_form_gap = 0;  // worst per-step gradient error vs the predicted mechanism
+  double deviation = 0;        // trajectory_rel_err: |theta - theta*| / |theta*|, free-running
   double param_change = 0;     // |theta_end - theta_0| / |theta_0|
   std::string error;
 };
@@ -108,7 +151,11 @@ results::Record TrainRecord(const TrainRun& t, const harness::CommonFlags& f, co
 
 // Registers --sweep, --steps, --lr; validates (world_size >= 2, batch_size
 // >= 2 so that the uneven layout is uneven, n >= 2). Returns "" or the message.
-void AddPairFlags(cli::Flags& flags, PairFlags* p);
+void AddPairFlags(cli::Flags& flags, PairFlags* p,
+                  const char* sweep_help = "run W in {2,4,8} instead of --world_size");
 std::string ValidatePair(const harness::CommonFlags& f, const PairFlags& p);
+
+// The product W x per-rank batch of the training grid.
+std::vector<GridCell> GridOf(const std::vector<int>& worlds, const std::vector<int>& batches);
 
 }  // namespace ddp::autograd_lost_gather

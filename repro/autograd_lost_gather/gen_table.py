@@ -9,8 +9,12 @@ Prints, for the records of every file together:
      one-process gradient, the part no rescaling can remove
      (min_c |c g - g*| / |g*|), and |g| / |g*|; worst case over the seeds;
   2. training: held-out loss / accuracy at the checkpoints, per W, with the
-     one-process true-gradient run as the reference row of each loss, and the
-     final parameter distance to it.
+     one-process true-gradient run as the reference row of each loss; the
+     worst per-step error against the one-process step from the same
+     parameters (the verdict), and the free-running final distance
+     (trajectory_rel_err, information);
+  3. the training grid (fix --sweep): per W, per-rank batch and layout, the
+     worst per-step error over variants and losses.
 Stdlib only; the output depends only on the records.
 """
 import json
@@ -59,8 +63,8 @@ def training_table(records):
     out = []
     steps = [p["step"] for p in records[0]["measured"]["curve"]]
     out.append("| W | loss | variant | " + " | ".join("step %d" % s for s in steps) +
-               " | distance to true-gradient run | verdict |")
-    out.append("|---|---|---|" + "---|" * len(steps) + "---|---|")
+               " | per step (worst): gradient error / gap to prediction | final distance | verdict |")
+    out.append("|---|---|---|" + "---|" * len(steps) + "---|---|---|")
     seen_reference = set()
 
     def cells(curve):
@@ -71,16 +75,39 @@ def training_table(records):
         ref_key = (r["world_size"], c["loss"])
         if ref_key not in seen_reference:
             seen_reference.add(ref_key)
-            out.append("| %d | %s | *one process, true gradient* | %s | 0 | |" % (
+            out.append("| %d | %s | *one process, true gradient* | %s | 0 | 0 | |" % (
                 r["world_size"], c["loss"], cells(r["reference"]["curve"])))
         if r["verdict"] == "error":
-            out.append("| %d | %s | %s | error | | error |" % (r["world_size"], c["loss"],
-                                                              r["variant"]))
+            out.append("| %d | %s | %s | error | | | error |" % (r["world_size"], c["loss"],
+                                                                r["variant"]))
             continue
         m = r["measured"]
-        out.append("| %d | %s | %s | %s | %s | %s |" % (r["world_size"], c["loss"], r["variant"],
-                                                        cells(m["curve"]), fmt(m["deviation"]),
-                                                        r["verdict"]))
+        out.append("| %d | %s | %s | %s | %s | %s | %s |" % (
+            r["world_size"], c["loss"], r["variant"], cells(m["curve"]),
+            "%s / %s" % (fmt(m["step_check"]["rel_err"]["grad"]), fmt(m["closed_form_gap"])),
+            fmt(m["trajectory_rel_err"]), r["verdict"]))
+    return "\n".join(out)
+
+
+def grid_table(records):
+    cells = {}
+    for r in records:
+        c = r["config"]
+        cells.setdefault((r["world_size"], c["batch_size"], c["batches"]), []).append(r)
+    out = ["| W | rows per rank | layout | counts | records | per-step error (worst) | "
+           "final distance (worst) | verdicts |", "|---|---|---|---|---|---|---|---|"]
+    for key in sorted(cells, key=lambda k: (k[0], k[1], ["even", "uneven", "empty_rank"].index(k[2]))):
+        rs = cells[key]
+        ok = [r for r in rs if r["verdict"] != "error"]
+        worst = max((r["measured"]["step_check"]["worst_rel_err"] for r in ok), default=0)
+        drift = max((r["measured"]["trajectory_rel_err"] for r in ok), default=0)
+        counts = "[" + ",".join(str(x) for x in rs[0]["config"]["counts"]) + "]"
+        verdicts = {}
+        for r in rs:
+            verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+        out.append("| %d | %d | %s | %s | %d | %s | %s | %s |" % (
+            key[0], key[1], key[2], counts, len(rs), fmt(worst), fmt(drift),
+            ", ".join("%d %s" % (n, v) for v, n in sorted(verdicts.items()))))
     return "\n".join(out)
 
 
@@ -93,7 +120,10 @@ def main(paths):
         with open(p) as f:
             records += json.load(f)
     grad = [r for r in records if r["config"]["experiment"] == "gradient"]
-    train = [r for r in records if r["config"]["experiment"] == "training"]
+    train = [r for r in records if r["config"]["experiment"] == "training"
+             and not r["config"].get("grid")]
+    grid = [r for r in records if r["config"]["experiment"] == "training"
+            and r["config"].get("grid")]
     print("Gradient checks (max over %s seeds; cells: |g - g*|/|g*| / min_c |c g - g*|/|g*| "
           "/ |g|/|g*|)\n" % ", ".join(sorted({str(r["config"]["seeds"]) for r in grad})))
     print(gradient_table(grad))
@@ -101,10 +131,17 @@ def main(paths):
         c = train[0]["config"]
         print("\nTraining (%d SGD steps, lr %g, momentum %g, %d rows per rank per step; "
               "cells: held-out loss / accuracy on %d rows, accuracy = ROC AUC for the global "
-              "loss, top-1 retrieval for the per-rank loss; distance = |theta - theta*|/|theta*| "
-              "after the last step)\n" % (c["steps"], c["lr"], c["momentum"], c["batch_size"],
-                                          c["held_out"]))
+              "loss, top-1 retrieval for the per-rank loss; per step: the worst |g - g*|/|g*| of "
+              "the engine's averaged gradient against the one-process true gradient at the same "
+              "parameters, and its worst distance to the one-process prediction of the variant's "
+              "mechanism; final distance = |theta - theta*|/|theta*| after the last step of "
+              "free-running training)\n" % (
+                  c["steps"], c["lr"], c["momentum"], c["batch_size"], c["held_out"]))
         print(training_table(train))
+    if grid:
+        print("\nTraining grid (%d steps each, every variant and loss; errors as above)\n" %
+              grid[0]["config"]["steps"])
+        print(grid_table(grid))
     return 0
 
 

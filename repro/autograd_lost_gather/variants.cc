@@ -21,7 +21,7 @@ bool GradSymptom(const GradCheck& c) {
 }
 
 bool TrainSymptom(const TrainRun& t) {
-  if (!(t.closed_form_gap <= kTrainTol)) return false;
+  if (!(t.closed_form_gap <= kGradTol)) return false;
   if (t.loss == LossKind::kGlobal && t.variant == "detached") return t.param_change == 0;
   return t.deviation >= kMinTrainDeviation;
 }

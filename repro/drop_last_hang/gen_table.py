@@ -41,15 +41,29 @@ def cells(r):
                         m["error"], m["failed_rank"], m["blocked_step"], m["blocked_seq"],
                         m["detect_s"], m["finished_ranks"], m["launcher_exit_code"],
                         m["processes_left"]))
+            if m.get("verdict"):
+                meas += "; desync verdict: %s" % m["verdict"]
         else:
             meas = "no failure report: %s" % m.get("rank_exits", "")
     else:
-        refc = "without fix %s; serial steps %d; tol %g" % (
+        if c.get("empty_rank"):
+            config += " (last rank empty)"
+        refc = "without fix %s; one-process steps %d; tol %g" % (
             steps(ref["steps_without_fix"]), ref["steps"], ref["tolerance"])
-        meas = "steps %d; collectives %s; min contributors %d; grad rel err %.3g" % (
-            m["steps"], steps([int(x) for x in m["collectives_per_rank"]]),
-            m["contributors_min"], m["max_rel_grad_error"])
-    return [r["kind"], r["variant"], str(r["world_size"]), config, refc, meas, r["verdict"]]
+        if "expected_grad_rel_err" in ref:
+            refc += "; expected grad err 1 - %d/%d = %.3g" % (
+                ref["contributors_min"], r["world_size"], ref["expected_grad_rel_err"])
+        sc = m["step_check"]
+        meas = ("steps %d; collectives %s; min contributors %d; per step (worst of %d rank-steps): "
+                "grad %.3g, param %.3g, momentum %.3g; final distance %.2g" % (
+                    m["steps"], steps([int(x) for x in m["collectives_per_rank"]]),
+                    m["contributors_min"], sc["steps_checked"], sc["rel_err"]["grad"],
+                    sc["rel_err"]["param"], sc["rel_err"]["momentum"], m["trajectory_rel_err"]))
+    verdict = r["verdict"]
+    if "expected_verdict" in r:
+        verdict += " (expected)" if r["expected_verdict"] == verdict else (
+            " (expected %s)" % r["expected_verdict"])
+    return [r["kind"], r["variant"], str(r["world_size"]), config, refc, meas, verdict]
 
 
 def main(paths):

@@ -21,6 +21,9 @@ using results::Json;
 using Clock = std::chrono::steady_clock;
 
 constexpr char kMarker[] = "@@hang ";
+// The line of DDP's gradient allreduce in RankMain: the call site every
+// desync report of this repro names (checked at compile time below).
+constexpr int kGradientAllreduceLine = 79;
 
 void Emit(const Json& j) {
   std::printf("%s%s\n", kMarker, j.Dump().c_str());
@@ -38,6 +41,8 @@ Json FailureJson(const char* kind, const comm::FailureContext& ctx, int64_t step
   j["elapsed_s"] = ctx.elapsed.count() / 1000.0;
   j["deadline_s"] = ctx.deadline.count() / 1000.0;
   j["message"] = message.substr(0, message.find('\n'));
+  j["verdict"] = ctx.verdict;  // the flight recorder analyzer's one line
+  j["mismatch_class"] = ctx.mismatch_class;
   j["report"] = ctx.report;
   return j;
 }
@@ -72,6 +77,7 @@ int RankMain(const launch::RankEnv& env, const Config& c, const HangOptions& o) 
       const replica::LocalGradient g = model.Gradient(data::Materialize(*ds, batches[step]));
       std::vector<double> buf(g.grad.data(), g.grad.data() + g.grad.size());
       comm->Allreduce(std::span<double>(buf));  // DDP's gradient allreduce
+      static_assert(__LINE__ - 1 == kGradientAllreduceLine, "kGradientAllreduceLine: the line above");
       model.Apply(Eigen::Map<Eigen::VectorXd>(buf.data(), g.grad.size()) / comm->world_size());
     }
   } catch (const comm::DeadlineError& e) {
@@ -127,13 +133,15 @@ HangRun RunTrainingWorld(const Config& c, const HangOptions& o) {
   return out;
 }
 
-std::vector<std::string> PeerLines(const std::string& report) {
+int GradientAllreduceLine() { return kGradientAllreduceLine; }
+
+std::vector<std::string> PositionLines(const std::string& report) {
   std::vector<std::string> lines;
   std::istringstream in(report);
   std::string line;
   while (std::getline(in, line)) {
-    const auto p = line.find_first_not_of(' ');
-    if (p != std::string::npos && line.compare(p, 5, "rank ") == 0) lines.push_back(line.substr(p));
+    // "  rank 0: ...", "  ranks [1, 2, 3]: ...", "  no dump from ...": indented by two.
+    if (line.rfind("  ", 0) == 0 && line.size() > 2 && line[2] != ' ') lines.push_back(line.substr(2));
   }
   return lines;
 }

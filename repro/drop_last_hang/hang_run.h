@@ -38,7 +38,8 @@ struct HangRun {
   // Per rank: the report line the rank printed (null when it printed none,
   // e.g. killed while blocked). Objects with "kind": "finished" (steps,
   // collectives), "deadline" or "peer" (step, seq, op, elapsed_s,
-  // deadline_s, message, report).
+  // deadline_s, message, verdict, mismatch_class, report: the desync report
+  // from every rank's flight recorder dump).
   std::vector<results::Json> reports;
   // Per rank: whether its process (or process group) still exists after
   // the run returned.
@@ -47,7 +48,13 @@ struct HangRun {
 
 HangRun RunTrainingWorld(const Config& config, const HangOptions& options);
 
-// "rank k: <what it last did>" lines of a desync report.
-std::vector<std::string> PeerLines(const std::string& report);
+// The line of the gradient allreduce in hang_run.cc: the call site the
+// desync reports name ("repro/drop_last_hang/hang_run.cc:<line>").
+int GradientAllreduceLine();
+
+// Where each rank was at the verdict's collective: the report's indented
+// lines ("rank 0: allreduce float64 x497, timed out after ...",
+// "ranks [1, 2, 3]: never entered (...)").
+std::vector<std::string> PositionLines(const std::string& report);
 
 }  // namespace ddp::drop_last_hang

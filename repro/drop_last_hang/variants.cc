@@ -7,17 +7,23 @@
 //   equal steps    every rank finishes, equal collective counts: a control
 //   unequal steps  the ranks with more steps block in allreduce #min_steps;
 //                  with a collective deadline that becomes a DeadlineError
-//                  with a desync report on those ranks, within deadline +
-//                  2 s, and the fail-fast supervisor stops the rest; with no
-//                  deadline it is a real hang that only the launcher's
-//                  timeout ends (124); if the early ranks exit instead of
-//                  waiting, Gloo reports a PeerError at once
+//                  on those ranks within deadline + 2 s, with a desync
+//                  report whose verdict (the flight recorder analyzer's,
+//                  over every rank's dump) names the ranks that never
+//                  entered it and the allreduce's line; the fail-fast
+//                  supervisor stops the rest; with no deadline it is a real
+//                  hang that only the launcher's timeout ends (124); if the
+//                  early ranks exit instead of waiting, Gloo reports a
+//                  PeerError at once, and the verdict (from the dumps the
+//                  early ranks left when they exited) says the same
 #include "repro/drop_last_hang/variants.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 
+#include "core/trace/analyze.h"
 #include "repro/drop_last_hang/hang_run.h"
 #include "repro/drop_last_hang/scenario.h"
 
@@ -173,14 +179,29 @@ results::Record RunRow(const harness::CommonFlags& f, const Row& row) {
     rec.measured["blocked_op"] = failure->Find("op")->AsString();
     rec.measured["detect_s"] = detect;
     rec.measured["message"] = failure->Find("message")->AsString();
-    Json peers = Json::MakeArray();
-    for (const std::string& line : PeerLines(report)) peers.Push(line);
-    rec.measured["peers_last"] = peers;
+    const std::string verdict = failure->Find("verdict")->AsString();
+    rec.measured["verdict"] = verdict;
+    rec.measured["mismatch_class"] = failure->Find("mismatch_class")->AsString();
+    Json positions = Json::MakeArray();
+    for (const std::string& line : PositionLines(report)) positions.Push(line);
+    rec.measured["positions"] = positions;
     rec.measured["report"] = report;
+    // The analyzer's verdict over every rank's dump names the collective,
+    // the ranks that never entered it and the line of the allreduce.
+    const std::string site =
+        "repro/drop_last_hang/hang_run.cc:" + std::to_string(GradientAllreduceLine());
     const bool names_missing =
-        report.find("never entered #" + std::to_string(min_steps) + ": " + RankList(short_ranks)) !=
-        std::string::npos;
-    rec.measured["report_names_short_ranks"] = names_missing;
+        verdict.rfind("collective #" + std::to_string(min_steps) + " (allreduce float64 x", 0) == 0 &&
+        verdict.find(trace::RankSet(short_ranks) + " never entered; ") != std::string::npos;
+    const bool names_site = verdict.find(" at " + site) != std::string::npos;
+    rec.measured["verdict_names_short_ranks"] = names_missing;
+    rec.measured["verdict_names_call_site"] = names_site;
+    if (const auto p = report.find("collected in "); p != std::string::npos) {
+      rec.measured["report_wait_s"] = std::atof(report.c_str() + p + 13);
+    }
+    std::fprintf(stderr, "  desync report of rank %d (the first to fail):\n", rank);
+    std::istringstream lines(report);
+    for (std::string line; std::getline(lines, line);) std::fprintf(stderr, "    %s\n", line.c_str());
     const bool common = std::find(extra.begin(), extra.end(), rank) != extra.end() &&
                         seq == min_steps && failure->Find("step")->AsDouble() == min_steps &&
                         finished == short_ranks && left == 0 && run.ExitCode() == 3;
@@ -188,10 +209,11 @@ results::Record RunRow(const harness::CommonFlags& f, const Row& row) {
       // Gloo sees the closed connections: a PeerError well before the deadline.
       // The short ranks exit 0 on their own, often before the launcher's
       // fail-fast reaches them, so only the extra-step rank must fail.
-      ok = common && kind == "peer" && detect < row.options.collective_deadline_s;
+      ok = common && kind == "peer" && detect < row.options.collective_deadline_s &&
+           names_missing && names_site;
     } else {
       // Waiting ranks are stopped by the launcher: every rank exits non-zero.
-      ok = common && all_nonzero && kind == "deadline" && names_missing &&
+      ok = common && all_nonzero && kind == "deadline" && names_missing && names_site &&
            detect >= row.options.collective_deadline_s - 0.1 &&
            detect <= row.options.collective_deadline_s + kDetectSlackS;
     }

@@ -1,12 +1,15 @@
 // The repro must keep reproducing: equal steps complete (controls); unequal
 // steps turn into a DeadlineError on the rank with the extra step, at
-// allreduce #min_steps, within deadline + 2 s, with a desync report naming
-// the ranks that finished; every rank of that run exits non-zero and no
-// process is left; with no deadline the launcher's timeout (124) ends it.
+// allreduce #min_steps, within deadline + 2 s, with a desync report whose
+// verdict names the ranks that never entered it and the allreduce's line;
+// every rank of that run exits non-zero and no process is left; with no
+// deadline the launcher's timeout (124) ends it.
 #include <string>
 
+#include "core/comm/comm.h"
 #include "core/testing/backend.h"
 #include "gtest/gtest.h"
+#include "repro/drop_last_hang/hang_run.h"
 #include "repro/drop_last_hang/scenario.h"
 #include "repro/drop_last_hang/variants.h"
 
@@ -39,6 +42,7 @@ TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
   PairOptions o;
   o.hang_world_deadline_s = 3;
   const auto records = RunRepro(f, o);
+  const std::string site = "repro/drop_last_hang/hang_run.cc:" + std::to_string(GradientAllreduceLine());
   ASSERT_EQ(records.size(), 7u);
   int controls = 0, deadline_rows = 0;
   for (const auto& r : records) {
@@ -68,6 +72,13 @@ TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
       EXPECT_EQ(r.measured.Find("rank_exits")->AsString().rfind("0: exit 3", 0), 0u);
       EXPECT_EQ(S(r, "error"), "peer");
       EXPECT_LT(M(r, "detect_s"), f.timeout);
+      // The early ranks left their final dumps when they exited.
+      EXPECT_EQ(S(r, "verdict").rfind("collective #8 (allreduce float64 x", 0), 0u) << S(r, "verdict");
+      EXPECT_NE(S(r, "verdict").find("ranks [1, 2, 3] never entered; rank 0 failed (peer error) "
+                                     "after "),
+                std::string::npos)
+          << S(r, "verdict");
+      EXPECT_NE(S(r, "verdict").find(" at " + site), std::string::npos) << S(r, "verdict");
       continue;
     }
     ++deadline_rows;
@@ -77,21 +88,33 @@ TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
     EXPECT_GE(M(r, "detect_s"), f.timeout - 0.1);
     EXPECT_LE(M(r, "detect_s"), f.timeout + kDetectSlackS);
     const std::string report = r.measured.Find("report")->AsString();
+    const std::string verdict = S(r, "verdict");
+    EXPECT_EQ(S(r, "mismatch_class"), "missing ranks") << report;
+    EXPECT_TRUE(r.measured.Find("verdict_names_short_ranks")->AsBool()) << report;
+    EXPECT_TRUE(r.measured.Find("verdict_names_call_site")->AsBool()) << report;
+    // The dumps came within the dump wait.
+    EXPECT_LE(M(r, "report_wait_s"), comm::Comm::kDumpWait.count() / 1000.0 + 0.4) << report;
     if (variant == "uneven_shards") {
       // N = 1025 = 4 x 32 x 8 + 1: rank 0 runs step 8 (allreduce #8) alone.
       EXPECT_EQ(M(r, "failed_rank"), 0);
       EXPECT_EQ(M(r, "blocked_step"), 8);
       EXPECT_EQ(M(r, "blocked_seq"), 8);
-      EXPECT_NE(report.find("rank 1: finished normally after allreduce #7"), std::string::npos)
+      EXPECT_EQ(verdict.rfind("collective #8 (allreduce float64 x", 0), 0u) << verdict;
+      EXPECT_NE(verdict.find("): ranks [1, 2, 3] never entered; rank 0 timed out after "),
+                std::string::npos)
+          << verdict;
+      EXPECT_NE(verdict.find(" at " + site), std::string::npos) << verdict;
+      EXPECT_NE(report.find("ranks [1, 2, 3]: never entered (last: #7 completed at " + site +
+                            "; communicator finished)"),
+                std::string::npos)
           << report;
-      EXPECT_NE(report.find("never entered #8: [1, 2, 3]"), std::string::npos) << report;
       // The whole run: a second of setup and training at most, the deadline,
       // the slack.
       EXPECT_LE(M(r, "world_elapsed_s"), f.timeout + kDetectSlackS + 1.0);
     } else {
       EXPECT_EQ(variant, "filtered_batches");
       EXPECT_EQ(r.config.Find("batch_size")->AsDouble(), 2);
-      EXPECT_TRUE(r.measured.Find("report_names_short_ranks")->AsBool()) << report;
+      EXPECT_EQ(verdict.rfind("collective #120 (allreduce float64 x", 0), 0u) << verdict;
     }
     std::printf("%s: %s\n%s\n", variant.c_str(), S(r, "message").c_str(), report.c_str());
   }

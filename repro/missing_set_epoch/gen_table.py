@@ -23,7 +23,7 @@ def fmt(v):
 def cells(r):
     m, ref, c = r["measured"], r["reference"], r["config"]
     v = r["variant"]
-    config = "N=%s, %s epochs x %s seeds" % (c["n"], c["epochs"], c["seeds"])
+    config = "N=%s, %s epochs x %s seeds" % (c["n"], c["epochs"], c.get("seeds"))
     if v == "no_set_epoch":
         meas = "identical positions (min) %s; epochs equal to epoch 0: %s/%s; coverage %s" % (
             fmt(m["identical_min"]), fmt(m["same_as_epoch0"]), fmt(m["epochs"]),
@@ -42,6 +42,19 @@ def cells(r):
             fmt(m["final_test_loss"]), m["final_loss_diff"], m["final_loss_diff_se"]))
         refc = "with set_epoch: acc %s, loss %s" % (
             fmt(ref["final_test_accuracy"]), fmt(ref["final_test_loss"]))
+    elif c.get("experiment") == "training":  # set_epoch (fix), trained
+        config = "N=%s, %s epochs, batch %s, %s" % (c["n"], c["epochs"], c["batch_size"],
+                                                    c["norm"].replace("_", " "))
+        sc = m["step_check"]
+        meas = ("%s steps on %s ranks, per step (worst): grad %s, param %s, momentum %s%s; "
+                "final distance %s" % (
+                    fmt(m["steps"]), fmt(m["ranks_checked"]), fmt(sc["rel_err"]["grad"]),
+                    fmt(sc["rel_err"]["param"]), fmt(sc["rel_err"]["momentum"]),
+                    (", running stats %s" % fmt(sc["rel_err"]["buffers"]))
+                    if "buffers" in sc["rel_err"] else "", fmt(m["trajectory_rel_err"])))
+        refc = "one-process step from the same state, %s steps; tol %s" % (
+            fmt(ref["steps"]), fmt(ref["tolerance"]))
+        v = "set_epoch (training)"
     else:  # set_epoch (fix)
         meas = ("coverage %s; duplicates %s; identical positions (max) %s; "
                 "one-process order in %s/%s epochs" % (

@@ -1,5 +1,8 @@
 #include "repro/missing_set_epoch/replica.h"
 
+#include <limits>
+#include <span>
+
 #include "core/nn/batch_norm.h"
 #include "core/nn/group_norm.h"
 #include "core/nn/loss.h"
@@ -58,5 +61,55 @@ Evaluation Replica::Evaluate(const data::Batch& batch) {
 }
 
 Eigen::VectorXd Replica::Params() { return nn::FlattenValues(model_.Params()); }
+
+ReplicaState Replica::State() {
+  return {Params(), sgd_->FlattenMomentum(), nn::FlattenBuffers(model_.Buffers())};
+}
+
+void Replica::SetState(const ReplicaState& state) {
+  nn::UnflattenValues(state.params, model_.Params());
+  sgd_->LoadMomentum(state.momentum);
+  SetBuffers(state.buffers);
+}
+
+void Replica::SetBuffers(const Eigen::VectorXd& buffers) {
+  nn::UnflattenBuffers(buffers, model_.Buffers());
+}
+
+OneProcessStep StepInOneProcess(Replica& scratch, const ReplicaState& from,
+                                const std::vector<data::Batch>& rank_batches, int rank) {
+  scratch.SetState(from);
+  OneProcessStep out;
+  out.average = Eigen::VectorXd::Zero(scratch.NumParams());
+  Eigen::VectorXd rank_buffers = from.buffers;
+  for (std::size_t r = 0; r < rank_batches.size(); ++r) {
+    if (rank_batches[r].indices.empty()) continue;
+    scratch.SetBuffers(from.buffers);  // each rank's statistics start from the same state
+    out.average += scratch.Gradient(rank_batches[r]).grad;
+    ++out.contributors;
+    if (static_cast<int>(r) == rank) rank_buffers = scratch.State().buffers;
+  }
+  if (out.contributors > 0) out.average /= out.contributors;
+  scratch.SetBuffers(rank_buffers);
+  scratch.Apply(out.average);
+  out.after = scratch.State();
+  return out;
+}
+
+void CompareStep(exact::StepCheck& check, int64_t step, const Eigen::VectorXd& applied,
+                 int contributors, const ReplicaState& after, const OneProcessStep& reference) {
+  auto span = [](const Eigen::VectorXd& v) {
+    return std::span<const double>(v.data(), static_cast<std::size_t>(v.size()));
+  };
+  check.Compare("grad", step, span(applied), span(reference.average));
+  check.Compare("param", step, span(after.params), span(reference.after.params));
+  check.Compare("momentum", step, span(after.momentum), span(reference.after.momentum));
+  if (after.buffers.size() > 0 || reference.after.buffers.size() > 0) {
+    check.Compare("buffers", step, span(after.buffers), span(reference.after.buffers));
+  }
+  check.Add("contributors", step,
+            contributors == reference.contributors ? 0.0
+                                                   : std::numeric_limits<double>::infinity());
+}
 
 }  // namespace ddp::replica

@@ -13,9 +13,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "Eigen/Core"
 #include "core/data/dataset.h"
+#include "core/exact/step_check.h"
 #include "core/nn/models.h"
 #include "core/nn/sgd.h"
 
@@ -46,6 +48,15 @@ struct Evaluation {
   double accuracy = 0;  // fraction with (logit > 0) == label
 };
 
+// Everything a replica's next step depends on and changes: the parameters,
+// SGD's momentum (empty before the first step) and the norm layers' running
+// statistics (empty with GroupNorm, which keeps none).
+struct ReplicaState {
+  Eigen::VectorXd params;
+  Eigen::VectorXd momentum;
+  Eigen::VectorXd buffers;
+};
+
 class Replica {
  public:
   explicit Replica(const ReplicaOptions& options);
@@ -60,12 +71,38 @@ class Replica {
   // Eval mode (running statistics); restores training mode afterwards.
   Evaluation Evaluate(const data::Batch& batch);
   Eigen::VectorXd Params();
+  ReplicaState State();
+  // Throws std::invalid_argument when a part has the wrong size.
+  void SetState(const ReplicaState& state);
+  void SetBuffers(const Eigen::VectorXd& buffers);
 
  private:
   nn::Mlp<double> model_;
   std::unique_ptr<nn::Sgd<double>> sgd_;
   int64_t num_params_ = 0;
 };
+
+// One DDP step done in one process: the reference of the fixes' per-step
+// exactness checks (core/exact/step_check.h). From `from`, the gradient of
+// every rank's batch at the same parameters (an empty batch contributes
+// nothing: a rank out of data), their mean over the ranks that had data, one
+// SGD step. `after.buffers` are rank `rank`'s running statistics: its own
+// batch's forward from `from.buffers` (local BatchNorm: each rank updates
+// its statistics from its own batch only). `scratch` is overwritten.
+struct OneProcessStep {
+  Eigen::VectorXd average;
+  int contributors = 0;
+  ReplicaState after;
+};
+OneProcessStep StepInOneProcess(Replica& scratch, const ReplicaState& from,
+                                const std::vector<data::Batch>& rank_batches, int rank);
+
+// Feeds one step into `check`: "grad" (the averaged gradient the rank
+// applied vs the reference mean), "param", "momentum" and, when the model
+// has running statistics, "buffers" (the rank's state after the step vs
+// the reference's), and "contributors" (0 when the counts agree, else inf).
+void CompareStep(exact::StepCheck& check, int64_t step, const Eigen::VectorXd& applied,
+                 int contributors, const ReplicaState& after, const OneProcessStep& reference);
 
 // Labels as the N x 1 target matrix of BceWithLogits.
 nn::Matrix<double> Targets(const data::Batch& batch);

@@ -27,7 +27,7 @@ constexpr uint64_t kTestSeedOffset = 1000003;
 
 }  // namespace
 
-Curves Train(comm::Comm& comm, Mode mode, const TrainConfig& c) {
+Curves Train(comm::Comm& comm, Mode mode, const TrainConfig& c, const StepObserver& observer) {
   const uint64_t seed = static_cast<uint64_t>(c.order.seed);
   auto train = std::make_shared<const data::GaussianBinary>(
       data::GaussianBinaryConfig{.size = c.order.n, .seed = seed});
@@ -37,12 +37,16 @@ Curves Train(comm::Comm& comm, Mode mode, const TrainConfig& c) {
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
   const data::Batch test_batch = data::Materialize(test, all);
 
-  replica::Replica model(replica::ReplicaOptions{
-      .in_features = train->FeatureDim(), .init_seed = seed, .lr = c.lr, .momentum = c.momentum});
+  replica::Replica model(replica::ReplicaOptions{.in_features = train->FeatureDim(),
+                                                 .norm = c.norm,
+                                                 .init_seed = seed,
+                                                 .lr = c.lr,
+                                                 .momentum = c.momentum});
   Curves out;
   out.same_order_every_epoch = true;
   std::vector<int64_t> first_order;
   const int64_t seq0 = comm.next_seq();
+  int64_t step = 0;
   for (int epoch = 0; epoch < c.order.epochs; ++epoch) {
     std::vector<int64_t> order = RankIndices(mode, c.order, comm.rank(), epoch);
     if (epoch == 0) first_order = order;
@@ -52,7 +56,10 @@ Curves Train(comm::Comm& comm, Mode mode, const TrainConfig& c) {
     lo.sampler = std::make_shared<FixedSampler>(order);
     data::DataLoader loader(train, lo);
     double loss_sum = 0, count = 0;
+    int64_t step_in_epoch = 0;
     for (const auto& indices : loader.EpochBatches()) {
+      const replica::ReplicaState before =
+          observer ? model.State() : replica::ReplicaState{};
       const replica::LocalGradient g = model.Gradient(loader.Load(indices));
       // DDP: allreduce(sum) the gradients and divide by W. The loss sum and
       // count ride along for the train-loss curve.
@@ -63,6 +70,9 @@ Curves Train(comm::Comm& comm, Mode mode, const TrainConfig& c) {
       Eigen::VectorXd avg = Eigen::Map<Eigen::VectorXd>(buf.data(), g.grad.size());
       avg /= comm.world_size();
       model.Apply(avg);
+      if (observer) observer({epoch, step_in_epoch, step, before, avg, model});
+      ++step_in_epoch;
+      ++step;
       loss_sum += buf[buf.size() - 2];
       count += buf.back();
     }

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/comm/comm.h"
+#include "repro/missing_set_epoch/replica.h"
 #include "repro/missing_set_epoch/scenario.h"
 
 namespace ddp::missing_set_epoch {
@@ -17,7 +19,23 @@ struct TrainConfig {
   double lr = 0.05;
   double momentum = 0.9;
   int64_t test_size = 2000;  // held-out set, its own seed
+  // Local BatchNorm (DDP's default); GroupNorm where a batch of one sample
+  // would make BatchNorm refuse to train.
+  replica::Norm norm = replica::Norm::kBatchNorm;
 };
+
+// What one training step did on this rank: the state it started from, the
+// averaged gradient it applied, and the model after the step.
+struct StepView {
+  int epoch = 0;
+  int64_t step_in_epoch = 0;
+  int64_t step = 0;  // counted over all epochs
+  const replica::ReplicaState& before;
+  const Eigen::VectorXd& applied;
+  replica::Replica& model;
+};
+// Called after every step (the fix's per-step exactness check).
+using StepObserver = std::function<void(const StepView&)>;
 
 struct Curves {
   std::vector<double> train_loss;     // per epoch: mean loss over all samples the ranks trained on
@@ -31,6 +49,7 @@ struct Curves {
 
 // Every rank calls this with the same config; one allreduce per step
 // (gradients, with the loss sum and sample count appended).
-Curves Train(comm::Comm& comm, Mode mode, const TrainConfig& config);
+Curves Train(comm::Comm& comm, Mode mode, const TrainConfig& config,
+             const StepObserver& observer = {});
 
 }  // namespace ddp::missing_set_epoch

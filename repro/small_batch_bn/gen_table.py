@@ -1,68 +1,165 @@
 #!/usr/bin/python3
-"""Prints the Markdown table of small_batch_bn records (repro or fix JSON).
+"""Markdown tables of small_batch_bn records (repro or fix JSON).
 
-Usage: repro/small_batch_bn/gen_table.py results/small_batch_bn_{repro,fix}.json [more.json ...]
-(one script for both kinds: the table follows the records' "kind")
-Stdlib only. -1 in a record means "not applicable" and prints as "-".
+Usage:
+  repro/small_batch_bn/gen_table.py RECORDS.json [--table all|figure1|fix] [--update README.md --id ID]
+
+--table all      every record (repro: error, reference, gap, secondary columns; fix: per-step check)
+--table figure1  repro sweep: validation error against the per-rank batch, one column per norm
+                 (the table behind figure1.png; plot_figure.py draws it)
+--update FILE --id ID replaces the text between `<!-- table:ID:begin -->` and
+`<!-- table:ID:end -->` in FILE (atomically) instead of printing.
+Stdlib only. Errors print in percent; -1 in a record means "not applicable" ("-").
 """
+import argparse
 import json
+import os
+import re
 import sys
+import tempfile
 
 
 def fmt(v, digits=3):
-    if v is None or (isinstance(v, (int, float)) and v < 0):
+    if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0):
         return "-"
     if isinstance(v, float):
         return f"{v:.{digits}g}"
     return str(v)
 
 
-def main(paths):
-    rows = []
-    for p in paths:
-        with open(p) as f:
-            rows.extend(json.load(f))
+def pct(err, ci=None):
+    if err is None:
+        return "-"
+    return f"{100 * err:.1f}" + ("" if ci is None else f" ± {100 * ci:.1f}")
+
+
+def interval(gap, ci):
+    return f"{100 * gap:+.1f} [{100 * (gap - ci):+.1f}, {100 * (gap + ci):+.1f}]"
+
+
+def repro_all(rows):
+    out = ["| variant | task | protocol | b/rank | accum | val error % (± 95%) | reference | ref val error % "
+           "| gap pp [95% interval] | train error % (mine / ref) | rank spread L1 / L2 | rs err (mean / var) "
+           "| seeds | verdict |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        m, ref, c = r["measured"], r["reference"], r["config"]
+        if "val_error" not in m:
+            out.append(f"| {r['variant']} | {c.get('task')} | | {c.get('batch_per_rank')} | | | | | | | | | "
+                       f"| {r['verdict']}: {r.get('error', '')} |")
+            continue
+        ref_what = ref.get("what", "")
+        if ref.get("computed_by") == "one_process":
+            ref_what += " (one process)"
+        out.append(
+            f"| {r['variant']} | {c['task']} | {c.get('protocol', '')} | {c['batch_per_rank']} | {c['accumulate']} "
+            f"| {pct(m['val_error'], m['val_error_ci95'])} | {ref_what} "
+            f"| {pct(ref['val_error'], ref['val_error_ci95'])} "
+            f"| {interval(m['val_error_gap'], m['val_error_gap_ci95'])} "
+            f"| {pct(m['train_error'])} / {pct(ref['train_error'])} "
+            f"| {fmt(m.get('rank_spread1'))} / {fmt(m.get('rank_spread2'))} "
+            f"| {fmt(m.get('rs_mean_err'))} / {fmt(m.get('rs_var_err'))} | {m['seeds']} | {r['verdict']} |")
+    return out
+
+
+def figure1_series(rows):
+    """{batch: {norm: (err, ci)}} from the digits rows of the current protocol."""
+    by_b = {}
+    for r in rows:
+        c, m, ref = r["config"], r["measured"], r["reference"]
+        if c.get("task") != "digits" or c.get("accumulate") != 1 or "val_error" not in m:
+            continue
+        d = by_b.setdefault(c["batch_per_rank"], {})
+        name = {"per_rank_bn": "per-rank BN", "group_norm": "GroupNorm", "precise_bn": "PreciseBN"}[r["variant"]]
+        d[name] = (m["val_error"], m["val_error_ci95"])
+        d["SyncBN"] = (ref["val_error"], ref["val_error_ci95"])
+        if r["variant"] == "per_rank_bn":
+            d["gap"] = (m["val_error_gap"], m["val_error_gap_ci95"])
+            d["global"] = c["global_batch"]
+            d["seeds"] = m["seeds"]
+    return dict(sorted(by_b.items()))
+
+
+def repro_figure1(rows):
+    out = ["| per-rank batch | global batch | per-rank BN | SyncBN | GroupNorm | PreciseBN "
+           "| per-rank BN − SyncBN, pp [95% interval] | seeds |",
+           "|---|---|---|---|---|---|---|---|"]
+    for b, d in figure1_series(rows).items():
+        cells = [pct(*d[k]) if k in d else "-" for k in ("per-rank BN", "SyncBN", "GroupNorm", "PreciseBN")]
+        gap = interval(*d["gap"]) if "gap" in d else "-"
+        out.append(f"| {b} | {d.get('global', '')} | " + " | ".join(cells) + f" | {gap} | {d.get('seeds', '')} |")
+    return out
+
+
+def fix_all(rows):
+    """One row per setting; per fix the worst per-step error and the verdict."""
+    settings = {}
+    for r in rows:
+        key = tuple(r["config"]["batches"])
+        settings.setdefault(key, {})[r["variant"]] = r
+    out = ["| W | per-rank batches | sync_bn: worst rel err (grad / param / running stats) | collectives per step "
+           "| trajectory_rel_err (info) | group_norm: worst rel err (grad / param) | trajectory_rel_err (info) "
+           "| precise_bn: worst rel err of the statistics | rs err shrink (info) | steps | verdicts |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def g(r, k, digits=2):
+        v = r["measured"].get(k) if r else None
+        return "-" if v is None else f"{v:.{digits}g}"
+
+    for key, d in settings.items():
+        s, gn, pb = d.get("sync_bn"), d.get("group_norm"), d.get("precise_bn")
+        verdicts = ", ".join(f"{v}: {d[v]['verdict']}" for v in ("sync_bn", "group_norm", "precise_bn") if v in d)
+        if all(d[v]["verdict"] == "exact" for v in d):
+            verdicts = "all exact"
+        steps = next(iter(d.values()))["config"]["steps"]
+        out.append(
+            f"| {len(key)} | {','.join(map(str, key))} "
+            f"| {g(s, 'grad_rel_err')} / {g(s, 'param_rel_err')} / {g(s, 'running_stats_rel_err')} "
+            f"| {g(s, 'collectives_per_step', 3)} | {g(s, 'trajectory_rel_err')} "
+            f"| {g(gn, 'grad_rel_err')} / {g(gn, 'param_rel_err')} | {g(gn, 'trajectory_rel_err')} "
+            f"| {g(pb, 'precise_running_stats_rel_err')} | {g(pb, 'rs_err_shrink')} | {steps} | {verdicts} |")
+    return out
+
+
+def update(path, ident, lines):
+    with open(path) as f:
+        text = f.read()
+    pat = re.compile(rf"(<!-- table:{re.escape(ident)}:begin -->\n)(.*?)(<!-- table:{re.escape(ident)}:end -->)",
+                     re.S)
+    if not pat.search(text):
+        print(f"gen_table: no <!-- table:{ident}:begin/end --> markers in {path}", file=sys.stderr)
+        sys.exit(2)
+    text = pat.sub(lambda m: m.group(1) + "\n".join(lines) + "\n" + m.group(3), text)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)))
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("records")
+    p.add_argument("--table", choices=["all", "figure1"], default="all")
+    p.add_argument("--update")
+    p.add_argument("--id")
+    a = p.parse_args(argv)
+    if bool(a.update) != bool(a.id):
+        p.error("--update and --id go together")
+    with open(a.records) as f:
+        rows = json.load(f)
     if not rows:
-        return
-    if rows[0]["kind"] == "repro":
-        print("| variant | W | b/rank | accum | val acc | acc sd (pp) | acc half-range (pp) | rs err (mean / var) "
-              "| rank spread L1 / L2 | reference | ref val acc | ref acc sd (pp) | ref rs err (mean / var) "
-              "| ref rank spread L2 | verdict |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for r in rows:
-            m, ref, c = r["measured"], r["reference"], r["config"]
-            print(f"| {r['variant']} | {r['world_size']} | {c['batch_per_rank']} | {c['accumulate']} "
-                  f"| {fmt(m.get('val_acc'))} | {fmt(m.get('val_acc_sd_pp'), 2)} | {fmt(m.get('val_acc_half_range_pp'), 2)} "
-                  f"| {fmt(m.get('rs_mean_err'))} / {fmt(m.get('rs_var_err'))} "
-                  f"| {fmt(m.get('rank_spread1'))} / {fmt(m.get('rank_spread2'))} | {ref.get('what', '')} "
-                  f"| {fmt(ref.get('val_acc'))} | {fmt(ref.get('val_acc_sd_pp'), 2)} "
-                  f"| {fmt(ref.get('rs_mean_err'))} / {fmt(ref.get('rs_var_err'))} "
-                  f"| {fmt(ref.get('rank_spread2'))} | {r['verdict']} |")
+        print("gen_table: no records", file=sys.stderr)
+        return 1
+    if rows[0]["kind"] == "fix":
+        lines = fix_all(rows)
     else:
-        print("| W | b/rank | norm | val acc | acc sd (pp) | acc half-range (pp) | rs err (mean / var) "
-              "| rank spread L2 | vs one process (param / buffer rel err) | verdict |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
-        done = set()
-        for r in rows:
-            m, ref, c = r["measured"], r["reference"], r["config"]
-            key = (r["world_size"], c["batch_per_rank"])
-            if key not in done and "bn_val_acc" in ref:
-                done.add(key)
-                print(f"| {key[0]} | {key[1]} | bn (plain, for comparison) | {fmt(ref['bn_val_acc'])} "
-                      f"| {fmt(ref['bn_val_acc_sd_pp'], 2)} | {fmt(ref['bn_val_acc_half_range_pp'], 2)} "
-                      f"| {fmt(ref['bn_rs_mean_err'])} / {fmt(ref['bn_rs_var_err'])} "
-                      f"| {fmt(ref['bn_rank_spread2'])} | | |")
-            rs = f"{fmt(m.get('rs_mean_err'))} / {fmt(m.get('rs_var_err'))}"
-            if "rs_mean_err_before_precise" in m:
-                rs += (f" (before PreciseBN {fmt(m['rs_mean_err_before_precise'])} / "
-                       f"{fmt(m['rs_var_err_before_precise'])})")
-            exact = ""
-            if "param_rel_err" in m:
-                exact = f"{m['param_rel_err']:.2g} / {m['buffer_rel_err']:.2g}"
-            print(f"| {key[0]} | {key[1]} | {r['variant']} | {fmt(m.get('val_acc'))} "
-                  f"| {fmt(m.get('val_acc_sd_pp'), 2)} | {fmt(m.get('val_acc_half_range_pp'), 2)} | {rs} "
-                  f"| {fmt(m.get('rank_spread2'))} | {exact} | {r['verdict']} |")
+        lines = repro_figure1(rows) if a.table == "figure1" else repro_all(rows)
+    if a.update:
+        update(a.update, a.id, lines)
+    else:
+        print("\n".join(lines))
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

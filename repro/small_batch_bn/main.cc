@@ -8,22 +8,34 @@ int main(int argc, char** argv) {
   ddp::harness::PairSpec spec;
   spec.program = "repro_small_batch_bn";
   spec.summary =
-      "Trains TinyCnn with per-rank BatchNorm under DDP (W ranks x --batch_size samples) on\n"
-      "TinyImages and measures the cross-rank spread of the BN statistics, the running-stat\n"
-      "error against the population, and validation accuracy vs one process on the same batches.";
+      "Trains TinyCnn under DDP (W ranks x --batch_size per rank, Gloo) on noisy UCI digits with\n"
+      "per-rank BatchNorm and with SyncBatchNorm, over --seeds seeds, and prints the validation-error\n"
+      "gap with its 95% interval. --sweep: per-rank batch {2,4,8,16,32} x {per-rank BN, PreciseBN,\n"
+      "GroupNorm} vs SyncBN, gradient accumulation, and the TinyImages counter-example.";
   spec.defaults.world_size = 4;
   spec.defaults.batch_size = 2;
-  spec.defaults.n = 512;
-  spec.defaults.seeds = 3;
+  spec.defaults.seeds = 5;
   spec.add_flags = [&](ddp::cli::Flags& flags) {
-    flags.Bool("sweep", &o.sweep, "per-rank batch {2,4,8,16,32} x W {1,2,4,8}, plus grad_accum at W {2,4,8}");
+    flags.Bool("sweep", &o.sweep,
+               "W x per-rank batch {2,4,8,16,32}: per_rank_bn, precise_bn, group_norm vs SyncBN; grad_accum; "
+               "tiny_images");
+    flags.IntList("sweep_batches", &o.sweep_batches,
+                  "--sweep: the per-rank batches of its figure-1 rows (fewer: a part of the sweep)",
+                  1, 4096);
+    flags.Bool("sweep_extras", &o.sweep_extras, "--sweep: also grad_accum and the TinyImages rows");
+    flags.Choice("task", &o.task, "digits (noisy UCI digits) or tiny_images (this pair's first task)",
+                 {"digits", "tiny_images"});
     flags.Int("epochs", &o.epochs, "training epochs", 1, 1000);
-    flags.Double("lr", &o.lr, "SGD learning rate (momentum 0.9)", 1e-6, 10);
+    flags.Double("lr", &o.base_lr, "SGD learning rate per 32 images of global batch (linear scaling)", 1e-6, 10);
+    flags.Double("warmup_epochs", &o.warmup_epochs, "linear learning-rate warm-up, epochs", 0, 1000);
+    flags.Bool("cosine", &o.cosine, "cosine learning-rate decay to 0 (--cosine=false: constant, the first protocol)");
+    flags.Double("noise", &o.noise, "digits: pixel noise sd (pixels in [0, 1])", 0, 10);
+    flags.Bool("sync_bn_ddp", &o.sync_bn_ddp,
+               "train the SyncBN reference on the ranks (default: one process replaying the ranks' batches, "
+               "what SyncBN computes)");
+    flags.Int("precise_batches", &o.precise_batches, "PreciseBN: batches averaged per rank (M)", 1, 100000);
   };
-  spec.validate = [](const ddp::harness::CommonFlags& f) -> std::string {
-    if (f.n < 64) return "--n must be >= 64 (got " + std::to_string(f.n) + ")";
-    return "";
-  };
+  spec.validate = [&](const ddp::harness::CommonFlags&) { return ddp::small_batch_bn::ValidateOptions(o); };
   spec.run = [&](const ddp::harness::CommonFlags& f) { return ddp::small_batch_bn::RunRepro(f, o); };
   return ddp::harness::PairMain(argc, argv, spec);
 }

@@ -1,7 +1,10 @@
-// The repro must keep reproducing: with 2 samples per rank the ranks
-// normalise with batch means ~0.2 sd apart (second BN layer), gradient
-// accumulation leaves that spread at its b = 2 size (~sqrt(4) x a real batch
-// of 8), and one rank is bit-for-bit the one-process run (control).
+// The repro must keep reproducing the damage itself: on noisy digits, per-rank
+// BatchNorm at W = 4 x 2 per rank ends with a validation error at least 5 pp
+// above SyncBN's at the same global batch (8), the 95% interval of the
+// seed-paired difference above 0, and the ranks normalise with different
+// batch means. Reduced configuration (3 seeds, 4 epochs at a 4x higher
+// learning rate): the models are less trained than in the README's run
+// (SyncBN ~29% error instead of ~20%), the gap is larger (~13 pp).
 #include <string>
 
 #include "core/testing/backend.h"
@@ -11,37 +14,40 @@
 namespace ddp::small_batch_bn {
 namespace {
 
-double M(const results::Record& r, const char* k) { return r.measured.Find(k)->AsDouble(); }
+double M(const results::Json& j, const char* k) { return j.Find(k)->AsDouble(); }
 
-TEST(SmallBatchBnRepro, RanksDisagreeAndAccumulationDoesNotHelp) {
+TEST(SmallBatchBnRepro, PerRankBnIsWorseThanSyncBnByAtLeast5pp) {
   DDP_REQUIRE_BACKEND();
   harness::CommonFlags f;
   f.world_size = 4;
   f.batch_size = 2;
   f.backend = testing::TestBackend();
-  f.seeds = 1;
-  f.n = 256;
-  f.timeout = 20;
+  f.seeds = 3;
+  f.timeout = 30;
   PairOptions o;
-  o.epochs = 2;
+  o.epochs = 4;
+  o.warmup_epochs = 1;
+  o.base_lr = 0.2;
   const auto records = RunRepro(f, o);
-  ASSERT_EQ(records.size(), 3u);
-  for (const auto& r : records) {
-    ASSERT_NE(r.verdict, results::Verdict::kError) << r.error;
-    EXPECT_EQ(r.verdict, results::ExpectedVerdict(r)) << r.variant << " " << r.measured.Dump();
-  }
-  // per_rank_bn, W=4 x 2: the second layer's per-rank batch means are
-  // 0.1-0.4 sd apart; the first layer's (pixel noise averaged over 64
-  // positions) much less.
-  EXPECT_GE(M(records[0], "rank_spread2"), 0.1);
-  EXPECT_LE(M(records[0], "rank_spread2"), 0.4);
-  EXPECT_LT(M(records[0], "rank_spread1"), M(records[0], "rank_spread2"));
-  // Control: W = 1 equals the one-process run exactly.
-  EXPECT_TRUE(records[1].control);
-  EXPECT_EQ(M(records[1], "max_param_diff"), 0.0);
-  // grad_accum: spread ratio ~ sqrt(4).
-  EXPECT_GE(M(records[2], "rank_spread_ratio"), 1.4);
-  EXPECT_LE(M(records[2], "rank_spread_ratio"), 2.8);
+  ASSERT_EQ(records.size(), 1u);
+  const results::Record& r = records[0];
+  ASSERT_NE(r.verdict, results::Verdict::kError) << r.error;
+  EXPECT_EQ(r.verdict, results::Verdict::kReproduced) << r.measured.Dump();
+  // The record carries the fields a reader re-derives the table from.
+  EXPECT_EQ(M(r.measured, "seeds"), 3);
+  EXPECT_EQ(M(r.reference, "seeds"), 3);
+  EXPECT_GT(M(r.measured, "val_error_ci95"), 0);
+  EXPECT_GT(M(r.reference, "val_error_ci95"), 0);
+  const double gap = M(r.measured, "val_error_gap"), ci = M(r.measured, "val_error_gap_ci95");
+  EXPECT_NEAR(gap, M(r.measured, "val_error") - M(r.reference, "val_error"), 1e-12);
+  EXPECT_GE(gap, 0.05) << "per-rank BN " << M(r.measured, "val_error") << " vs SyncBN " << M(r.reference, "val_error");
+  EXPECT_GT(gap - ci, 0.0);
+  // Mechanism (secondary): the ranks normalise with different batch means
+  // (second layer ~0.1 sd apart, first layer less: pixel noise averages out
+  // over 64 positions).
+  EXPECT_GE(M(r.measured, "rank_spread2"), 0.04);
+  EXPECT_LE(M(r.measured, "rank_spread2"), 0.4);
+  EXPECT_LT(M(r.measured, "rank_spread1"), M(r.measured, "rank_spread2"));
 }
 
 }  // namespace

@@ -1,27 +1,27 @@
-// DDP training of TinyCnn on TinyImages with a chosen normalisation layer,
-// the measurements the small-batch BatchNorm pair reports, and the
-// one-process reference that replays the same global batches.
+// One training run of the small-batch BatchNorm pair: DDP (one process per
+// rank, gradients averaged through the comm) or, with comm == nullptr, one
+// process that replays the W ranks' batches (step s = the concatenation, in
+// rank order, of what the W ranks use at step s): with SyncBatchNorm or
+// GroupNorm that is what the ranks compute (fixes/small_batch_bn checks it
+// per step to 1e-12).
 //
-// What one run does (every rank of a world, or one process):
-//  - data: TinyImages (3x8x8, channel means (3, -2, 10), stds (2, 0.5, 5):
-//    far from 0/1), n_train training and n_val validation images (another
-//    seed); DistributedSampler(shuffle, seed, set_epoch) + DataLoader with
-//    drop_last, batch_per_rank * accumulate indices per step;
-//  - model: TinyCnn (conv-norm-ReLU x2, pool, linear), double, init seed;
+// What one run does (task.h has the data and the model):
+//  - data: DistributedSampler(shuffle, seed, set_epoch) over the training
+//    images + DataLoader(drop_last), batch_per_rank * accumulate indices per
+//    rank and step; digits get fresh pixel noise every epoch;
 //  - step: `accumulate` micro-batches of batch_per_rank (loss / accumulate),
 //    then DDP: all-reduce the flat gradient, divide by W, SGD (momentum 0.9).
-//    Before every training forward rank 0's buffers are broadcast (PyTorch
-//    DDP's broadcast_buffers=True default), so the running statistics are
-//    rank 0's;
-//  - after each epoch: optional PreciseBN, then validation accuracy (eval mode).
-// Measurements: validation accuracy per epoch; the error of each BatchNorm's
-// running_mean / running_var against the statistics its input really has at
-// eval time over the whole training set (`population`); and how far the
-// per-rank batch means of the same layer are apart across ranks.
-//
-// The reference (comm == nullptr) is one process whose step s uses the
-// concatenation, in rank order, of what the W ranks of a DDP run use at step
-// s: with SyncBatchNorm or GroupNorm, DDP must equal it up to rounding.
+//    With per-rank BatchNorm every training forward starts from rank 0's
+//    buffers (PyTorch DDP's broadcast_buffers=True default), so the running
+//    statistics are rank 0's (task.h: AverageGradientsAndBroadcastBuffers);
+//  - learning rate: base_lr x global batch / 32 (the linear scaling rule of
+//    Goyal et al., which the GroupNorm paper's Figure 1 follows), linear
+//    warm-up over the first warmup_epochs, then cosine decay to 0;
+//  - after each epoch: optional PreciseBN, then the validation error (eval mode).
+// Measurements: validation error per epoch and of the final model, the final
+// model's error on its last epoch's training images (eval mode: does the
+// model underfit?), the running-stat error against the statistics each BN
+// input has in eval mode, and how far apart the ranks' batch means are.
 #pragma once
 
 #include <cstdint>
@@ -31,58 +31,50 @@
 #include "core/comm/comm.h"
 #include "core/nn/tensor.h"
 #include "core/results/json.h"
+#include "repro/small_batch_bn/task.h"
 
 namespace ddp::small_batch_bn {
 
-enum class NormKind { kBatchNorm, kSyncBatchNorm, kGroupNorm };
-
-const char* ToString(NormKind k);
-
 struct TrainConfig {
+  TaskConfig task;
   NormKind norm = NormKind::kBatchNorm;
-  bool precise_bn = false;   // recompute running stats after each epoch (fvcore precise_bn)
-  int world_size = 4;        // DDP ranks; for the reference, the world it replays
+  bool precise_bn = false;   // recompute running stats before each evaluation (fvcore precise_bn)
+  int world_size = 4;        // DDP ranks; with comm == nullptr, the world replayed
   int batch_per_rank = 2;    // BatchNorm sees this many samples per forward
   int accumulate = 1;        // micro-batches per optimizer step (gradient accumulation)
-  int epochs = 6;
-  int64_t n_train = 512;
-  int64_t n_val = 512;
-  uint64_t seed = 0;         // data, sampler and initialisation
-  double lr = 0.05;
+  int epochs = 20;
+  double base_lr = 0.05;     // per 32 images of global batch
+  double warmup_epochs = 3;
+  bool cosine = true;        // false: constant learning rate after the warm-up (this pair's first protocol)
   int precise_batches = 32;  // M: batches PreciseBN averages over (per rank)
   int gn_groups = 4;
+  int spread_every = 16;     // measure the ranks' batch-mean spread every k-th micro-batch
 };
 
 struct TrainResult {
-  std::vector<double> val_acc;  // one per epoch
-  // Running-stat error against the population statistics of each BN input,
-  // averaged over channels and both BN layers: |rm - pm| / sqrt(pv) and
-  // |rv / pv - 1|. Final model; *_before_precise: before the last PreciseBN.
+  std::vector<double> val_error;  // one per epoch; the last is the final model's
+  double train_error = -1;        // final model, last epoch's training images, eval mode
+  // Running-stat error (task.h RunningStatError), final model; *_before_precise:
+  // before the last PreciseBN. -1: not applicable.
   double rs_mean_err = -1, rs_var_err = -1;
   double rs_mean_err_before_precise = -1, rs_var_err_before_precise = -1;
   // Cross-rank standard deviation of the per-rank batch means (the statistics
   // each rank's BatchNorm normalises with), in units of the global batch's
-  // standard deviation, averaged over channels and steps, per layer.
+  // standard deviation, averaged over channels and measured micro-batches,
+  // per layer. -1: not measured (one rank, or no BatchNorm).
   double rank_spread1 = -1, rank_spread2 = -1;
   nn::Vector<double> params;   // final parameters (flat)
   nn::Vector<double> buffers;  // final running statistics (flat)
   int64_t steps = 0;
 };
 
-// comm: this rank's communicator (its world size must be c.world_size), or
-// nullptr for the one-process reference.
+// The learning rate of step t (0-based) of `total`, warm-up over `warmup` steps.
+double LearningRate(double peak, int64_t t, int64_t warmup, int64_t total);
+
 TrainResult Train(comm::Comm* comm, const TrainConfig& c);
 
-// Summary over epochs: mean accuracy and its epoch-to-epoch standard
-// deviation over the second half of the epochs (after the initial rise).
-struct AccSummary {
-  double last = 0;
-  double mean = 0;  // second half
-  double sd = 0;    // second half, population sd
-  double half_range = 0;  // (max - min) / 2 over the second half
-};
-AccSummary Summarize(const std::vector<double>& val_acc);
-
 results::Json ToJson(const TrainResult& r);
+// Inverse of ToJson (rank 0's result comes back from its process as JSON).
+TrainResult FromJson(const results::Json& j);
 
 }  // namespace ddp::small_batch_bn

@@ -1,27 +1,40 @@
-// repro/small_batch_bn: BatchNorm on 2 samples per rank under DDP (seed 003).
+// repro/small_batch_bn: BatchNorm with 2 samples per rank under DDP (seed 003).
 //
-// Variants (one record per row and variant, measurements averaged over seeds):
+// Every row trains on W ranks (one process each, Gloo) for --seeds seeds and
+// compares the final validation error with SyncBatchNorm at the same global
+// batch (W x b), seed by seed (same initialisation, data order and noise):
 //   per_rank_bn  DDP + plain BatchNorm (PyTorch's default: per-rank
-//                statistics, rank 0's buffers broadcast) at W ranks x b per
-//                rank; reference: one process with BatchNorm on the same
-//                global batches (W x b). Symptom: the ranks normalise with
-//                different statistics: the cross-rank spread of the second BN
-//                layer's batch means is >= 0.1 of its sd at b <= 4 (for larger
-//                b the row is reported, with no threshold). Running-stat error
-//                and accuracy spread are measured against the reference and
-//                reported, not asserted (see README: the seed's claims about
-//                them did not hold here). W = 1 is the control: DDP with one
-//                rank is the one-process run, bit for bit.
-//   grad_accum   W ranks x b per rank x 4 accumulated micro-batches (the
-//                gradient sees 4b per rank); reference: DDP with a real batch
-//                of 4b per rank. Symptom (seed: "gradient accumulation does
-//                not help BN"): the statistics stay those of b samples: the
-//                rank spread is sqrt(4) = 2x the reference's (accepted 1.4-2.8).
+//                statistics, rank 0's buffers broadcast). Symptom, at b <= 4
+//                per rank: the error is higher than SyncBN's, the 95%
+//                interval of the paired difference above 0 (reproduced). At
+//                b >= 8 the row is a control: the damage is gone (|gap| < 2 pp).
+//                On tiny_images (this pair's first task), under the current
+//                protocol and under the first one (6 epochs, constant
+//                learning rate), the rows are the counter-example: controls
+//                whose expected outcome is no significant damage (the
+//                interval of the difference includes 0).
+//   precise_bn   per_rank_bn + PreciseBN (running statistics recomputed as a
+//                true average before every evaluation). Same verdicts: at
+//                b <= 4 the damage survives exact population statistics, so
+//                it is not a running-statistics problem.
+//   group_norm   DDP + GroupNorm (4 groups): no batch statistics. A control
+//                row: no small-batch damage of its own (its error at b is
+//                not above its error at b = 32 by more than 2 pp). Its gap to
+//                SyncBN is reported, not judged (README).
+//   grad_accum   (sweep) b = 2 per rank x 4 accumulated micro-batches vs a
+//                real batch of 8 per rank (same global batch 32): the
+//                statistics stay those of 2 samples (rank spread sqrt(4) = 2x
+//                the real batch's, accepted 1.4-2.8): reproduced.
+// Secondary columns: training error (does the model underfit?), the cross-rank
+// spread of the batch means, the running-stat error.
 #include "repro/small_batch_bn/variants.h"
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <stdexcept>
+
+#include "repro/small_batch_bn/seed_stats.h"
 
 namespace ddp::small_batch_bn {
 namespace {
@@ -30,196 +43,274 @@ using results::Json;
 
 double Field(const Json& j, const char* k) { return j.Find(k)->AsDouble(); }
 
-// Running-stat error: mean of the mean and variance errors.
-double RsErr(const Json& j) { return (Field(j, "rs_mean_err") + Field(j, "rs_var_err")) / 2; }
+// The damage is "gone" when per-rank BN is within this of SyncBN.
+constexpr double kNoDamage = 0.02;
+
+Task ParseTask(const std::string& s) { return s == "tiny_images" ? Task::kTinyImages : Task::kDigits; }
+
+struct Row {
+  std::string variant;
+  Task task;
+  int batch;
+  int accumulate = 1;
+  bool first_protocol = false;  // this pair's first training protocol (see FirstProtocol)
+};
+
+// The first version of this pair trained 6 epochs at a constant learning rate
+// 0.05 (global batch 8) and found no damage on TinyImages.
+void FirstProtocol(TrainConfig* c) {
+  c->epochs = 6;
+  c->warmup_epochs = 0;
+  c->cosine = false;
+  c->base_lr = 0.05 * 32 / 8;
+}
+
+std::vector<Row> Rows(const harness::CommonFlags& f, const PairOptions& o) {
+  const Task task = ParseTask(o.task);
+  if (!o.sweep) return {{"per_rank_bn", task, f.batch_size}};
+  std::vector<Row> rows;
+  for (int b : o.sweep_batches) {
+    for (const char* v : {"per_rank_bn", "precise_bn", "group_norm"}) rows.push_back({v, Task::kDigits, b});
+  }
+  if (!o.sweep_extras) return rows;
+  rows.push_back({"grad_accum", Task::kDigits, 2, 4});
+  rows.push_back({"per_rank_bn", Task::kTinyImages, 2});
+  rows.push_back({"per_rank_bn", Task::kTinyImages, 2, 1, true});
+  return rows;
+}
+
+// What one row trains: (norm, PreciseBN, task, b, accumulate).
+struct RunKey {
+  NormKind norm;
+  bool precise;
+  Task task;
+  int batch;
+  int accumulate;
+  bool first_protocol = false;
+  auto operator<=>(const RunKey&) const = default;
+};
+
+std::string Describe(const RunKey& k, int w) {
+  return std::string(ToString(k.norm)) + (k.precise ? "+precise_bn" : "") + " on " + ToString(k.task) + ", W=" +
+         std::to_string(w) + " x b=" + std::to_string(k.batch) +
+         (k.accumulate > 1 ? " x " + std::to_string(k.accumulate) + " accumulated" : "") +
+         (k.first_protocol ? ", first protocol" : "");
+}
 
 }  // namespace
 
+std::string ValidateOptions(const PairOptions& o) {
+  if (o.task != "digits" && o.task != "tiny_images") {
+    return "--task must be digits or tiny_images (got " + o.task + ")";
+  }
+  if (!(o.noise >= 0 && o.noise <= 10)) return "--noise must be in [0, 10]";
+  if (!(o.warmup_epochs >= 0 && o.warmup_epochs <= o.epochs)) return "--warmup_epochs must be in [0, --epochs]";
+  if (o.sweep && o.sweep_batches.empty() && !o.sweep_extras) {
+    return "--sweep_batches is empty and --sweep_extras=false: the sweep would have no rows";
+  }
+  return "";
+}
+
 TrainConfig BaseConfig(const harness::CommonFlags& f, const PairOptions& o) {
   TrainConfig c;
+  c.task.task = ParseTask(o.task);
+  c.task.noise = o.noise;
   c.world_size = f.world_size;
   c.batch_per_rank = f.batch_size;
-  c.n_train = f.n;
-  c.n_val = f.n;
   c.epochs = o.epochs;
-  c.lr = o.lr;
+  c.base_lr = o.base_lr;
+  c.warmup_epochs = o.warmup_epochs;
+  c.cosine = o.cosine;
   c.precise_batches = o.precise_batches;
   return c;
 }
 
 std::vector<TrainResult> RunDdp(const harness::CommonFlags& f, TrainConfig cfg) {
   std::vector<TrainResult> out;
+  harness::WorldOptions world = f.World(cfg.world_size);
+  // A whole training run may take minutes on a busy machine; every
+  // collective keeps its own deadline (--timeout), which catches a hang.
+  world.world_deadline_s = 3600;
   for (int k = 0; k < f.seeds; ++k) {
-    cfg.seed = static_cast<uint64_t>(f.seed + k);
-    TrainResult mine;
-    const harness::WorldResult world = harness::RunWorld(f.World(cfg.world_size), [&](comm::Comm& comm) {
-      mine = Train(&comm, cfg);
-      Json j = ToJson(mine);
-      Json p = Json::MakeArray();
-      for (Eigen::Index i = 0; i < mine.params.size(); ++i) p.Push(mine.params[i]);
-      j["params"] = p;
-      Json b = Json::MakeArray();
-      for (Eigen::Index i = 0; i < mine.buffers.size(); ++i) b.Push(mine.buffers[i]);
-      j["buffers"] = b;
-      return j;
-    });
-    if (!world.ok) throw std::runtime_error(world.failure);
-    // Rank 0's result, rebuilt from its JSON (the ranks were other processes).
-    TrainResult r;
-    const Json& v = world.value;
-    for (const Json& a : v.Find("val_acc")->AsArray()) r.val_acc.push_back(a.AsDouble());
-    r.rs_mean_err = Field(v, "rs_mean_err");
-    r.rs_var_err = Field(v, "rs_var_err");
-    r.rs_mean_err_before_precise = Field(v, "rs_mean_err_before_precise");
-    r.rs_var_err_before_precise = Field(v, "rs_var_err_before_precise");
-    r.rank_spread1 = Field(v, "rank_spread1");
-    r.rank_spread2 = Field(v, "rank_spread2");
-    r.steps = static_cast<int64_t>(Field(v, "steps"));
-    const auto& p = v.Find("params")->AsArray();
-    r.params.resize(p.size());
-    for (std::size_t i = 0; i < p.size(); ++i) r.params[i] = p[i].AsDouble();
-    const auto& b = v.Find("buffers")->AsArray();
-    r.buffers.resize(b.size());
-    for (std::size_t i = 0; i < b.size(); ++i) r.buffers[i] = b[i].AsDouble();
-    out.push_back(std::move(r));
+    cfg.task.seed = static_cast<uint64_t>(f.seed + k);
+    const harness::WorldResult w = harness::RunWorld(world, [&](comm::Comm& comm) { return ToJson(Train(&comm, cfg)); });
+    if (!w.ok) throw std::runtime_error(w.failure);
+    out.push_back(FromJson(w.value));  // rank 0's result (the ranks were other processes)
   }
   return out;
 }
 
-std::vector<TrainResult> RunReference(const harness::CommonFlags& f, TrainConfig cfg) {
+std::vector<TrainResult> RunOneProcess(const harness::CommonFlags& f, TrainConfig cfg) {
   std::vector<TrainResult> out;
   for (int k = 0; k < f.seeds; ++k) {
-    cfg.seed = static_cast<uint64_t>(f.seed + k);
+    cfg.task.seed = static_cast<uint64_t>(f.seed + k);
     out.push_back(Train(nullptr, cfg));
   }
   return out;
 }
 
-Json Aggregate(const std::vector<TrainResult>& runs) {
-  double acc_mean = 0, acc_last = 0, sd = 0, half = 0, rm = 0, rv = 0, rmb = 0, rvb = 0, s1 = 0, s2 = 0;
-  const double n = static_cast<double>(runs.size());
-  for (const TrainResult& r : runs) {
-    const AccSummary a = Summarize(r.val_acc);
-    acc_mean += a.mean / n;
-    acc_last += a.last / n;
-    sd += 100 * a.sd / n;
-    half += 100 * a.half_range / n;
-    rm += r.rs_mean_err / n;
-    rv += r.rs_var_err / n;
-    rmb += r.rs_mean_err_before_precise / n;
-    rvb += r.rs_var_err_before_precise / n;
-    s1 += r.rank_spread1 / n;
-    s2 += r.rank_spread2 / n;
-  }
+Json Summary(const std::vector<TrainResult>& runs) {
+  std::vector<double> final_err;
+  for (const TrainResult& r : runs) final_err.push_back(r.val_error.back());
+  const SeedStats s = Summarize(final_err);
   Json j;
-  j["val_acc"] = acc_mean;
-  j["val_acc_last"] = acc_last;
-  j["val_acc_sd_pp"] = sd;
-  j["val_acc_half_range_pp"] = half;
-  // -1 marks "not applicable" (GroupNorm has no running stats; one rank has no spread).
-  j["rs_mean_err"] = rm;
-  j["rs_var_err"] = rv;
+  j["val_error"] = s.mean;
+  j["val_error_ci95"] = s.ci95;
+  j["seeds"] = s.n;
+  Json per = Json::MakeArray();
+  for (double e : final_err) per.Push(e);
+  j["val_errors"] = per;
+  auto mean_of = [&](auto get) {
+    double m = 0;
+    for (const TrainResult& r : runs) m += get(r) / static_cast<double>(runs.size());
+    return m;
+  };
+  j["train_error"] = mean_of([](const TrainResult& r) { return r.train_error; });
+  // -1 marks "not applicable" (GroupNorm has no running stats; one rank no spread).
+  j["rank_spread1"] = mean_of([](const TrainResult& r) { return r.rank_spread1; });
+  j["rank_spread2"] = mean_of([](const TrainResult& r) { return r.rank_spread2; });
+  j["rs_mean_err"] = mean_of([](const TrainResult& r) { return r.rs_mean_err; });
+  j["rs_var_err"] = mean_of([](const TrainResult& r) { return r.rs_var_err; });
   if (runs.front().rs_mean_err_before_precise >= 0) {
-    j["rs_mean_err_before_precise"] = rmb;
-    j["rs_var_err_before_precise"] = rvb;
+    j["rs_mean_err_before_precise"] = mean_of([](const TrainResult& r) { return r.rs_mean_err_before_precise; });
+    j["rs_var_err_before_precise"] = mean_of([](const TrainResult& r) { return r.rs_var_err_before_precise; });
   }
-  j["rank_spread1"] = s1;
-  j["rank_spread2"] = s2;
+  Json curve = Json::MakeArray();  // mean validation error per epoch
+  for (std::size_t e = 0; e < runs.front().val_error.size(); ++e) {
+    curve.Push(mean_of([&](const TrainResult& r) { return r.val_error[e]; }));
+  }
+  j["val_error_per_epoch"] = curve;
   return j;
 }
 
-namespace {
-
-struct Row {
-  const char* variant;
-  int world_size;
-  int batch;
-  int accumulate;
-};
-
-std::vector<Row> Rows(const harness::CommonFlags& f, const PairOptions& o) {
-  std::vector<Row> rows;
-  if (!o.sweep) {
-    rows.push_back({"per_rank_bn", f.world_size, f.batch_size, 1});
-    rows.push_back({"per_rank_bn", 1, f.batch_size * f.world_size, 1});  // control
-    if (f.world_size > 1) rows.push_back({"grad_accum", f.world_size, f.batch_size, 4});
-    return rows;
-  }
-  for (int w : {1, 2, 4, 8}) {
-    for (int b : {2, 4, 8, 16, 32}) rows.push_back({"per_rank_bn", w, b, 1});
-  }
-  for (int w : {2, 4, 8}) rows.push_back({"grad_accum", w, 2, 4});
-  return rows;
+Json Gap(const std::vector<TrainResult>& a, const std::vector<TrainResult>& b) {
+  if (a.size() != b.size()) throw std::invalid_argument("Gap: different numbers of seeds");
+  std::vector<double> d;
+  for (std::size_t k = 0; k < a.size(); ++k) d.push_back(a[k].val_error.back() - b[k].val_error.back());
+  const SeedStats s = Summarize(d);
+  Json j;
+  j["val_error_gap"] = s.mean;
+  j["val_error_gap_ci95"] = s.ci95;
+  return j;
 }
 
-}  // namespace
-
 std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairOptions& o) {
+  std::map<RunKey, std::vector<TrainResult>> cache;
+  std::map<RunKey, std::string> failed;
+  // Trains (once per key) and returns the runs, or throws the failure.
+  auto runs = [&](const RunKey& k) -> const std::vector<TrainResult>& {
+    if (auto it = failed.find(k); it != failed.end()) throw std::runtime_error(it->second);
+    if (auto it = cache.find(k); it != cache.end()) return it->second;
+    TrainConfig cfg = BaseConfig(f, o);
+    cfg.task.task = k.task;
+    cfg.norm = k.norm;
+    cfg.precise_bn = k.precise;
+    cfg.batch_per_rank = k.batch;
+    cfg.accumulate = k.accumulate;
+    if (k.first_protocol) FirstProtocol(&cfg);
+    const bool one_process = k.norm == NormKind::kSyncBatchNorm && !o.sync_bn_ddp;
+    std::fprintf(stderr, "small_batch_bn: %s%s, %d seeds...\n", Describe(k, f.world_size).c_str(),
+                 one_process ? " (one process replaying the ranks)" : "", f.seeds);
+    try {
+      return cache.emplace(k, one_process ? RunOneProcess(f, cfg) : RunDdp(f, cfg)).first->second;
+    } catch (const std::exception& e) {
+      failed[k] = e.what();
+      throw;
+    }
+  };
+
   std::vector<results::Record> records;
   for (const Row& row : Rows(f, o)) {
-    TrainConfig cfg = BaseConfig(f, o);
-    cfg.world_size = row.world_size;
-    cfg.batch_per_rank = row.batch;
-    cfg.accumulate = row.accumulate;
     results::Record rec;
     rec.bug = "small_batch_bn";
     rec.kind = results::Kind::kRepro;
     rec.variant = row.variant;
     rec.backend = f.backend;
-    rec.world_size = row.world_size;
+    rec.world_size = f.world_size;
+    rec.config["task"] = ToString(row.task);
     rec.config["batch_per_rank"] = row.batch;
     rec.config["accumulate"] = row.accumulate;
-    rec.config["global_batch"] = row.world_size * row.batch * row.accumulate;
-    rec.config["n"] = static_cast<double>(f.n);
-    rec.config["epochs"] = o.epochs;
-    rec.config["seeds"] = f.seeds;
-    rec.config["lr"] = o.lr;
-    const bool accum = std::string(row.variant) == "grad_accum";
-    rec.control = !accum && row.world_size == 1;
-    std::fprintf(stderr, "small_batch_bn: %s W=%d b=%d acc=%d, %d seeds...\n", row.variant, row.world_size,
-                 row.batch, row.accumulate, f.seeds);
+    rec.config["global_batch"] = f.world_size * row.batch * row.accumulate;
+    TrainConfig shown = BaseConfig(f, o);
+    if (row.first_protocol) FirstProtocol(&shown);
+    rec.config["protocol"] = row.first_protocol ? "first" : "current";
+    rec.config["epochs"] = shown.epochs;
+    rec.config["base_lr"] = shown.base_lr;
+    rec.config["peak_lr"] = shown.base_lr * f.world_size * row.batch * row.accumulate / 32.0;
+    rec.config["warmup_epochs"] = shown.warmup_epochs;
+    rec.config["lr_schedule"] = shown.cosine ? "cosine" : "constant";
+    if (row.task == Task::kDigits) rec.config["noise"] = o.noise;
+    rec.config["seed"] = static_cast<double>(f.seed);
+    const bool accum = row.variant == "grad_accum";
+    const bool small = row.batch <= 4;
     try {
-      const std::vector<TrainResult> ddp = RunDdp(f, cfg);
-      std::vector<TrainResult> ref;
+      const RunKey sync{NormKind::kSyncBatchNorm, false, row.task, row.batch, row.accumulate, row.first_protocol};
+      RunKey mine{NormKind::kBatchNorm, false, row.task, row.batch, row.accumulate, row.first_protocol};
+      if (row.variant == "precise_bn") mine.precise = true;
+      if (row.variant == "group_norm") mine.norm = NormKind::kGroupNorm;
+      const std::vector<TrainResult>& got = runs(mine);
+      rec.measured = Summary(got);
       if (accum) {
-        TrainConfig big = cfg;
-        big.batch_per_rank = row.batch * row.accumulate;
-        big.accumulate = 1;
-        ref = RunDdp(f, big);
-        rec.reference["what"] = "DDP, real batch of " + std::to_string(big.batch_per_rank) + " per rank";
-      } else {
-        TrainConfig one = cfg;  // replays the W ranks' global batches in one process
-        ref = RunReference(f, one);
-        rec.reference["what"] = "one process, global batch " + std::to_string(row.world_size * row.batch);
-      }
-      rec.measured = Aggregate(ddp);
-      const Json r = Aggregate(ref);
-      for (const auto& [k, v] : r.AsObject()) rec.reference[k] = v;
-      const double err_ratio = RsErr(rec.measured) / RsErr(r);
-      rec.measured["rs_err_ratio"] = err_ratio;
-      double param_diff = 0;
-      for (std::size_t k = 0; k < ddp.size(); ++k) {
-        param_diff = std::max(param_diff, (ddp[k].params - ref[k].params).cwiseAbs().maxCoeff());
-      }
-      if (rec.control) {
-        // One rank: DDP is the one-process computation, bit for bit.
-        rec.measured["max_param_diff"] = param_diff;
-        rec.verdict = param_diff == 0 ? results::Verdict::kControl : results::Verdict::kControlFailed;
-      } else if (accum) {
+        // The reference: a real batch of b x accumulate per rank, same global batch.
+        const RunKey real{NormKind::kBatchNorm, false, row.task, row.batch * row.accumulate, 1};
+        const std::vector<TrainResult>& ref = runs(real);
+        rec.reference["what"] = "DDP + BN, a real batch of " + std::to_string(real.batch) + " per rank";
+        const Json ref_summary = Summary(ref), gap = Gap(got, ref);  // named: AsObject() refers into them
+        for (const auto& [k, v] : ref_summary.AsObject()) rec.reference[k] = v;
+        for (const auto& [k, v] : gap.AsObject()) rec.measured[k] = v;
         // Sampling theory: the spread of b-sample means scales as 1/sqrt(b), so
         // statistics of b = 2 (accumulated or not) vs a real batch of 8 differ
         // by sqrt(4) = 2 if accumulation does nothing for BN; 1 if it helped.
-        const double spread_ratio = Field(rec.measured, "rank_spread2") / Field(r, "rank_spread2");
-        rec.measured["rank_spread_ratio"] = spread_ratio;
+        const double ratio = Field(rec.measured, "rank_spread2") / Field(rec.reference, "rank_spread2");
+        rec.measured["rank_spread_ratio"] = ratio;
         rec.reference["rank_spread_ratio_expected"] = std::sqrt(static_cast<double>(row.accumulate));
-        rec.verdict = (spread_ratio >= 1.4 && spread_ratio <= 2.8) ? results::Verdict::kReproduced
-                                                                   : results::Verdict::kNotReproduced;
+        rec.verdict = ratio >= 1.4 && ratio <= 2.8 ? results::Verdict::kReproduced : results::Verdict::kNotReproduced;
       } else {
-        // The ranks normalise with different statistics: cross-rank spread of
-        // the second BN layer's batch means >= 0.1 population sd at b <= 4.
-        rec.verdict = (row.batch > 4 || Field(rec.measured, "rank_spread2") >= 0.1)
-                          ? results::Verdict::kReproduced
-                          : results::Verdict::kNotReproduced;
+        const std::vector<TrainResult>& ref = runs(sync);
+        rec.reference["what"] = "SyncBN, the same global batch (" + std::to_string(f.world_size * row.batch) + ")";
+        rec.reference["computed_by"] = o.sync_bn_ddp ? "ddp" : "one_process";
+        const Json ref_summary = Summary(ref), gap = Gap(got, ref);  // named: AsObject() refers into them
+        for (const auto& [k, v] : ref_summary.AsObject()) rec.reference[k] = v;
+        for (const auto& [k, v] : gap.AsObject()) rec.measured[k] = v;
+        const double g = Field(gap, "val_error_gap"), ci = Field(gap, "val_error_gap_ci95");
+        std::printf("small_batch_bn: %-11s %-11s W=%d b=%-2d  val error %.1f%% +- %.1f vs SyncBN %.1f%% +- %.1f: "
+                    "gap %+.1f pp, 95%% interval [%+.1f, %+.1f] (%d seeds)\n",
+                    row.variant.c_str(), ToString(row.task), f.world_size, row.batch,
+                    100 * Field(rec.measured, "val_error"), 100 * Field(rec.measured, "val_error_ci95"),
+                    100 * Field(rec.reference, "val_error"), 100 * Field(rec.reference, "val_error_ci95"), 100 * g,
+                    100 * (g - ci), 100 * (g + ci), f.seeds);
+        std::fflush(stdout);
+        if (row.variant == "group_norm") {
+          // GroupNorm has no batch statistics, so it has no small-batch
+          // damage of its own: its error at b is not above its error at the
+          // largest per-rank batch (32) by more than 2 pp. Whether it matches
+          // SyncBN (the GroupNorm paper: within ~0.5 pp) is reported in
+          // val_error_gap, not judged here (README: where and why not).
+          rec.control = true;
+          const std::vector<TrainResult>& gn32 = runs({NormKind::kGroupNorm, false, row.task, 32, 1});
+          const Json vs32 = Gap(got, gn32);
+          rec.measured["val_error_minus_b32"] = Field(vs32, "val_error_gap");
+          rec.measured["val_error_minus_b32_ci95"] = Field(vs32, "val_error_gap_ci95");
+          rec.verdict = Field(vs32, "val_error_gap") < kNoDamage ? results::Verdict::kControl
+                                                                  : results::Verdict::kControlFailed;
+        } else if (row.task == Task::kTinyImages) {
+          // The counter-example: on TinyImages (under either protocol) the
+          // damage is not significant: the interval of the difference
+          // includes 0 (README: why the digits show it and these do not).
+          rec.control = true;
+          rec.verdict = std::fabs(g) <= ci ? results::Verdict::kControl : results::Verdict::kControlFailed;
+        } else if (!small) {
+          rec.control = true;
+          rec.verdict = std::fabs(g) < kNoDamage ? results::Verdict::kControl : results::Verdict::kControlFailed;
+        } else {
+          rec.verdict = g - ci > 0 ? results::Verdict::kReproduced : results::Verdict::kNotReproduced;
+        }
+        if (row.variant == "precise_bn") {
+          const double before = (Field(rec.measured, "rs_mean_err_before_precise") +
+                                 Field(rec.measured, "rs_var_err_before_precise")) / 2;
+          const double after = (Field(rec.measured, "rs_mean_err") + Field(rec.measured, "rs_var_err")) / 2;
+          rec.measured["rs_err_shrink"] = before / after;
+        }
       }
     } catch (const std::exception& e) {
       rec.verdict = results::Verdict::kError;

@@ -1,6 +1,7 @@
 // The small-batch BatchNorm repro variants (see variants.cc).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/harness/pair_main.h"
@@ -10,22 +11,42 @@ namespace ddp::small_batch_bn {
 
 // Pair-specific settings (flags of both binaries).
 struct PairOptions {
-  bool sweep = false;  // per-rank batch {2,4,8,16,32} x W {1,2,4,8}
-  int epochs = 6;
+  bool sweep = false;
+  // The sweep's rows, so that its parts can run as parallel processes (the
+  // records of the parts, concatenated, are the records of the whole sweep:
+  // every row is a pure function of its flags and seeds).
+  std::vector<int> sweep_batches = {2, 4, 8, 16, 32};
+  bool sweep_extras = true;  // grad_accum and the TinyImages rows
+  std::string task = "digits";  // digits | tiny_images
+  int epochs = 20;
+  double base_lr = 0.05;  // per 32 images of global batch (linear scaling)
+  double warmup_epochs = 3;
+  bool cosine = true;  // false: constant learning rate (the first protocol)
+  double noise = 0.3;
   int precise_batches = 32;
-  double lr = 0.05;
+  // Train the SyncBN reference on the ranks too; default: one process
+  // replaying the ranks' batches (what SyncBN computes, without its collectives).
+  bool sync_bn_ddp = false;
 };
 
-// Runs `cfg` on W spawned ranks (or the launcher's) for each seed of `f`;
-// returns rank 0's results, or throws std::runtime_error with the failure.
-std::vector<TrainResult> RunDdp(const harness::CommonFlags& f, TrainConfig cfg);
-// The one-process reference replaying the same global batches, per seed.
-std::vector<TrainResult> RunReference(const harness::CommonFlags& f, TrainConfig cfg);
-
-// Means over seeds of the measurements (accuracy, spreads, errors).
-results::Json Aggregate(const std::vector<TrainResult>& runs);
+// "" or the message naming the flag and its allowed values.
+std::string ValidateOptions(const PairOptions& o);
 
 TrainConfig BaseConfig(const harness::CommonFlags& f, const PairOptions& o);
+
+// Trains `cfg` on cfg.world_size spawned ranks (or the launcher's) for each
+// seed of `f`; returns rank 0's results, or throws std::runtime_error.
+std::vector<TrainResult> RunDdp(const harness::CommonFlags& f, TrainConfig cfg);
+
+// The one-process replay of `cfg` (SyncBN / GroupNorm), for each seed.
+std::vector<TrainResult> RunOneProcess(const harness::CommonFlags& f, TrainConfig cfg);
+
+// val_error (mean over seeds), val_error_ci95 (half-width), seeds, the
+// per-seed errors, and the means of the secondary measurements.
+results::Json Summary(const std::vector<TrainResult>& runs);
+// The paired difference a - b of the final validation errors, seed by seed:
+// {"val_error_gap", "val_error_gap_ci95"}.
+results::Json Gap(const std::vector<TrainResult>& a, const std::vector<TrainResult>& b);
 
 std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairOptions& o);
 

@@ -5,6 +5,7 @@
 
 int main(int argc, char** argv) {
   bool sweep = false;
+  int raw_runs = 20;
   ddp::harness::PairSpec spec;
   spec.program = "repro_wrong_all_gather";
   spec.summary =
@@ -13,9 +14,11 @@ int main(int argc, char** argv) {
       "the global ROC AUC and AP with the one-process values.";
   spec.add_flags = [&](ddp::cli::Flags& flags) {
     flags.Bool("sweep", &sweep, "W in {2,4,8}, N in {--n,250W,97,10}, batch in {--batch_size,7,1}");
+    flags.Int("raw_runs", &raw_runs,
+              "runs of raw_unequal per configuration (undefined behaviour varies by run)", 1, 1000);
   };
   spec.run = [&](const ddp::harness::CommonFlags& f) {
-    return ddp::wrong_all_gather::RunRepro(f, sweep);
+    return ddp::wrong_all_gather::RunRepro(f, sweep, raw_runs);
   };
   return ddp::harness::PairMain(argc, argv, spec);
 }

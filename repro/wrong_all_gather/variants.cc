@@ -216,9 +216,33 @@ Json RunDeterministic(comm::Comm& comm, const std::vector<Row>& rows) {
 
 // ---- raw_unequal --------------------------------------------------------
 
-// Raw all_gather with this rank's own count. Reports what this rank saw:
-// whether the call returned, and how many received values are not the
-// peers' data (a peer with fewer elements cannot have sent them all).
+// A CommError in a few words: which error, in which collective, after how
+// long (the full desync report is in the rank's log).
+std::string Short(const comm::CommError& e) {
+  const comm::FailureContext* ctx = nullptr;
+  std::string kind = "CommError";
+  if (const auto* d = dynamic_cast<const comm::DeadlineError*>(&e)) {
+    ctx = &d->context();
+    kind = "DeadlineError";
+  } else if (const auto* p = dynamic_cast<const comm::PeerError*>(&e)) {
+    ctx = &p->context();
+    kind = "PeerError";
+  }
+  if (ctx == nullptr) return kind;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s in %s #%lld after %.2f s", kind.c_str(), comm::Name(ctx->op),
+                static_cast<long long>(ctx->seq), ctx->elapsed.count() / 1000.0);
+  return buf;
+}
+
+// Raw all_gathers with this rank's own count, scores first, then labels (as
+// seed 000 gathers preds, then labels). Reports what this rank saw from
+// each: whether the call returned, and how many received values are not
+// the peers' data (a peer with fewer elements cannot have sent them all).
+// For the FIRST gather also the AUC this rank would compute from it: the
+// gathered scores paired with the labels of the samples at those positions
+// (label 0 past a peer's data, the value of the post's zero-initialised
+// label buffers): what rank 0 reports when nothing else fails.
 Json RawUnequal(comm::Comm& comm, const Config& c) {
   std::vector<std::vector<Prediction>> shares;
   for (int r = 0; r < c.world_size; ++r) shares.push_back(Flatten(RankShare(c, r)));
@@ -227,54 +251,134 @@ Json RawUnequal(comm::Comm& comm, const Config& c) {
   j["count"] = static_cast<long long>(mine.size());
   std::vector<double> scores(mine.size() * c.world_size, -1.0);
   std::vector<double> labels(mine.size() * c.world_size, -1.0);
+  auto is_peer_score = [&](int r, std::size_t i, double v) {
+    return i < shares[r].size() && v == shares[r][i].score;
+  };
+  Json first;
   try {
     comm.Allgather(Scores(mine).data(), scores.data(), mine.size(), comm::DType::kFloat64);
-    comm.Allgather(Labels(mine).data(), labels.data(), mine.size(), comm::DType::kFloat64);
   } catch (const comm::CommError& e) {
-    // Short: which error, in which collective, after how long (the full
-    // desync report is in the rank's log).
-    const comm::FailureContext* ctx = nullptr;
-    std::string kind = "CommError";
-    if (const auto* d = dynamic_cast<const comm::DeadlineError*>(&e)) {
-      ctx = &d->context();
-      kind = "DeadlineError";
-    } else if (const auto* p = dynamic_cast<const comm::PeerError*>(&e)) {
-      ctx = &p->context();
-      kind = "PeerError";
-    }
-    char buf[160];
-    if (ctx != nullptr) {
-      std::snprintf(buf, sizeof buf, "%s in %s #%lld after %.2f s", kind.c_str(),
-                    comm::Name(ctx->op), static_cast<long long>(ctx->seq),
-                    ctx->elapsed.count() / 1000.0);
-    } else {
-      std::snprintf(buf, sizeof buf, "%s", kind.c_str());
-    }
-    j["completed"] = false;
-    j["error"] = buf;
+    first["returned"] = false;
+    first["error"] = Short(e);
+    j["first"] = first;
     return j;
   }
-  long long not_data = 0, bad_labels = 0;
+  long long not_data = 0;
+  std::vector<int> first_labels;
+  for (int r = 0; r < c.world_size; ++r) {
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      not_data += !is_peer_score(r, i, scores[r * mine.size() + i]);
+      first_labels.push_back(i < shares[r].size() ? shares[r][i].label : 0);
+    }
+  }
+  first["returned"] = true;
+  first["gathered"] = static_cast<long long>(scores.size());
+  first["not_peer_data"] = not_data;
+  first["metrics"] = ToJson(Compute(scores, first_labels));
+  j["first"] = first;
+  Json second;
+  try {
+    comm.Allgather(Labels(mine).data(), labels.data(), mine.size(), comm::DType::kFloat64);
+  } catch (const comm::CommError& e) {
+    second["returned"] = false;
+    second["error"] = Short(e);
+    j["second"] = second;
+    return j;
+  }
+  long long both_not_data = 0, bad_labels = 0;
   for (int r = 0; r < c.world_size; ++r) {
     for (std::size_t i = 0; i < mine.size(); ++i) {
       const std::size_t pos = r * mine.size() + i;
-      const bool real = i < shares[r].size() && scores[pos] == shares[r][i].score &&
-                        labels[pos] == shares[r][i].label;
-      not_data += !real;
+      const bool real = is_peer_score(r, i, scores[pos]) && labels[pos] == shares[r][i].label;
+      both_not_data += !real;
       bad_labels += !(labels[pos] == 0.0 || labels[pos] == 1.0);
     }
   }
-  j["completed"] = true;
-  j["gathered"] = static_cast<long long>(scores.size());
-  j["not_peer_data"] = not_data;
-  j["non_binary_labels"] = bad_labels;
+  second["returned"] = true;
+  second["not_peer_data"] = both_not_data;  // scores or labels
+  second["non_binary_labels"] = bad_labels;
   std::vector<int> int_labels;
   for (double l : labels) int_labels.push_back(l == 1.0 ? 1 : 0);
-  j["metrics"] = ToJson(Compute(scores, int_labels));
+  second["metrics"] = ToJson(Compute(scores, int_labels));
+  j["second"] = second;
   return j;
 }
 
-results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row) {
+// What one run of raw_unequal did, rank by rank.
+struct RawRun {
+  std::string first_text;  // the first gather, per rank
+  std::string outcome;     // both gathers, per rank
+  bool silent = false;     // a rank returned from its first gather with non-peer values
+  bool any_failed = false;
+  bool any_wrong = false;  // a returned gather held non-peer values or a wrong AUC
+  long long rank0_not_peer = -1;  // rank 0's first gather (-1: it did not return)
+  Metrics rank0_first;
+};
+
+std::string MetricsText(const Metrics& m, const Metrics& ref) {
+  if (!m.defined) return ", AUC undefined (" + m.error + ")";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ", AUC %.6f (error %+.3g)", m.auc, m.auc - ref.auc);
+  return buf;
+}
+
+RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c, const Metrics& ref) {
+  harness::WorldOptions wo = f.World(row.world_size);
+  wo.checked = false;  // raw: the point is what the engine does
+  const harness::WorldResult world =
+      harness::RunWorld(wo, [&](comm::Comm& comm) { return RawUnequal(comm, c); });
+  RawRun run;
+  for (std::size_t r = 0; r < world.run.ranks.size() || r < world.rank_values.size(); ++r) {
+    const Json* v = r < world.rank_values.size() && !world.rank_values[r].IsNull()
+                        ? &world.rank_values[r]
+                        : nullptr;
+    const std::string died =
+        r < world.run.ranks.size() ? world.run.ranks[r].Describe() : std::string("no report");
+    std::string first = "r" + std::to_string(r) + ": ";
+    std::string both = first;
+    const Json* g1 = v ? v->Find("first") : nullptr;
+    if (g1 != nullptr && g1->Find("returned")->AsBool()) {
+      const long long bad = static_cast<long long>(g1->Find("not_peer_data")->AsDouble());
+      const Metrics m = MetricsFromJson(*g1->Find("metrics"));
+      first += "returned, " + std::to_string(bad) + "/" +
+               std::to_string(static_cast<long long>(g1->Find("gathered")->AsDouble())) +
+               " values not peer data" + MetricsText(m, ref);
+      run.silent |= bad > 0;
+      run.any_wrong |= bad > 0 || !m.defined || std::fabs(m.auc - ref.auc) > 1e-12;
+      if (r == 0) {
+        run.rank0_not_peer = bad;
+        run.rank0_first = m;
+      }
+    } else if (g1 != nullptr) {
+      first += g1->Find("error")->AsString();
+      run.any_failed = true;
+    } else {
+      first += died;  // e.g. "signal 6 (SIGABRT)"
+      run.any_failed = true;
+    }
+    const Json* g2 = v ? v->Find("second") : nullptr;
+    if (g2 != nullptr && g2->Find("returned")->AsBool()) {
+      const long long bad = static_cast<long long>(g2->Find("not_peer_data")->AsDouble());
+      const Metrics m = MetricsFromJson(*g2->Find("metrics"));
+      both += "returned, " + std::to_string(bad) + "/" +
+              std::to_string(static_cast<long long>(g1->Find("gathered")->AsDouble())) +
+              " values not peer data" + MetricsText(m, ref);
+      run.any_wrong |= bad > 0 || !m.defined || std::fabs(m.auc - ref.auc) > 1e-12;
+    } else if (g2 != nullptr) {
+      both += g2->Find("error")->AsString();
+      run.any_failed = true;
+    } else {
+      both = first;  // it never got to the second gather
+    }
+    run.first_text += (run.first_text.empty() ? "" : "; ") + first;
+    run.outcome += (run.outcome.empty() ? "" : "; ") + both;
+  }
+  return run;
+}
+
+}  // namespace
+
+results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row, int runs) {
   const Config c = row.At(Sharding::kStrided, 0);
   results::Record rec;
   rec.bug = "wrong_all_gather";
@@ -283,71 +387,84 @@ results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row) 
   rec.backend = f.backend;
   rec.world_size = row.world_size;
   rec.config = ConfigJson(row, Sharding::kStrided);
-  rec.config["seeds"] = 1;  // undefined behaviour: one run per configuration
+  rec.config["seeds"] = 1;  // undefined behaviour: the same data, repeated runs
+  rec.config["runs"] = runs;
   // Equal counts (W divides N): the raw all_gather is legitimate: a control.
   rec.control = row.n % row.world_size == 0;
-  harness::WorldOptions wo = f.World(row.world_size);
-  wo.checked = false;  // raw: the point is what the engine does
-  const harness::WorldResult world =
-      harness::RunWorld(wo, [&](comm::Comm& comm) { return RawUnequal(comm, c); });
   const Metrics ref = Reference(c);
   rec.reference = ToJson(ref);
-  std::string outcome;
-  bool any_failed = false, any_wrong = false;
-  for (std::size_t r = 0; r < world.run.ranks.size() || r < world.rank_values.size(); ++r) {
-    const Json* v = r < world.rank_values.size() && !world.rank_values[r].IsNull()
-                        ? &world.rank_values[r]
-                        : nullptr;
-    std::string text = "r" + std::to_string(r) + ": ";
-    if (v != nullptr && v->Find("completed")->AsBool()) {
-      const long long bad = static_cast<long long>(v->Find("not_peer_data")->AsDouble());
-      const Metrics m = MetricsFromJson(*v->Find("metrics"));
-      text += "returned, " + std::to_string(bad) + "/" +
-              std::to_string(static_cast<long long>(v->Find("gathered")->AsDouble())) +
-              " values not peer data";
-      if (m.defined) {
-        char buf[96];
-        std::snprintf(buf, sizeof buf, ", AUC %.6f (error %+.3g)", m.auc, m.auc - ref.auc);
-        text += buf;
-        any_wrong |= std::fabs(m.auc - ref.auc) > 1e-12;
-        if (r == 0) rec.measured["auc_rank0"] = m.auc;
-      } else {
-        text += ", AUC undefined: " + m.error;
-        any_wrong = true;
-      }
-      any_wrong |= bad > 0;
-    } else if (v != nullptr) {
-      text += v->Find("error")->AsString();
-      any_failed = true;
-    } else if (r < world.run.ranks.size()) {
-      text += world.run.ranks[r].Describe();  // e.g. "signal 6 (SIGABRT)"
-      any_failed = true;
+  int silent = 0, failed = 0, wrong = 0;
+  long long rank0_bad_min = -1, rank0_bad_max = -1;
+  double rank0_auc_min = 0, rank0_auc_max = 0;
+  int rank0_auc_defined = 0, rank0_auc_undefined = 0;
+  std::string first_example, outcome_example, undefined_reason;
+  int example_run = 0;
+  for (int k = 0; k < runs; ++k) {
+    const RawRun run = OneRawRun(f, row, c, ref);
+    silent += run.silent;
+    failed += run.any_failed;
+    wrong += run.any_wrong;
+    // Shown: run 1, or the first silent run (what a reader needs to see).
+    if (k == 0 || (run.silent && silent == 1)) {
+      first_example = run.first_text;
+      outcome_example = run.outcome;
+      example_run = k + 1;
     }
-    outcome += (outcome.empty() ? "" : "; ") + text;
+    if (run.silent && run.rank0_not_peer > 0) {
+      rank0_bad_min = rank0_bad_min < 0 ? run.rank0_not_peer
+                                        : std::min(rank0_bad_min, run.rank0_not_peer);
+      rank0_bad_max = std::max(rank0_bad_max, run.rank0_not_peer);
+      if (run.rank0_first.defined) {
+        const double a = run.rank0_first.auc;
+        rank0_auc_min = rank0_auc_defined ? std::min(rank0_auc_min, a) : a;
+        rank0_auc_max = rank0_auc_defined ? std::max(rank0_auc_max, a) : a;
+        ++rank0_auc_defined;
+      } else {
+        ++rank0_auc_undefined;
+        undefined_reason = run.rank0_first.error;
+      }
+    }
   }
-  rec.measured["outcome"] = outcome;
-  rec.measured["ranks_failed"] = any_failed;
-  rec.measured["wrong_values"] = any_wrong;
+  rec.measured["runs"] = runs;
+  rec.measured["silent_runs"] = silent;
+  rec.measured["failed_runs"] = failed;
+  // One run shown in full: the first silent one, else run 1.
+  rec.measured["shown_run"] = example_run;
+  rec.measured["first_gather"] = first_example;  // what each rank's first gather did
+  rec.measured["outcome"] = outcome_example;     // both gathers
+  if (rank0_bad_min >= 0) {
+    // Rank 0 (where the post computes the AUC) over the runs it was silent in.
+    rec.measured["rank0_not_peer_data_min"] = rank0_bad_min;
+    rec.measured["rank0_not_peer_data_max"] = rank0_bad_max;
+    rec.measured["rank0_peer_values"] =
+        static_cast<long long>((row.world_size - 1) * (c.n + row.world_size - 1) / row.world_size);
+    rec.measured["rank0_auc_defined_runs"] = rank0_auc_defined;
+    if (rank0_auc_defined > 0) {
+      rec.measured["rank0_auc_min"] = rank0_auc_min;
+      rec.measured["rank0_auc_max"] = rank0_auc_max;
+    }
+    if (rank0_auc_undefined > 0) rec.measured["rank0_auc_undefined_reason"] = undefined_reason;
+  }
+  rec.measured["ranks_failed"] = failed > 0;
+  rec.measured["wrong_values"] = wrong > 0;
   if (rec.control) {
-    rec.verdict = (!any_failed && !any_wrong) ? results::Verdict::kControl
+    rec.verdict = (failed == 0 && wrong == 0) ? results::Verdict::kControl
                                               : results::Verdict::kControlFailed;
   } else {
-    rec.verdict = (any_failed || any_wrong) ? results::Verdict::kReproduced
+    rec.verdict = (failed > 0 || wrong > 0) ? results::Verdict::kReproduced
                                             : results::Verdict::kNotReproduced;
   }
   return rec;
 }
 
-}  // namespace
-
-std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep) {
+std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep, int raw_runs) {
   const std::vector<Row> all_rows = Rows(f, sweep);
   std::vector<results::Record> records;
   for (int w : WorldSizes(all_rows)) {
     const std::vector<Row> rows = RowsOf(all_rows, w);
     std::fprintf(stderr, "wrong_all_gather: W=%d, %zu configurations x %d seeds...\n", w,
                  rows.size(), f.seeds);
-    for (const Row& row : rows) records.push_back(RawUnequalRecord(f, row));
+    for (const Row& row : rows) records.push_back(RawUnequalRecord(f, row, raw_runs));
     const harness::WorldResult world = harness::RunWorld(
         f.World(w), [&](comm::Comm& comm) { return RunDeterministic(comm, rows); });
     for (std::size_t i = 0; i < rows.size(); ++i) {

@@ -4,12 +4,20 @@
 #include <vector>
 
 #include "core/harness/pair_main.h"
+#include "repro/wrong_all_gather/rows.h"
 
 namespace ddp::wrong_all_gather {
 
 // Runs every variant over the rows (rows.h) on real ranks: one record per
-// row and variant. raw_unequal runs once per row (first seed) in a world of
-// its own, since ranks may abort.
-std::vector<results::Record> RunRepro(const harness::CommonFlags& flags, bool sweep);
+// row and variant. raw_unequal runs `raw_runs` times per row (first seed),
+// each in a world of its own since ranks may abort; undefined behaviour can
+// differ from run to run, so its record counts the runs in which some rank
+// returned from its first all_gather without an error but with values that
+// are not peer data (silent_runs), and what rank 0's first gather held.
+std::vector<results::Record> RunRepro(const harness::CommonFlags& flags, bool sweep,
+                                      int raw_runs = 20);
+
+// raw_unequal on one row (rows.h), `runs` times.
+results::Record RawUnequalRecord(const harness::CommonFlags& flags, const Row& row, int runs);
 
 }  // namespace ddp::wrong_all_gather

@@ -23,7 +23,7 @@ TEST(WrongAllGatherRepro, EveryVariantShowsItsSymptomAndSize) {
   f.batch_size = 32;
   f.seeds = 3;
   f.timeout = 5;
-  const auto records = RunRepro(f, /*sweep=*/false);
+  const auto records = RunRepro(f, /*sweep=*/false, /*raw_runs=*/2);
   ASSERT_EQ(records.size(), 2u * 2u * 4u);  // N x batch x variant
   for (const auto& r : records) {
     SCOPED_TRACE(r.variant + " " + r.config.Dump() + " " + r.measured.Dump() + " " + r.error);
@@ -31,9 +31,13 @@ TEST(WrongAllGatherRepro, EveryVariantShowsItsSymptomAndSize) {
     const bool even = r.config.Find("n")->AsDouble() == 1000;  // 4 x 250
     if (r.variant == "raw_unequal") {
       EXPECT_EQ(r.control, even);
+      EXPECT_EQ(M(r, "runs"), 2);
       if (!even) {
         EXPECT_TRUE(r.measured.Find("ranks_failed")->AsBool() ||
                     r.measured.Find("wrong_values")->AsBool());
+      } else {
+        EXPECT_EQ(M(r, "silent_runs"), 0);
+        EXPECT_EQ(M(r, "failed_runs"), 0);
       }
       continue;
     }
@@ -54,6 +58,30 @@ TEST(WrongAllGatherRepro, EveryVariantShowsItsSymptomAndSize) {
       EXPECT_GT(M(r, "error"), 1e-7);
       EXPECT_LT(M(r, "error"), 1e-2);
     }
+  }
+}
+
+// W = 2, lengths 502/501 (seed 000's case): the shorter rank aborts inside
+// the engine in every run; the longer rank either gets a PeerError or
+// returns from its first all_gather with values that are not peer data
+// (which of the two is a race; the record counts the silent runs). Either
+// way no run is clean, and a silent rank 0 holds garbage, not zeros.
+TEST(WrongAllGatherRepro, TwoRanksUnequalLengthsFailOrReturnGarbage) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f;
+  f.backend = testing::TestBackend();
+  f.world_size = 2;
+  f.timeout = 5;
+  const Row row{.n = 1003, .world_size = 2, .batch_size = 32, .seeds = 1, .first_seed = 0};
+  const results::Record r = RawUnequalRecord(f, row, /*runs=*/4);
+  SCOPED_TRACE(r.config.Dump() + " " + r.measured.Dump() + " " + r.error);
+  ASSERT_EQ(r.verdict, results::Verdict::kReproduced);
+  EXPECT_EQ(M(r, "runs"), 4);
+  EXPECT_EQ(M(r, "failed_runs"), 4) << "rank 1 (501 values) aborts in every run";
+  EXPECT_LE(M(r, "silent_runs"), 4);
+  if (M(r, "silent_runs") > 0) {
+    EXPECT_GE(M(r, "rank0_not_peer_data_min"), 1);
+    EXPECT_EQ(M(r, "rank0_peer_values"), 502);
   }
 }
 

@@ -1,6 +1,10 @@
 // ddprun end to end: the example on 4 ranks, fail-fast with the failing
-// rank's exit code, the overall timeout (124), SIGTERM forwarding, no process
-// of the run left behind, and bad input (exit 2, a clear message, no hang).
+// rank's exit code — the rank that failed first, not a peer that failed
+// because of it —, the overall timeout (124) holding even when a process the
+// ranks started keeps their output open, SIGTERM forwarding, no process of
+// the run left behind, run ids that cannot be reused while their keys exist
+// and keys deleted afterwards, and bad input (exit 2, a clear message, no
+// hang). Faults (stalls, store, launcher death): core/launch:faults_test.
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,46 +17,25 @@
 #include <thread>
 
 #include "core/launch/spawn.h"
+#include "core/launch/store.h"
 #include "core/launch/supervise.h"
+#include "core/launch/testing/redis_server.h"
+#include "core/launch/testing/run_command.h"
 #include "gtest/gtest.h"
 
 namespace {
 
 using ddp::launch::RankOutcome;
 
-std::string Runfile(const std::string& path) {
-  return std::string(std::getenv("TEST_SRCDIR")) + "/ddp_pitfalls/" + path;
-}
+using ddp::launch::testing::Runfile;
+using Cmd = ddp::launch::testing::Command;
+
 const std::string kDdprun = "tools/ddprun/ddprun";
 const std::string kProgram = "tools/ddprun/rank_program";
 const std::string kExample = "core/comm/examples/allreduce_example";
 
-struct Cmd {
-  Cmd(std::vector<std::string> a, std::vector<std::pair<std::string, std::string>> e = {})
-      : argv(std::move(a)), env(std::move(e)) {}
-  std::vector<std::string> argv;
-  std::vector<std::pair<std::string, std::string>> env;
-  std::function<void(pid_t)> while_running;  // runs on a thread with the pid
-};
-
-// Runs a command to completion (60 s cap) and returns what happened to it.
-RankOutcome RunCmd(const Cmd& cmd) {
-  auto child = ddp::launch::StartChild(0, [&cmd] {
-    for (const auto& [k, v] : cmd.env) ::setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> argv;
-    for (const auto& a : cmd.argv) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    return 127;
-  });
-  std::thread side;
-  if (cmd.while_running) side = std::thread(cmd.while_running, child.pid);
-  ddp::launch::SuperviseOptions sup;
-  sup.deadline = std::chrono::seconds(60);
-  auto result = ddp::launch::Supervise({child}, sup);
-  if (side.joinable()) side.join();
-  return result.ranks[0];
-}
+// Runs a command to completion and returns what happened to it.
+RankOutcome RunCmd(const Cmd& cmd) { return ddp::launch::testing::RunCommand(cmd).outcome; }
 
 std::vector<std::string> Ddprun(std::vector<std::string> args) {
   args.insert(args.begin(), Runfile(kDdprun));
@@ -108,6 +91,59 @@ TEST_P(DeadRank, PeersStoppedExitIs128PlusSignal) {
 }
 
 INSTANTIATE_TEST_SUITE_P(How, DeadRank, ::testing::Values("abort", "sigkill"));
+
+// The case: rank 1 exits 3 while its peers are inside collectives;
+// they fail at once with a peer error (often before rank 1 is reaped). The
+// blame and the exit code must be rank 1's, every time.
+TEST(Ddprun, BlamesTheRankWhoseFailureWasItsOwn) {
+  for (int run = 0; run < 10; ++run) {
+    const auto r = RunCmd(Cmd(Ddprun({"--nproc", "4", "--collective-timeout", "3", "--",
+                                      Runfile(kProgram), "--fail-rank", "1", "--fail-how", "exit3",
+                                      "--others", "collective"})));
+    ASSERT_TRUE(r.exited) << r.Describe();
+    EXPECT_EQ(r.exit_code, 3) << "run " << run << ": " << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find("first failure: rank 1 (exit 3)"), std::string::npos)
+        << "run " << run << ": " << r.stderr_text;
+    EXPECT_EQ(r.stderr_text.find("exit 3, stopped by the launcher"), std::string::npos)
+        << r.stderr_text;
+  }
+}
+
+// A rank's child in a new session keeps the ranks' output open after they
+// exit: ddprun must still end at once (it used to wait for the child, 40 s),
+// and the child must not survive.
+TEST(Ddprun, AnEscapedChildCannotHoldTheRunOpen) {
+  const std::string marker = ddp::launch::MakeFreshDir("escaped") + "/pid";
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = RunCmd(Cmd(Ddprun({"--nproc", "2", "--timeout", "5", "--", "/bin/bash", "-c",
+                                    "setsid sleep 40 & echo $! > " + marker + ".$RANK; exit 0"})));
+  const auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(r.ok()) << r.Describe() << r.stderr_text;
+  EXPECT_LT(secs, 4.0);
+  for (int rank : {0, 1}) {
+    std::ifstream in(marker + "." + std::to_string(rank));
+    pid_t pid = 0;
+    ASSERT_TRUE(in >> pid);
+    errno = 0;
+    EXPECT_TRUE(::kill(pid, 0) == -1 && errno == ESRCH) << "setsid'd sleep " << pid << " survived";
+  }
+  // The same with SIGTERM to ddprun: forwarded, and ddprun ends at once.
+  const std::string ready = ddp::launch::MakeFreshDir("ready");
+  Cmd term{Ddprun({"--nproc", "2", "--", "/bin/bash", "-c",
+                   "setsid sleep 40 & touch " + ready + "/r$RANK; sleep 40"})};
+  term.while_running = [ready](pid_t pid) {
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < limit &&
+           !(std::filesystem::exists(ready + "/r0") && std::filesystem::exists(ready + "/r1"))) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ::kill(pid, SIGTERM);
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto t = RunCmd(term);
+  EXPECT_EQ(t.exit_code, 128 + SIGTERM) << t.stderr_text;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+}
 
 TEST(Ddprun, OverallTimeoutExits124AndKillsEverything) {
   const auto start = std::chrono::steady_clock::now();
@@ -169,9 +205,31 @@ TEST(Ddprun, BadInputExits2WithAMessage) {
       {{"--nproc", "2", "--", "/no/such/binary"}, "'/no/such/binary' is not an executable file"},
       {{"--nproc", "2", "--", "no_such_binary_anywhere"}, "not found on PATH"},
       {{"--nproc", "2", "--timeout", "0", "--", "/bin/true"}, "--timeout '0' must be a positive"},
+      {{"--nproc", "2", "--timeout", "1e10", "--", "/bin/true"},
+       "--timeout '1e10' must be a positive number of seconds, at most 604800"},
+      {{"--nproc", "2", "--kill-grace", "1e300", "--", "/bin/true"},
+       "--kill-grace '1e300' must be a positive number of seconds, at most 3600"},
+      {{"--nproc", "2", "--collective-timeout", "inf", "--", "/bin/true"},
+       "--collective-timeout 'inf' must be a positive number of seconds"},
+      {{"--nproc", "1025", "--", "/bin/true"}, "--nproc 1025 must be <= 1024"},
+      {{"--nproc", "2", "--run-id", "a/b", "--", "/bin/true"}, "--run-id 'a/b' must be 1 to 100"},
       {{"--nproc", "2", "--frobnicate"}, "unknown argument '--frobnicate'"},
       {{"--nproc", "2"}, "no command"},
       {{"--", "/bin/true"}, "--nproc N is required"},
+      {{"--nproc", "2", "--nnodes", "0", "--", "/bin/true"},
+       "--nnodes '0' must be an integer in [1, 1024]"},
+      {{"--nproc", "2", "--nnodes", "2", "--rdzv", "/tmp/x", "--", "/bin/true"},
+       "--nnodes 2 needs --node_rank K (this host's index, 0 <= K < 2)"},
+      {{"--nproc", "2", "--nnodes", "2", "--node_rank", "2", "--rdzv", "/tmp/x", "--",
+        "/bin/true"},
+       "--node_rank '2' must be an integer in [0, 1]"},
+      {{"--nproc", "2", "--nnodes", "2", "--node-rank", "x", "--rdzv", "/tmp/x", "--",
+        "/bin/true"},
+       "--node_rank 'x' must be an integer in [0, 1]"},
+      {{"--nproc", "2", "--nnodes", "2", "--node_rank", "1", "--", "/bin/true"},
+       "--nnodes 2 needs --rdzv redis://HOST:PORT"},
+      {{"--nproc", "2", "--node_rank", "1", "--", "/bin/true"},
+       "--node_rank 1 needs --nnodes M with 1 < M"},
   };
   for (const auto& c : cases) {
     const auto start = std::chrono::steady_clock::now();
@@ -213,40 +271,76 @@ TEST(RankEnvironment, BadValuesExit2WithAMessage) {
   }
 }
 
-// Several-host rendezvous through Redis, on a loopback redis-server started here.
+// Several-host rendezvous through Redis, on a loopback redis-server started
+// here: the run works, its keys are gone afterwards, and its run id cannot
+// be reused while another run's keys are still in the store.
 TEST(Ddprun, RedisRendezvous) {
-  const std::string server = "/usr/bin/redis-server";
-  if (::access(server.c_str(), X_OK) != 0) {
-    GTEST_SKIP() << "skipped: " << server << " not installed (apt-get install redis-server)";
-  }
-  const int port = 20000 + ::getpid() % 20000;
-  const std::string dir = ddp::launch::MakeFreshDir("redis");
-  auto redis = ddp::launch::StartChild(0, [&] {
-    ::execl(server.c_str(), server.c_str(), "--port", std::to_string(port).c_str(), "--bind",
-            "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.c_str(), nullptr);
-    return 127;
-  });
+  std::string why;
+  auto redis = ddp::launch::testing::RedisServer::Start(&why);
+  if (!redis) GTEST_SKIP() << "skipped: " << why;
   // With a Redis store Gloo binds to this host's name by default, which does
   // not resolve everywhere (a minimal chroot, some containers): this test is
   // about the rendezvous, so the ranks bind to loopback like the server.
-  Cmd cmd(Ddprun({"--nproc", "3", "--rdzv", "redis://127.0.0.1:" + std::to_string(port), "--",
+  Cmd cmd(Ddprun({"--nproc", "3", "--rdzv", redis->spec(), "--run-id", "job-7", "--",
                   Runfile(kExample)}),
           {{"DDP_GLOO_ADDR", "127.0.0.1"}});
-  // Wait for the server to accept connections (bounded), then run.
-  RankOutcome r;
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    r = RunCmd(cmd);
-    if (r.stderr_text.find("cannot reach Redis") == std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ::kill(-redis.pid, SIGTERM);
-  ddp::launch::SuperviseOptions stop;
-  stop.deadline = std::chrono::seconds(5);
-  ddp::launch::Supervise({redis}, stop);
+  const auto r = RunCmd(cmd);
   ASSERT_TRUE(r.ok()) << r.Describe() << r.stderr_text;
   EXPECT_NE(r.stdout_text.find("[rank 2] rank 2/3 on gloo: allreduce(sum of rank+1) = 6"),
             std::string::npos)
       << r.stdout_text;
+  auto store = ddp::launch::OpenStore(redis->spec(), std::chrono::seconds(5));
+  EXPECT_EQ(store->DeletePrefix("job-7/"), 0) << "the finished run's keys were left";
+  // A run id whose keys are still there (a run that is going on, or one
+  // whose launcher was killed): refused, naming the owner.
+  store->Put("job-8/ddprun", "ddprun pid 1 on elsewhere");
+  const auto again = RunCmd(Cmd(Ddprun({"--nproc", "2", "--rdzv", redis->spec(), "--run-id",
+                                        "job-8", "--", Runfile(kExample)}),
+                                {{"DDP_GLOO_ADDR", "127.0.0.1"}}));
+  EXPECT_EQ(again.exit_code, 2) << again.stderr_text;
+  EXPECT_NE(again.stderr_text.find("--run-id 'job-8' was already used in " + redis->spec() +
+                                   " (by ddprun pid 1 on elsewhere)"),
+            std::string::npos)
+      << again.stderr_text;
+  EXPECT_EQ(store->TryGet("job-8/ddprun"), "ddprun pid 1 on elsewhere") << "another run's key touched";
+}
+
+// Two hosts without a scheduler, here both on loopback: two ddprun
+// processes with --nnodes 2 and their own --node_rank meet in Redis as one
+// world of 4 (global ranks 0-1 on node 0, 2-3 on node 1), and the last one
+// out deletes the run's keys.
+TEST(Ddprun, TwoNodesMeetThroughRedis) {
+  std::string why;
+  auto redis = ddp::launch::testing::RedisServer::Start(&why);
+  if (!redis) GTEST_SKIP() << "skipped: " << why;
+  auto node = [&](int k) {
+    Cmd cmd(Ddprun({"--nnodes", "2", "--node_rank", std::to_string(k), "--nproc", "2", "--rdzv",
+                    redis->spec(), "--timeout", "60", "--", Runfile(kExample)}),
+            {{"DDP_GLOO_ADDR", "127.0.0.1"}});
+    return RunCmd(cmd);
+  };
+  RankOutcome second;
+  std::thread other([&] { second = node(1); });
+  const RankOutcome first = node(0);
+  other.join();
+  ASSERT_TRUE(first.ok()) << first.Describe() << first.stderr_text;
+  ASSERT_TRUE(second.ok()) << second.Describe() << second.stderr_text;
+  EXPECT_NE(first.stdout_text.find("[rank 1] rank 1/4 on gloo: allreduce(sum of rank+1) = 10"),
+            std::string::npos)
+      << first.stdout_text;
+  EXPECT_NE(second.stdout_text.find("[rank 3] rank 3/4 on gloo: allreduce(sum of rank+1) = 10 "
+                                    "(expected 10), allgather(rank) = [0, 1, 2, 3]"),
+            std::string::npos)
+      << second.stdout_text;
+  auto store = ddp::launch::OpenStore(redis->spec(), std::chrono::seconds(5));
+  EXPECT_EQ(store->DeletePrefix("ddprun/"), 0) << "the finished run's keys were left";
+  // One host's part of the run id still claimed: that host is refused.
+  store->Put("ddprun/ddprun/node0001", "ddprun pid 1 on elsewhere");
+  const auto again = node(1);
+  EXPECT_EQ(again.exit_code, 2) << again.stderr_text;
+  EXPECT_NE(again.stderr_text.find("--run-id 'ddprun' with --node_rank 1 was already used"),
+            std::string::npos)
+      << again.stderr_text;
 }
 
 }  // namespace

@@ -1,9 +1,17 @@
-// A rank program for ddprun_test: does one allreduce, then behaves as asked.
+// A rank program for ddprun's tests and the fault-injection suite: does one
+// allreduce, then behaves as asked.
 //   --fail-rank R --fail-how exit3|abort|sigkill|hang   what rank R does next
-//   --others ok|hang|collective   what the other ranks do next (collective:
-//                                 allreduce until an error, then exit 5)
-//   --ready-dir D                 touch D/ready-<rank> once the allreduce is done
-//   --grandchild                  fork a sleeping child first (must not outlive the run)
+//   --others ok|hang|collective|new-comms   what the other ranks do next:
+//       collective: allreduce until an error, then exit 5;
+//       new-comms: build one communicator after another (each a rendezvous
+//       through the store) with an allreduce on each, until an error, then
+//       exit 5 — a run that needs its store all the time
+//   --ready-dir D          once the allreduce is done, write D/ready-<rank>:
+//                          this rank's pid, then its children's
+//   --grandchild           fork a sleeping child first (must not outlive the run)
+//   --setsid-grandchild    and/or one in a new session (left the rank's group)
+// On an error it reports to the launcher, as the harness does, whether a
+// peer caused it (failure_report.h).
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,13 +21,35 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/comm/make_comm.h"
+#include "core/harness/world.h"
+
+namespace {
+
+pid_t SleepingChild(bool new_session) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (new_session) ::setsid();
+    while (true) ::pause();
+  }
+  std::printf("GRANDCHILD %d\n", static_cast<int>(child));
+  return child;
+}
+
+int Fail(const std::exception& e) {
+  ddp::harness::ReportRankFailure(e);
+  std::fprintf(stderr, "%s\n", e.what());
+  return 5;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   int fail_rank = -1;
   std::string fail_how = "exit3", others = "ok", ready_dir;
-  bool grandchild = false;
+  bool grandchild = false, setsid_grandchild = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--fail-rank") fail_rank = std::atoi(argv[++i]);
@@ -27,15 +57,12 @@ int main(int argc, char** argv) {
     else if (a == "--others") others = argv[++i];
     else if (a == "--ready-dir") ready_dir = argv[++i];
     else if (a == "--grandchild") grandchild = true;
+    else if (a == "--setsid-grandchild") setsid_grandchild = true;
   }
   std::printf("PID %d\n", static_cast<int>(::getpid()));
-  if (grandchild) {
-    const pid_t child = ::fork();
-    if (child == 0) {
-      while (true) ::pause();
-    }
-    std::printf("GRANDCHILD %d\n", static_cast<int>(child));
-  }
+  std::vector<pid_t> children;
+  if (grandchild) children.push_back(SleepingChild(false));
+  if (setsid_grandchild) children.push_back(SleepingChild(true));
   std::fflush(stdout);
   auto comm = ddp::comm::MakeComm(ddp::comm::OptionsFromEnvironment());
   std::vector<double> v = {1.0};
@@ -43,7 +70,13 @@ int main(int argc, char** argv) {
   std::printf("SUM %g\n", v[0]);
   std::fflush(stdout);
   if (!ready_dir.empty()) {
-    std::ofstream(ready_dir + "/ready-" + std::to_string(comm->rank())) << "ready\n";
+    const std::string path = ready_dir + "/ready-" + std::to_string(comm->rank());
+    {
+      std::ofstream out(path + ".tmp");
+      out << ::getpid() << "\n";
+      for (pid_t c : children) out << c << "\n";
+    }
+    std::rename((path + ".tmp").c_str(), path.c_str());  // readers see it whole
   }
   const std::string what = comm->rank() == fail_rank ? fail_how : others;
   if (what == "exit3") return 3;
@@ -56,8 +89,19 @@ int main(int argc, char** argv) {
     try {
       while (true) comm->Allreduce(std::span(v));
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-      return 5;
+      return Fail(e);
+    }
+  }
+  if (what == "new-comms") {
+    try {
+      while (true) {
+        auto next = ddp::comm::MakeComm(ddp::comm::OptionsFromEnvironment());
+        next->Allreduce(std::span(v));
+        next->Finish();
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    } catch (const std::exception& e) {
+      return Fail(e);
     }
   }
   return 0;

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""report_check.py OUT CLAIMS: asserts the structure of a built report (what
+//analysis:report_test checks): a finding per bug, the claims ledger with
+every claim (and every README that judges claims), short Markdown lines, no
+JSON array in a table cell, every figure in PDF, SVG and PNG, the LaTeX
+tables. Prints each problem; exit 1 when there is one."""
+import json
+import os
+import re
+import sys
+
+BUGS = ["wrong_all_gather", "mean_of_means", "missing_set_epoch", "drop_last_hang",
+        "small_batch_bn", "autograd_lost_gather"]
+# The READMEs with a "what the seed got right and wrong" judgement.
+JUDGING_READMES = [f"repro/{b}/README.md" for b in BUGS] + [
+    "fixes/wrong_all_gather/README.md", "fixes/small_batch_bn/README.md"]
+
+
+def main(out, claims_path):
+    problems = []
+    md = open(os.path.join(out, "report.md")).read()
+    lines = md.splitlines()
+    for i, line in enumerate(lines, 1):
+        if len(line) > 300:
+            problems.append(f"report.md:{i}: {len(line)} characters")
+        if line.startswith("|"):
+            for c in re.split(r"(?<!\\)\|", line)[1:-1]:
+                if re.search(r"\[\s*[-\d\"{\[]", c):
+                    problems.append(f"report.md:{i}: JSON array in a cell: {c.strip()[:60]}")
+    for bug in BUGS:
+        m = re.search(rf"## \d+\. .*\(`{bug}`.*?\n\n\*\*Finding\.\*\* (.*?)\n\n", md, re.S)
+        if not m:
+            problems.append(f"no finding for {bug}")
+            continue
+        sentences = [s for s in re.split(r"(?<=\.)\s+(?=[A-Z])", m.group(1).replace("\n", " ")) if s]
+        if len(sentences) < 2 or not re.search(r"\d", m.group(1)):
+            problems.append(f"{bug}: the finding lacks two sentences with numbers: {m.group(1)[:80]}")
+        head = md[m.end():].split("\n\n", 1)[0].splitlines()
+        if not head or not head[0].startswith("| kind") or len(head[0].split(" | ")) > 8:
+            problems.append(f"{bug}: no headline table of at most 8 columns")
+        if not re.search(rf"!\[{bug}[^\]]*\]\({bug}_\w+\.png\)", md):
+            problems.append(f"{bug}: no figure")
+        tex = os.path.join(out, "latex", f"{bug}.tex")
+        if not os.path.exists(tex) or not all(k in open(tex).read() for k in ("\\toprule", "\\midrule", "\\bottomrule")):
+            problems.append(f"{bug}: no booktabs table {tex}")
+    claims = json.load(open(claims_path))["claims"]
+    ledger = md.split("## Claims ledger", 1)[-1].split("\n## ", 1)[0]
+    rows = [l for l in ledger.splitlines() if re.match(r"^\| \d+ \|", l)]
+    if len(rows) != len(claims):
+        problems.append(f"ledger: {len(rows)} rows for {len(claims)} claims")
+    for c in claims:
+        if not any(c["claim"] in r and re.search(r"\| (reproduced|refuted|partly)", r) for r in rows):
+            problems.append(f"ledger: claim missing or without a verdict: {c['claim']}")
+    judged = {c.get("readme") for c in claims}
+    for readme in JUDGING_READMES:
+        if readme not in judged:
+            problems.append(f"ledger: no claim judged in {readme}")
+    if not all(b in {c["bug"] for c in claims} for b in BUGS):
+        problems.append("ledger: a bug without claims")
+    if "CHECK FAILED" in ledger.split("Every check holds")[-1]:
+        problems.append("ledger: a claim's check failed on the test records")
+    figures = re.findall(r"!\[[^\]]*\]\(([\w.-]+)\.png\)", md)
+    if len(figures) < len(BUGS):
+        problems.append(f"only {len(figures)} figures")
+    for name in figures:
+        for ext in ("pdf", "svg", "png"):
+            p = os.path.join(out, f"{name}.{ext}")
+            if not os.path.exists(p) or os.path.getsize(p) == 0:
+                problems.append(f"figure {name}: no {ext}")
+    if not os.path.exists(os.path.join(out, "latex", "claims.tex")):
+        problems.append("no latex/claims.tex")
+    for bug in BUGS:
+        if not os.path.exists(os.path.join(out, f"{bug}.csv")):
+            problems.append(f"no {bug}.csv")
+    for p in problems:
+        print("report_check:", p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:3]))

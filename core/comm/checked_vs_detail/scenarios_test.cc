@@ -1,0 +1,44 @@
+// Checked mode catches the unequal all_gather, the allreduce-vs-barrier and
+// the sum-vs-max allreduce on every rank before the deadline, and turns a silent extra step into a
+// DeadlineError on the stuck rank at the deadline, naming who never entered.
+#include "core/comm/checked_vs_detail/scenarios.h"
+
+#include "core/testing/backend.h"
+#include "gtest/gtest.h"
+
+namespace ddp::checked_vs_detail {
+namespace {
+
+TEST(CheckedVsDetail, MismatchesAtOnceAndTheSilentRankAtTheDeadline) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f;
+  f.backend = testing::TestBackend();
+  f.timeout = 3;
+  const auto records = RunScenarios(f, {2, 3});
+  ASSERT_EQ(records.size(), 8u);
+  for (const auto& r : records) {
+    SCOPED_TRACE(r.variant + " W=" + std::to_string(r.world_size) + " " + r.measured.Dump() +
+                 " " + r.error);
+    ASSERT_EQ(r.verdict, results::Verdict::kReproduced);
+    const double detect = r.measured.Find("detect_s_max")->AsDouble();
+    if (r.variant == "extra_step_alive") {
+      EXPECT_EQ(r.measured.Find("ranks_with_error")->AsDouble(), 1);
+      EXPECT_GE(detect, 3.0);
+      EXPECT_LT(detect, 3.0 + 5.0);
+      const std::string report = r.measured.Find("report_rank0")->AsString();
+      // The flight recorder's verdict: the fingerprint exchange of step 4,
+      // every silent rank named.
+      const std::string silent = r.world_size == 2 ? "rank 1" : "ranks [1, 2]";
+      EXPECT_EQ(report.rfind("collective #4 ", 0), 0u) << report;
+      EXPECT_NE(report.find(silent + " never entered"), std::string::npos) << report;
+    } else {
+      EXPECT_EQ(r.measured.Find("check_errors")->AsDouble(), r.world_size);
+      EXPECT_LT(detect, 3.0);  // not by the deadline: by the fingerprint exchange
+      EXPECT_NE(r.measured.Find("message_rank0")->AsString().find("ranks disagree"),
+                std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ddp::checked_vs_detail

@@ -1,0 +1,99 @@
+// A real pair binary (fixes/mean_of_means) started the way cluster launchers
+// start ranks: N separate processes whose only instructions are the
+// variables srun or torchrun export (no flags), meeting in a directory store
+// named by DDP_RDZV. The ranks must find their rank and world from the
+// environment alone and the fix must hold at that world size.
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/launch/spawn.h"
+#include "core/launch/testing/run_command.h"
+#include "gtest/gtest.h"
+
+namespace ddp::launch {
+namespace {
+
+using testing::Command;
+using testing::CommandResult;
+using testing::Runfile;
+using Env = std::vector<std::pair<std::string, std::string>>;
+
+const std::string kPair = "fixes/mean_of_means/mean_of_means";
+
+// Starts one process per entry of `envs` at once and waits for all.
+std::vector<CommandResult> RunRanks(const std::vector<Env>& envs) {
+  std::vector<CommandResult> results(envs.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < envs.size(); ++i) {
+    threads.emplace_back([&, i] {
+      Command cmd({Runfile(kPair), "--seeds", "1"}, envs[i]);
+      cmd.deadline = std::chrono::seconds(60);
+      results[i] = testing::RunCommand(cmd);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+// Rank 0 prints the table with every configuration exact at W; the others
+// print nothing of it; everyone exits 0.
+void ExpectFixHolds(const std::vector<CommandResult>& ranks, int w) {
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const auto& o = ranks[r].outcome;
+    EXPECT_TRUE(o.ok()) << "rank " << r << ": " << o.Describe() << "\n"
+                        << o.stdout_text << o.stderr_text;
+  }
+  const std::string& table = ranks[0].outcome.stdout_text;
+  const std::string& header = ranks[0].outcome.stderr_text;
+  EXPECT_NE(header.find("mean_of_means fix: W=" + std::to_string(w)), std::string::npos) << header;
+  size_t exact = 0;
+  for (size_t at = table.find(" exact\n"); at != std::string::npos; at = table.find(" exact\n", at + 1)) {
+    ++exact;
+  }
+  EXPECT_EQ(exact, 12u) << table;
+  EXPECT_EQ(table.find("inexact"), std::string::npos) << table;
+}
+
+TEST(Launchers, SrunEnvironmentOnly) {
+  // srun -N 2 -n 3 (2 tasks on node 0, 1 on node 1), job 77, step 0.
+  const std::string dir = MakeFreshDir("srun");
+  const int local[] = {0, 1, 0}, node[] = {0, 0, 1};
+  std::vector<Env> envs;
+  for (int r = 0; r < 3; ++r) {
+    envs.push_back({{"SLURM_PROCID", std::to_string(r)}, {"SLURM_NTASKS", "3"},
+                    {"SLURM_LOCALID", std::to_string(local[r])},
+                    {"SLURM_NODEID", std::to_string(node[r])}, {"SLURM_STEP_ID", "0"},
+                    {"SLURM_JOB_ID", "77"}, {"SLURM_STEP_TASKS_PER_NODE", "2,1"},
+                    {"SLURM_TASKS_PER_NODE", "2,1"}, {"DDP_RDZV", dir}});
+  }
+  ExpectFixHolds(RunRanks(envs), 3);
+}
+
+TEST(Launchers, TorchrunEnvironmentOnly) {
+  // torchrun --nnodes 2 --nproc-per-node 1 --rdzv-id job5, plus DDP_RDZV.
+  const std::string dir = MakeFreshDir("torchrun");
+  std::vector<Env> envs;
+  for (int r = 0; r < 2; ++r) {
+    envs.push_back({{"RANK", std::to_string(r)}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"},
+                    {"LOCAL_WORLD_SIZE", "1"}, {"GROUP_RANK", std::to_string(r)},
+                    {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"},
+                    {"TORCHELASTIC_RUN_ID", "job5"}, {"DDP_RDZV", dir}});
+  }
+  ExpectFixHolds(RunRanks(envs), 2);
+}
+
+TEST(Launchers, TorchrunWithoutDdpRdzvIsAUsageError) {
+  Env env = {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.1.2.3"},
+             {"MASTER_PORT", "29500"}};
+  const auto r = testing::RunCommand(Command({Runfile(kPair)}, env)).outcome;
+  EXPECT_TRUE(r.exited && r.exit_code == 2) << r.Describe() << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("DDP_RDZV is not set: MASTER_ADDR:MASTER_PORT (10.1.2.3:29500) is "
+                               "torchrun's own c10d TCPStore"),
+            std::string::npos)
+      << r.stderr_text;
+}
+
+}  // namespace
+}  // namespace ddp::launch

@@ -1,0 +1,317 @@
+#include "core/trace/dump_json.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace ddp::trace {
+namespace {
+
+using results::Json;
+
+constexpr char kFormat[] = "ddp-pitfalls flight recorder";
+constexpr int kVersion = 1;
+
+}  // namespace
+
+Json ToJson(const TraceEntry& e) {
+  Json j;
+  j["seq"] = static_cast<long long>(e.seq);
+  j["op"] = comm::Name(e.op);
+  if (e.op != comm::OpKind::kBarrier) {
+    j["dtype"] = comm::Name(e.dtype);
+    j["count"] = static_cast<unsigned long>(e.count);
+  }
+  if (e.op == comm::OpKind::kAllgatherv) {
+    Json counts = Json::MakeArray();
+    for (uint64_t c : e.counts) counts.Push(static_cast<unsigned long>(c));
+    j["counts"] = counts;
+  }
+  if (e.root >= 0) j["root"] = e.root;
+  if (e.reduce >= 0) j["reduce"] = comm::Name(static_cast<comm::ReduceOp>(e.reduce));
+  j["state"] = Name(e.state);
+  j["enter_unix_s"] = e.enter_unix_s;
+  if (e.exit_unix_s) j["exit_unix_s"] = *e.exit_unix_s;
+  j["file"] = e.site.file;
+  j["line"] = e.site.line;
+  j["function"] = e.site.function;
+  return j;
+}
+
+namespace {
+
+Json CommJson(const CommTrace& c) {
+  Json j;
+  j["name"] = c.name;
+  j["backend"] = c.backend;
+  j["rank"] = c.rank;
+  j["world_size"] = c.world_size;
+  j["deadline_s"] = c.deadline_s;
+  j["checked"] = c.checked;
+  j["state"] = c.state;
+  j["next_seq"] = static_cast<long long>(c.next_seq);
+  j["capacity"] = static_cast<long long>(c.capacity);
+  Json entries = Json::MakeArray();
+  for (const TraceEntry& e : c.entries) entries.Push(ToJson(e));
+  j["entries"] = entries;
+  return j;
+}
+
+// Reads fields of one JSON object, naming the path of a missing or
+// ill-typed one: "rank1.json: comms[0].entries[3].op: missing".
+class Reader {
+ public:
+  Reader(const Json& j, std::string path) : j_(j), path_(std::move(path)) {
+    if (!j.IsObject()) Fail("", "not an object");
+  }
+  const Json& Get(const std::string& key) const {
+    const Json* v = j_.Find(key);
+    if (v == nullptr) Fail(key, "missing");
+    return *v;
+  }
+  bool Has(const std::string& key) const { return j_.Find(key) != nullptr; }
+  std::string String(const std::string& key) const {
+    const Json& v = Get(key);
+    if (!v.IsString()) Fail(key, "not a string");
+    return v.AsString();
+  }
+  double Number(const std::string& key) const {
+    const Json& v = Get(key);
+    if (!v.IsNumber()) Fail(key, "not a number");
+    return v.AsDouble();
+  }
+  int64_t Int(const std::string& key, int64_t min) const {
+    const double d = Number(key);
+    if (d != std::floor(d) || d < static_cast<double>(min) || d > 9.0e15) {
+      Fail(key, "not an integer >= " + std::to_string(min));
+    }
+    return static_cast<int64_t>(d);
+  }
+  bool Bool(const std::string& key) const {
+    const Json& v = Get(key);
+    if (!v.IsBool()) Fail(key, "not a boolean");
+    return v.AsBool();
+  }
+  const Json::Array& Array(const std::string& key) const {
+    const Json& v = Get(key);
+    if (!v.IsArray()) Fail(key, "not an array");
+    return v.AsArray();
+  }
+  std::string Path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  [[noreturn]] void Fail(const std::string& key, const std::string& what) const {
+    throw DumpError(Path(key) + ": " + what);
+  }
+
+ private:
+  const Json& j_;
+  std::string path_;
+};
+
+template <typename T>
+T Parsed(const Reader& r, const std::string& key, std::optional<T> (*parse)(std::string_view)) {
+  const std::string s = r.String(key);
+  const auto v = parse(s);
+  if (!v) r.Fail(key, "unknown value '" + s + "'");
+  return *v;
+}
+
+TraceEntry EntryFromJson(const Json& j, const std::string& path) {
+  const Reader r(j, path);
+  TraceEntry e;
+  e.seq = r.Int("seq", 0);
+  e.op = Parsed<comm::OpKind>(r, "op", &comm::ParseOpKind);
+  if (e.op != comm::OpKind::kBarrier) {
+    e.dtype = Parsed<comm::DType>(r, "dtype", &comm::ParseDType);
+    e.count = static_cast<uint64_t>(r.Int("count", 0));
+  }
+  if (e.op == comm::OpKind::kAllgatherv) {
+    const auto& counts = r.Array("counts");
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      if (!counts[i].IsNumber() || counts[i].AsDouble() < 0) {
+        r.Fail("counts[" + std::to_string(i) + "]", "not a count");
+      }
+      e.counts.push_back(static_cast<uint64_t>(counts[i].AsDouble()));
+    }
+  }
+  if (r.Has("root")) e.root = static_cast<int>(r.Int("root", 0));
+  if (r.Has("reduce")) {
+    e.reduce = static_cast<int>(Parsed<comm::ReduceOp>(r, "reduce", &comm::ParseReduceOp));
+  }
+  e.state = Parsed<State>(r, "state", &ParseState);
+  e.enter_unix_s = r.Number("enter_unix_s");
+  if (r.Has("exit_unix_s")) e.exit_unix_s = r.Number("exit_unix_s");
+  e.site.file = r.String("file");
+  e.site.line = static_cast<int>(r.Int("line", 0));
+  e.site.function = r.String("function");
+  return e;
+}
+
+CommTrace CommFromJson(const Json& j, const std::string& path) {
+  const Reader r(j, path);
+  CommTrace c;
+  c.name = r.String("name");
+  c.backend = r.String("backend");
+  c.rank = static_cast<int>(r.Int("rank", 0));
+  c.world_size = static_cast<int>(r.Int("world_size", 1));
+  c.deadline_s = r.Number("deadline_s");
+  c.checked = r.Bool("checked");
+  c.state = r.String("state");
+  c.next_seq = r.Int("next_seq", 0);
+  c.capacity = r.Int("capacity", 0);
+  const auto& entries = r.Array("entries");
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    c.entries.push_back(EntryFromJson(entries[i], r.Path("entries[" + std::to_string(i) + "]")));
+    if (i > 0 && c.entries[i].seq != c.entries[i - 1].seq + 1) {
+      r.Fail("entries[" + std::to_string(i) + "].seq", "not consecutive");
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+Json ToJson(const RankDump& d) {
+  Json j;
+  j["format"] = kFormat;
+  j["version"] = kVersion;
+  j["rank"] = d.rank;
+  j["world_size"] = d.world_size;
+  j["host"] = d.host;
+  j["pid"] = static_cast<long long>(d.pid);
+  j["run_id"] = d.run_id;
+  j["reason"] = d.reason;
+  j["request"] = d.request;
+  j["dump_unix_s"] = d.dump_unix_s;
+  Json comms = Json::MakeArray();
+  for (const CommTrace& c : d.comms) comms.Push(CommJson(c));
+  j["comms"] = comms;
+  return j;
+}
+
+RankDump DumpFromJson(const Json& j, const std::string& where) {
+  try {
+    const Reader r(j, "");
+    if (r.String("format") != kFormat) r.Fail("format", "not a flight recorder dump");
+    if (r.Int("version", 0) != kVersion) {
+      r.Fail("version", "unsupported (this build reads version " + std::to_string(kVersion) + ")");
+    }
+    RankDump d;
+    d.rank = static_cast<int>(r.Int("rank", 0));
+    d.world_size = static_cast<int>(r.Int("world_size", 1));
+    if (d.rank >= d.world_size) r.Fail("rank", "not below world_size");
+    d.host = r.String("host");
+    d.pid = r.Int("pid", 0);
+    d.run_id = r.String("run_id");
+    d.reason = r.String("reason");
+    d.request = r.String("request");
+    d.dump_unix_s = r.Number("dump_unix_s");
+    const auto& comms = r.Array("comms");
+    for (std::size_t i = 0; i < comms.size(); ++i) {
+      d.comms.push_back(CommFromJson(comms[i], "comms[" + std::to_string(i) + "]"));
+    }
+    return d;
+  } catch (const DumpError& e) {
+    throw DumpError(where + ": " + e.what());
+  }
+}
+
+RankDump ParseDump(const std::string& text, const std::string& where) {
+  Json j;
+  try {
+    j = results::ParseJson(text);
+  } catch (const std::exception& e) {
+    throw DumpError(where + ": not JSON: " + e.what());
+  }
+  return DumpFromJson(j, where);
+}
+
+std::string DumpPath(const std::string& dir, int rank) {
+  return dir + "/rank" + std::to_string(rank) + ".json";
+}
+
+std::string WriteDumpFile(const std::string& dir, const RankDump& dump) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw DumpError("cannot create " + dir + ": " + ec.message());
+  const std::string path = DumpPath(dir, dump.rank);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const std::string text = ToJson(dump).Dump(1) + "\n";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw DumpError("cannot write " + tmp + ": " + std::strerror(errno));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string err = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw DumpError("cannot write " + tmp + ": " + err);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string err = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw DumpError("cannot rename " + tmp + " to " + path + ": " + err);
+  }
+  return path;
+}
+
+RankDump ReadDumpFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DumpError(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in.good() && !in.eof()) throw DumpError(path + ": read failed");
+  return ParseDump(text.str(), path);
+}
+
+std::vector<std::optional<RankDump>> ReadDumpDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) throw DumpError(dir + ": cannot list: " + ec.message());
+  std::vector<std::pair<int, RankDump>> found;
+  for (const auto& f : it) {
+    const std::string name = f.path().filename().string();
+    // rank<digits>.json exactly (temporary files of a dump in progress differ).
+    if (name.size() < 10 || name.rfind("rank", 0) != 0 || name.substr(name.size() - 5) != ".json") {
+      continue;
+    }
+    const std::string digits = name.substr(4, name.size() - 9);
+    if (digits.empty() || digits.size() > 6 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    const int rank = std::stoi(digits);
+    RankDump d = ReadDumpFile(f.path().string());
+    if (d.rank != rank) {
+      throw DumpError(f.path().string() + ": rank: " + std::to_string(d.rank) +
+                      ", but the file is named for rank " + std::to_string(rank));
+    }
+    found.emplace_back(rank, std::move(d));
+  }
+  if (found.empty()) throw DumpError(dir + ": no rank<R>.json flight recorder dumps in it");
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const int world = found.front().second.world_size;
+  std::vector<std::optional<RankDump>> out(static_cast<std::size_t>(world));
+  for (auto& [rank, d] : found) {
+    if (d.world_size != world) {
+      throw DumpError(DumpPath(dir, rank) + ": world_size " + std::to_string(d.world_size) +
+                      " differs from " + DumpPath(dir, found.front().first) + " (" +
+                      std::to_string(world) + "): dumps of different runs in one folder?");
+    }
+    out[static_cast<std::size_t>(rank)] = std::move(d);
+  }
+  return out;
+}
+
+}  // namespace ddp::trace

@@ -1,0 +1,53 @@
+// A rank's dump as JSON (the rank<R>.json files, and the text published
+// through the store), written atomically and read back with errors that
+// name the file and the field.
+//
+// Format (version 1):
+//   {"format": "ddp-pitfalls flight recorder", "version": 1, "rank", "world_size",
+//    "host", "pid", "run_id", "reason", "request", "dump_unix_s",
+//    "comms": [{"name", "backend", "rank", "world_size", "deadline_s", "checked",
+//               "state", "next_seq", "capacity",
+//               "entries": [{"seq", "op", "dtype", "count", "counts" (allgatherv),
+//                            "root" (broadcast), "reduce" (allreduce, reduce_scatter),
+//                            "state", "enter_unix_s", "exit_unix_s" (once left),
+//                            "file", "line", "function"}]}]}
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/results/json.h"
+#include "core/trace/model.h"
+
+namespace ddp::trace {
+
+// Malformed or unreadable dump; what() names the file (or "store") and the field.
+class DumpError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+results::Json ToJson(const RankDump& dump);
+results::Json ToJson(const TraceEntry& entry);
+// Throws DumpError("<where>: <field>: <problem>").
+RankDump DumpFromJson(const results::Json& json, const std::string& where);
+RankDump ParseDump(const std::string& text, const std::string& where);
+
+// "<dir>/rank<R>.json".
+std::string DumpPath(const std::string& dir, int rank);
+// Creates `dir` if needed and writes the dump through a temporary file and a
+// rename: a reader sees the old dump or the new one, never half. Returns the
+// path; throws DumpError on failure.
+std::string WriteDumpFile(const std::string& dir, const RankDump& dump);
+// Throws DumpError naming the file.
+RankDump ReadDumpFile(const std::string& path);
+
+// Every rank<R>.json in `dir`, indexed by rank; the world size is the one
+// the dumps state (nullopt for ranks without a file). Throws DumpError
+// naming the file for an unreadable or inconsistent one, or the folder when
+// it holds no dump.
+std::vector<std::optional<RankDump>> ReadDumpDir(const std::string& dir);
+
+}  // namespace ddp::trace

@@ -1,0 +1,122 @@
+// The watchdog in one process: a collective stuck past its deadline (the
+// main thread never comes back from the engine) is dumped and its abort hook
+// runs; SIGUSR1 writes a dump; a request through the store is answered with
+// a published dump. (Whole worlds of real ranks: core/comm's trace_test.)
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "core/launch/spawn.h"
+#include "core/launch/store.h"
+#include "core/trace/dump_json.h"
+#include "core/trace/watchdog.h"
+#include "gtest/gtest.h"
+
+namespace ddp::trace {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+std::shared_ptr<FlightRecorder> Recorder(int rank, int world, std::chrono::milliseconds deadline) {
+  return std::make_shared<FlightRecorder>(
+      FlightRecorder::Identity{"comm0", "gloo", rank, world, deadline, false}, 16);
+}
+
+comm::Fingerprint Allreduce(int64_t seq) {
+  comm::Fingerprint f;
+  f.seq = seq;
+  f.op = comm::OpKind::kAllreduce;
+  f.dtype = comm::DType::kFloat64;
+  f.count = 3;
+  f.reduce = 0;
+  return f;
+}
+
+bool WaitFor(const std::function<bool()>& ok, std::chrono::milliseconds limit) {
+  const auto end = Clock::now() + limit;
+  while (!ok()) {
+    if (Clock::now() > end) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+TEST(Watchdog, StuckMainThreadIsDumpedAndAbortedPastTheDeadline) {
+  const std::string dir = launch::MakeFreshDir("wd-stuck");
+  auto rec = Recorder(0, 1, 200ms);
+  auto& wd = Watchdog::Get();
+  const int id = wd.Register({rec, nullptr, dir, "run"});
+  std::atomic<bool> aborted{false};
+  wd.SetAbortHook(id, [&] { aborted = true; });
+  const auto start = Clock::now();
+  const int line = __LINE__ + 1;
+  rec->Enter(Allreduce(0), {}, std::source_location::current(), start);  // and never Exit
+  ASSERT_TRUE(WaitFor([&] { return aborted.load(); }, 10s));
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_GE(waited, 1.2);  // deadline 0.2 s + the 1 s grace
+  const RankDump d = ReadDumpFile(DumpPath(dir, 0));
+  EXPECT_EQ(d.reason, "deadline (main thread stuck in the engine)");
+  ASSERT_EQ(d.comms.at(0).entries.size(), 1u);
+  EXPECT_EQ(d.comms[0].entries[0].state, State::kEntered);
+  EXPECT_EQ(d.comms[0].entries[0].site.line, line);
+  wd.Unregister(id);
+}
+
+TEST(Watchdog, Sigusr1WritesADumpAndTheDefaultDispositionComesBack) {
+  const std::string dir = launch::MakeFreshDir("wd-usr1");
+  auto rec = Recorder(3, 4, 60s);
+  auto& wd = Watchdog::Get();
+  const int id = wd.Register({rec, nullptr, dir, "run"});
+  rec->Enter(Allreduce(0), {}, std::source_location::current(), Clock::now());
+  rec->Exit(0, State::kCompleted, Clock::now());
+  ASSERT_EQ(::raise(SIGUSR1), 0);
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(DumpPath(dir, 3)); }, 5s));
+  const RankDump d = ReadDumpFile(DumpPath(dir, 3));
+  EXPECT_EQ(d.reason, "SIGUSR1");
+  EXPECT_EQ(d.rank, 3);
+  EXPECT_EQ(d.world_size, 4);
+  EXPECT_EQ(d.comms.at(0).entries.at(0).state, State::kCompleted);
+  wd.Unregister(id);
+  struct sigaction now{};
+  ::sigaction(SIGUSR1, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_DFL);
+}
+
+TEST(Watchdog, AnswersARequestThroughTheStore) {
+  const std::string rdzv = launch::MakeFreshDir("wd-store");
+  const std::string dir = launch::MakeFreshDir("wd-files");
+  auto rec = Recorder(0, 2, 60s);
+  rec->Enter(Allreduce(0), {}, std::source_location::current(), Clock::now());  // in flight
+  auto& wd = Watchdog::Get();
+  auto mine = std::make_shared<DumpChannel>(
+      launch::PrefixedStore(launch::OpenStore(rdzv), "run/comm0"), 0, 2);
+  const int id = wd.Register({rec, mine, dir, "run"});
+  // Another rank (its own store connection) asks, and collects.
+  DumpChannel peer(launch::PrefixedStore(launch::OpenStore(rdzv), "run/comm0"), 1, 2);
+  const std::string request = peer.Request();
+  RankDump own;
+  own.rank = 1;
+  own.world_size = 2;
+  const auto got = peer.Collect(own, request, Clock::now() + 5s);
+  ASSERT_TRUE(got.dumps.at(0).has_value()) << got.notes.at(0);
+  EXPECT_EQ(got.dumps[0]->request, request);
+  EXPECT_EQ(got.dumps[0]->comms.at(0).entries.at(0).state, State::kEntered);
+  EXPECT_LT(got.waited_s, 1.0);  // the watchdog polls every 50 ms
+  EXPECT_TRUE(std::filesystem::exists(DumpPath(dir, 0)));
+  // A new request is answered again, with a fresh dump.
+  rec->Exit(0, State::kCompleted, Clock::now());
+  const std::string second = peer.Request();
+  EXPECT_NE(second, request);
+  const auto again = peer.Collect(own, second, Clock::now() + 5s);
+  ASSERT_TRUE(again.dumps.at(0).has_value()) << again.notes.at(0);
+  EXPECT_EQ(again.dumps[0]->request, second);
+  EXPECT_EQ(again.dumps[0]->comms.at(0).entries.at(0).state, State::kCompleted);
+  wd.Unregister(id);
+}
+
+}  // namespace
+}  // namespace ddp::trace
