@@ -4,6 +4,7 @@
 // named by DDP_RDZV. The ranks must find their rank and world from the
 // environment alone and the fix must hold at that world size.
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,9 +49,14 @@ void ExpectFixHolds(const std::vector<CommandResult>& ranks, int w) {
   const std::string& table = ranks[0].outcome.stdout_text;
   const std::string& header = ranks[0].outcome.stderr_text;
   EXPECT_NE(header.find("mean_of_means fix: W=" + std::to_string(w)), std::string::npos) << header;
+  // Rows of the closing table (core/results/table.h): kind, variant, W,
+  // verdict, then the measured columns.
   size_t exact = 0;
-  for (size_t at = table.find(" exact\n"); at != std::string::npos; at = table.find(" exact\n", at + 1)) {
-    ++exact;
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream row(line);
+    std::string kind, variant, w_text, verdict;
+    if (row >> kind >> variant >> w_text >> verdict && kind == "fix" && verdict == "exact") ++exact;
   }
   EXPECT_EQ(exact, 12u) << table;
   EXPECT_EQ(table.find("inexact"), std::string::npos) << table;
