@@ -1,4 +1,4 @@
-// A real pair binary (fixes/mean_of_means) started the way cluster launchers
+// Real pair binaries (fixes/mean_of_means, fixes/drop_last_hang) started the way cluster launchers
 // start ranks: N separate processes whose only instructions are the
 // variables srun or torchrun export (no flags), meeting in a directory store
 // named by DDP_RDZV. The ranks must find their rank and world from the
@@ -24,12 +24,14 @@ using Env = std::vector<std::pair<std::string, std::string>>;
 const std::string kPair = "fixes/mean_of_means/mean_of_means";
 
 // Starts one process per entry of `envs` at once and waits for all.
-std::vector<CommandResult> RunRanks(const std::vector<Env>& envs) {
+std::vector<CommandResult> RunRanks(const std::vector<Env>& envs,
+                                    const std::vector<std::string>& argv = {Runfile(kPair), "--seeds",
+                                                                            "1"}) {
   std::vector<CommandResult> results(envs.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < envs.size(); ++i) {
     threads.emplace_back([&, i] {
-      Command cmd({Runfile(kPair), "--seeds", "1"}, envs[i]);
+      Command cmd(argv, envs[i]);
       cmd.deadline = std::chrono::seconds(60);
       results[i] = testing::RunCommand(cmd);
     });
@@ -88,6 +90,50 @@ TEST(Launchers, TorchrunEnvironmentOnly) {
                     {"TORCHELASTIC_RUN_ID", "job5"}, {"DDP_RDZV", dir}});
   }
   ExpectFixHolds(RunRanks(envs), 2);
+}
+
+std::vector<Env> TorchrunEnvs(int w, const std::string& dir) {
+  std::vector<Env> envs;
+  for (int r = 0; r < w; ++r) {
+    envs.push_back({{"RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(w)},
+                    {"LOCAL_RANK", std::to_string(r)}, {"LOCAL_WORLD_SIZE", std::to_string(w)},
+                    {"GROUP_RANK", "0"}, {"DDP_RDZV", dir}});
+  }
+  return envs;
+}
+
+// A fix whose verdict reads every rank's values (drop_last_hang: each rank's
+// per-step check, rank 0's reference): under a launcher each rank gets them
+// all from the world (it used to read a field only rank 0 returns and died
+// of SIGSEGV on rank 1). Every rank judges the same: 6 rows exact, the 3
+// rows of PyTorch's default Join inexact as expected; every rank exits 0.
+TEST(Launchers, EveryRankJudgesFromEveryRanksValues) {
+  const auto ranks = RunRanks(TorchrunEnvs(2, MakeFreshDir("judge")),
+                              {Runfile("fixes/drop_last_hang/drop_last_hang")});
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const auto& o = ranks[r].outcome;
+    EXPECT_TRUE(o.ok()) << "rank " << r << ": " << o.Describe() << "\n" << o.stderr_text;
+  }
+  std::map<std::string, int> verdicts;
+  std::istringstream lines(ranks[0].outcome.stdout_text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream row(line);
+    std::string kind, variant, w_text, verdict;
+    if (row >> kind >> variant >> w_text >> verdict && kind == "fix") ++verdicts[verdict];
+  }
+  EXPECT_EQ(verdicts["exact"], 6) << ranks[0].outcome.stdout_text;
+  EXPECT_EQ(verdicts["inexact"], 3) << ranks[0].outcome.stdout_text;
+}
+
+// A repro that aborts ranks on purpose refuses a launcher, naming why.
+TEST(Launchers, ReprosThatAbortRanksRefuseALauncher) {
+  for (const std::string pair : {"repro/wrong_all_gather/wrong_all_gather",
+                                 "repro/drop_last_hang/drop_last_hang"}) {
+    const auto r = testing::RunCommand(Command({Runfile(pair)}, TorchrunEnvs(2, MakeFreshDir("refuse"))[0]))
+                       .outcome;
+    EXPECT_TRUE(r.exited && r.exit_code == 2) << pair << ": " << r.Describe() << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find("run it without a launcher"), std::string::npos) << r.stderr_text;
+  }
 }
 
 TEST(Launchers, TorchrunWithoutDdpRdzvIsAUsageError) {
