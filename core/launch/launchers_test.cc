@@ -40,6 +40,19 @@ std::vector<CommandResult> RunRanks(const std::vector<Env>& envs,
   return results;
 }
 
+// How many fix rows of a closing table (core/results/table.h: kind, variant,
+// W, verdict, then the measured columns) have each verdict.
+std::map<std::string, int> FixVerdicts(const std::string& table) {
+  std::map<std::string, int> verdicts;
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream row(line);
+    std::string kind, variant, w_text, verdict;
+    if (row >> kind >> variant >> w_text >> verdict && kind == "fix") ++verdicts[verdict];
+  }
+  return verdicts;
+}
+
 // Rank 0 prints the table with every configuration exact at W; the others
 // print nothing of it; everyone exits 0.
 void ExpectFixHolds(const std::vector<CommandResult>& ranks, int w) {
@@ -51,16 +64,7 @@ void ExpectFixHolds(const std::vector<CommandResult>& ranks, int w) {
   const std::string& table = ranks[0].outcome.stdout_text;
   const std::string& header = ranks[0].outcome.stderr_text;
   EXPECT_NE(header.find("mean_of_means fix: W=" + std::to_string(w)), std::string::npos) << header;
-  // Rows of the closing table (core/results/table.h): kind, variant, W,
-  // verdict, then the measured columns.
-  size_t exact = 0;
-  std::istringstream lines(table);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream row(line);
-    std::string kind, variant, w_text, verdict;
-    if (row >> kind >> variant >> w_text >> verdict && kind == "fix" && verdict == "exact") ++exact;
-  }
-  EXPECT_EQ(exact, 12u) << table;
+  EXPECT_EQ(FixVerdicts(table)["exact"], 12) << table;
   EXPECT_EQ(table.find("inexact"), std::string::npos) << table;
 }
 
@@ -114,13 +118,7 @@ TEST(Launchers, EveryRankJudgesFromEveryRanksValues) {
     const auto& o = ranks[r].outcome;
     EXPECT_TRUE(o.ok()) << "rank " << r << ": " << o.Describe() << "\n" << o.stderr_text;
   }
-  std::map<std::string, int> verdicts;
-  std::istringstream lines(ranks[0].outcome.stdout_text);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream row(line);
-    std::string kind, variant, w_text, verdict;
-    if (row >> kind >> variant >> w_text >> verdict && kind == "fix") ++verdicts[verdict];
-  }
+  auto verdicts = FixVerdicts(ranks[0].outcome.stdout_text);
   EXPECT_EQ(verdicts["exact"], 6) << ranks[0].outcome.stdout_text;
   EXPECT_EQ(verdicts["inexact"], 3) << ranks[0].outcome.stdout_text;
 }
