@@ -1,8 +1,12 @@
 #include "core/harness/world.h"
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <span>
 #include <sstream>
+#include <vector>
 
 #include "core/comm/errors.h"
 #include "core/comm/make_comm.h"
@@ -143,6 +147,30 @@ void CheckStore(const launch::RankEnv& env) {
   }
 }
 
+// Launched mode: every rank's value, gathered over the world's own
+// communicator, so that each rank judges a world from the same values a
+// spawned world's caller sees (rank_values of every rank, value = rank 0's).
+// The text travels as int64 words: the Comm API has no byte type.
+std::vector<results::Json> ExchangeValues(comm::Comm& comm, const results::Json& mine) {
+  const std::string text = mine.Dump();
+  std::vector<int64_t> words((text.size() + 7) / 8, 0);
+  std::memcpy(words.data(), text.data(), text.size());
+  const int64_t length = static_cast<int64_t>(text.size());
+  const std::vector<int64_t> lengths = comm.Allgather(std::span<const int64_t>(&length, 1));
+  std::vector<std::size_t> counts;
+  for (int64_t n : lengths) counts.push_back(static_cast<std::size_t>((n + 7) / 8));
+  const std::vector<int64_t> all = comm.Allgatherv(std::span<const int64_t>(words), counts);
+  std::vector<results::Json> values;
+  std::size_t at = 0;
+  for (std::size_t r = 0; r < lengths.size(); ++r) {
+    std::string peer(static_cast<std::size_t>(lengths[r]), '\0');
+    std::memcpy(peer.data(), all.data() + at, peer.size());
+    at += counts[r];
+    values.push_back(results::ParseJson(peer));
+  }
+  return values;
+}
+
 WorldResult RunLaunched(const WorldOptions& o, const RankBody& body) {
   WorldResult r;
   if (!g_store_failure.empty()) {
@@ -153,9 +181,9 @@ WorldResult RunLaunched(const WorldOptions& o, const RankBody& body) {
   try {
     env = launch::RankEnvFromEnvironment();
     auto comm = comm::MakeComm(OptionsFor(env, o));
-    r.value = body(*comm);
+    r.rank_values = ExchangeValues(*comm, body(*comm));
     comm->Finish();
-    r.rank_values = {r.value};
+    r.value = r.rank_values[0];
     r.ok = r.has_value = true;
   } catch (const launch::ConfigError& e) {
     launch::ReportFailure(false, e.what());

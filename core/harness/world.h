@@ -45,8 +45,10 @@ struct WorldResult {
   bool ok = false;             // every rank finished and rank 0 returned a value
   bool has_value = false;      // rank 0 returned a value (even if a peer failed)
   results::Json value;         // rank 0's object (null when !has_value)
-  // Spawned mode: every rank's object, null for a rank that returned none
-  // (it crashed, hung or threw). Launched mode: this rank's only.
+  // Every rank's object. Spawned mode: null for a rank that returned none
+  // (it crashed, hung or threw). Launched mode: gathered over the world's
+  // communicator after the body, so every rank holds all of them (and
+  // `value` is rank 0's on every rank).
   std::vector<results::Json> rank_values;
   std::string failure;         // what went wrong, readable, when !ok
   launch::RunResult run;       // spawned mode: each rank's outcome

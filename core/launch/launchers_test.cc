@@ -1,9 +1,10 @@
-// A real pair binary (fixes/mean_of_means) started the way cluster launchers
+// Real pair binaries (fixes/mean_of_means, fixes/drop_last_hang) started the way cluster launchers
 // start ranks: N separate processes whose only instructions are the
 // variables srun or torchrun export (no flags), meeting in a directory store
 // named by DDP_RDZV. The ranks must find their rank and world from the
 // environment alone and the fix must hold at that world size.
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,18 +24,33 @@ using Env = std::vector<std::pair<std::string, std::string>>;
 const std::string kPair = "fixes/mean_of_means/mean_of_means";
 
 // Starts one process per entry of `envs` at once and waits for all.
-std::vector<CommandResult> RunRanks(const std::vector<Env>& envs) {
+std::vector<CommandResult> RunRanks(const std::vector<Env>& envs,
+                                    const std::vector<std::string>& argv = {Runfile(kPair), "--seeds",
+                                                                            "1"}) {
   std::vector<CommandResult> results(envs.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < envs.size(); ++i) {
     threads.emplace_back([&, i] {
-      Command cmd({Runfile(kPair), "--seeds", "1"}, envs[i]);
+      Command cmd(argv, envs[i]);
       cmd.deadline = std::chrono::seconds(60);
       results[i] = testing::RunCommand(cmd);
     });
   }
   for (auto& t : threads) t.join();
   return results;
+}
+
+// How many fix rows of a closing table (core/results/table.h: kind, variant,
+// W, verdict, then the measured columns) have each verdict.
+std::map<std::string, int> FixVerdicts(const std::string& table) {
+  std::map<std::string, int> verdicts;
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream row(line);
+    std::string kind, variant, w_text, verdict;
+    if (row >> kind >> variant >> w_text >> verdict && kind == "fix") ++verdicts[verdict];
+  }
+  return verdicts;
 }
 
 // Rank 0 prints the table with every configuration exact at W; the others
@@ -48,11 +64,7 @@ void ExpectFixHolds(const std::vector<CommandResult>& ranks, int w) {
   const std::string& table = ranks[0].outcome.stdout_text;
   const std::string& header = ranks[0].outcome.stderr_text;
   EXPECT_NE(header.find("mean_of_means fix: W=" + std::to_string(w)), std::string::npos) << header;
-  size_t exact = 0;
-  for (size_t at = table.find(" exact\n"); at != std::string::npos; at = table.find(" exact\n", at + 1)) {
-    ++exact;
-  }
-  EXPECT_EQ(exact, 12u) << table;
+  EXPECT_EQ(FixVerdicts(table)["exact"], 12) << table;
   EXPECT_EQ(table.find("inexact"), std::string::npos) << table;
 }
 
@@ -82,6 +94,44 @@ TEST(Launchers, TorchrunEnvironmentOnly) {
                     {"TORCHELASTIC_RUN_ID", "job5"}, {"DDP_RDZV", dir}});
   }
   ExpectFixHolds(RunRanks(envs), 2);
+}
+
+std::vector<Env> TorchrunEnvs(int w, const std::string& dir) {
+  std::vector<Env> envs;
+  for (int r = 0; r < w; ++r) {
+    envs.push_back({{"RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(w)},
+                    {"LOCAL_RANK", std::to_string(r)}, {"LOCAL_WORLD_SIZE", std::to_string(w)},
+                    {"GROUP_RANK", "0"}, {"DDP_RDZV", dir}});
+  }
+  return envs;
+}
+
+// A fix whose verdict reads every rank's values (drop_last_hang: each rank's
+// per-step check, rank 0's reference): under a launcher each rank gets them
+// all from the world (it used to read a field only rank 0 returns and died
+// of SIGSEGV on rank 1). Every rank judges the same: 6 rows exact, the 3
+// rows of PyTorch's default Join inexact as expected; every rank exits 0.
+TEST(Launchers, EveryRankJudgesFromEveryRanksValues) {
+  const auto ranks = RunRanks(TorchrunEnvs(2, MakeFreshDir("judge")),
+                              {Runfile("fixes/drop_last_hang/drop_last_hang")});
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const auto& o = ranks[r].outcome;
+    EXPECT_TRUE(o.ok()) << "rank " << r << ": " << o.Describe() << "\n" << o.stderr_text;
+  }
+  auto verdicts = FixVerdicts(ranks[0].outcome.stdout_text);
+  EXPECT_EQ(verdicts["exact"], 6) << ranks[0].outcome.stdout_text;
+  EXPECT_EQ(verdicts["inexact"], 3) << ranks[0].outcome.stdout_text;
+}
+
+// A repro that aborts ranks on purpose refuses a launcher, naming why.
+TEST(Launchers, ReprosThatAbortRanksRefuseALauncher) {
+  for (const std::string pair : {"repro/wrong_all_gather/wrong_all_gather",
+                                 "repro/drop_last_hang/drop_last_hang"}) {
+    const auto r = testing::RunCommand(Command({Runfile(pair)}, TorchrunEnvs(2, MakeFreshDir("refuse"))[0]))
+                       .outcome;
+    EXPECT_TRUE(r.exited && r.exit_code == 2) << pair << ": " << r.Describe() << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find("run it without a launcher"), std::string::npos) << r.stderr_text;
+  }
 }
 
 TEST(Launchers, TorchrunWithoutDdpRdzvIsAUsageError) {

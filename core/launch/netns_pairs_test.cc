@@ -107,12 +107,12 @@ TEST(PairsAcrossHosts, DropLastHangRepro) {
 
 TEST(PairsAcrossHosts, DropLastHangFix) {
   ExpectSameVerdicts("fixes/drop_last_hang/drop_last_hang", {"--world_size", "2", "--seeds", "1"},
-                     2, 5);
+                     2, 9);
 }
 
 TEST(PairsAcrossHosts, SmallBatchBnSyncBnFix) {
   ExpectSameVerdicts("fixes/small_batch_bn/small_batch_bn",
-                     {"--world_size", "2", "--seeds", "1", "--epochs", "1", "--n", "64"}, 2, 3);
+                     {"--world_size", "2", "--seeds", "1", "--steps", "5", "--n", "64"}, 2, 3);
 }
 
 }  // namespace

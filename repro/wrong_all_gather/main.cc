@@ -17,6 +17,16 @@ int main(int argc, char** argv) {
     flags.Int("raw_runs", &raw_runs,
               "runs of raw_unequal per configuration (undefined behaviour varies by run)", 1, 1000);
   };
+  // raw_unequal aborts ranks on purpose (undefined behaviour in the engine):
+  // under a launcher that abort would end the launcher's whole run, so the
+  // repro keeps its own supervisor, which records the abort as the symptom.
+  spec.validate = [](const ddp::harness::CommonFlags&) -> std::string {
+    if (ddp::harness::LaunchedAsRank()) {
+      return "this repro spawns its own ranks (raw_unequal aborts ranks on purpose): run it "
+             "without a launcher";
+    }
+    return "";
+  };
   spec.run = [&](const ddp::harness::CommonFlags& f) {
     return ddp::wrong_all_gather::RunRepro(f, sweep, raw_runs);
   };
