@@ -76,7 +76,9 @@ def context_line(ctx, what):
 # ------------------------------------------------------------------ padding
 
 def padding_cases(data, path):
-    """{(profile, payload): {method: {rep: seconds}}} in the file's order."""
+    """{(profile, payload): {method: {rep: seconds}}} in the file's order:
+    the repetition's median iteration (`median_us`, what bench/padding's own
+    ratios use), or its mean (`real_time`) in files from before it had one."""
     cases = {}
     for b in data["benchmarks"]:
         if b.get("run_type", "iteration") != "iteration":
@@ -86,8 +88,8 @@ def padding_cases(data, path):
             raise InputError(f"{path}: unexpected benchmark name {b['name']!r}")
         scale = {"us": 1e-6, "ms": 1e-3, "ns": 1e-9, "s": 1.0}[b["time_unit"]]
         rep = int(parts[6][4:])
-        cases.setdefault((parts[3], parts[4]), {}).setdefault(parts[5], {})[rep] = \
-            b["real_time"] * scale
+        seconds = b["median_us"] * 1e-6 if "median_us" in b else b["real_time"] * scale
+        cases.setdefault((parts[3], parts[4]), {}).setdefault(parts[5], {})[rep] = seconds
     return cases
 
 
@@ -177,51 +179,79 @@ def peers_rows(data, path):
     return rows
 
 
+SCHED_NAMES = {"batch": "SCHED_BATCH", "normal": "SCHED_OTHER"}
+
+
+def peers_sides(data, path):
+    """[(title, index of its time, index of its ratio)]: the PyTorch side in
+    our ranks' scheduling class first (the like-for-like headline), then the
+    other one if the run has it."""
+    ctx = data["context"]
+    rows = peers_rows(data, path)
+    ours = ctx.get("ddp_sched", "batch")
+    main = ctx.get("ddp_torch_sched", "normal")
+    control = all(r[4] is not None for reps in rows.values() for r in reps)
+    sides = [(main, 1, 2)] + ([("batch", 3, 4)] if control else [])
+    sides.sort(key=lambda side: side[0] != ours)  # stable: the same class first
+    return [(f"PyTorch, {SCHED_NAMES.get(cls, cls)}" +
+             (" (same class as ours)" if cls == ours else " (as PyTorch runs by default)"
+              if cls == "normal" else ""), t, r) for cls, t, r in sides]
+
+
 def peers_table(data, path):
     rows = peers_rows(data, path)
-    control = all(r[4] is not None for reps in rows.values() for r in reps)
-    head = "| workload | ours (us) | PyTorch 1.13 (us) | ours / PyTorch |"
-    rule = "|---|---:|---:|---:|"
-    if control:
-        head += " control: PyTorch under SCHED_BATCH (us) | ours / that |"
+    sides = peers_sides(data, path)
+    head = "| workload | ours (us) |"
+    rule = "|---|---:|"
+    for title, _, _ in sides:
+        head += f" {title} (us) | ours / that |"
         rule += "---:|---:|"
     out = [head, rule]
     for label, reps in rows.items():
-        line = (f"| {label} | {spread([r[0] for r in reps], '{:.1f}')} | "
-                f"{spread([r[1] for r in reps], '{:.1f}')} | "
-                f"{spread([r[2] for r in reps], '{:.2f}')} |")
-        if control:
-            line += (f" {spread([r[3] for r in reps], '{:.1f}')} | "
-                     f"{spread([r[4] for r in reps], '{:.2f}')} |")
+        line = f"| {label} | {spread([r[0] for r in reps], '{:.1f}')} |"
+        for _, t, r in sides:
+            line += (f" {spread([x[t] for x in reps], '{:.1f}')} | "
+                     f"{spread([x[r] for x in reps], '{:.2f}')} |")
         out.append(line)
     return "\n".join(out)
 
 
 def peers_summary(data, path):
+    """[(side title, rows, rows with median ratio <= 1, worst median, its row)]."""
     rows = peers_rows(data, path)
-    medians = {label: statistics.median(r[2] for r in reps) for label, reps in rows.items()}
-    worst = max(medians, key=medians.get)
-    return len(medians), sum(1 for m in medians.values() if m <= 1.0), medians[worst], worst
+    out = []
+    for title, _, r in peers_sides(data, path):
+        medians = {label: statistics.median(x[r] for x in reps) for label, reps in rows.items()}
+        worst = max(medians, key=medians.get)
+        out.append((title, len(medians), sum(1 for m in medians.values() if m <= 1.0),
+                    medians[worst], worst))
+    return out
 
 
 # ------------------------------------------------------------------ profile
 
+PROFILE_COLUMNS = (("wall (us / iteration)", "real_time", "{:.0f}"),
+                   ("CPU, all threads (us / iteration)", "cpu_us_per_iter", "{:.0f}"),
+                   ("page faults / iteration", "page_faults_per_iter", "{:.0f}"),
+                   ("context switches / iteration", "context_switches_per_iter", "{:.1f}"),
+                   ("epoll_wait calls / iteration", "epoll_wait_per_iter", "{:.0f}"),
+                   ("writev calls / iteration", "writev_per_iter", "{:.1f}"))
+
+
 def profile_table(data, path):
     sides = {}
     for b in data["benchmarks"]:
-        parts = b["name"].split("/")  # profile/W2/ours_batch/rep:0
-        if parts[0] != "profile" or len(parts) != 4:
+        parts = b["name"].split("/")  # profile/W2/1KiB/ours_batch/rep:0
+        if parts[0] != "profile" or len(parts) != 5:
             raise InputError(f"{path}: unexpected benchmark name {b['name']!r}")
-        sides.setdefault((parts[1], parts[2]), []).append(b)
-    out = ["| W | side | wall (us / iteration) | CPU, all threads (us / iteration) | "
-           "epoll_wait calls / iteration | writev calls / iteration | "
-           "context switches / iteration |", "|---|---|---:|---:|---:|---:|---:|"]
-    for (w, side), reps in sides.items():
-        out.append(f"| {w[1:]} | {side} | {spread([b['real_time'] for b in reps], '{:.0f}')} | "
-                   f"{spread([b['cpu_us_per_iter'] for b in reps], '{:.0f}')} | "
-                   f"{spread([b['epoll_wait_per_iter'] for b in reps], '{:.0f}')} | "
-                   f"{spread([b['writev_per_iter'] for b in reps], '{:.1f}')} | "
-                   f"{spread([b['context_switches_per_iter'] for b in reps], '{:.1f}')} |")
+        sides.setdefault((parts[1], parts[2], parts[3]), []).append(b)
+    columns = [c for c in PROFILE_COLUMNS if all(c[1] in b for b in data["benchmarks"])]
+    out = ["| W | payload/rank | side | " + " | ".join(c[0] for c in columns) + " |",
+           "|---|---|---|" + "---:|" * len(columns)]
+    for (w, payload, side), reps in sides.items():
+        out.append(f"| {w[1:]} | {payload} | {side} | " +
+                   " | ".join(spread([b[key] for b in reps], fmt) for _, key, fmt in columns) +
+                   " |")
     return "\n".join(out)
 
 
@@ -238,9 +268,9 @@ def overview(padding, peers):
                        f" | {e['best'][0]:.3f} ({e['best'][1]}); without known counts or bound:"
                        f" {e['unknown'][0]:.3f} ({e['unknown'][1]}) |")
         data, path = peers[w]
-        n, ok, worst, label = peers_summary(data, path)
-        out.append(f"| {w} | peers | rows with ours / PyTorch ≤ 1.0 | {ok} of {n}; worst "
-                   f"{worst:.2f} ({label}) |")
+        for title, n, ok, worst, label in peers_summary(data, path):
+            out.append(f"| {w} | peers | rows with ours / {title} ≤ 1.0 | {ok} of {n}; worst "
+                       f"{worst:.2f} ({label}) |")
     return "\n".join(out)
 
 

@@ -29,15 +29,20 @@ grep -q '1.053 \[1.000, 1.100\] (known_counts) | ≤ 1.05 ✗ |' "$pad" || fail 
 grep -q '| equal | 64KiB | 40 \[40, 40\] | allgatherv 3/3 |' "$pad" || fail "equal row"
 grep -q 'W = 4 (oversubscribed: yes: 4 ranks on 2 CPUs)' "$pad" || fail "oversubscribed label"
 peers="$root/bench/peers/README.md"
-grep -q '| gather equal 1KiB/rank floor_allgather | 11.0 \[10.0, 12.0\] | 20.0 \[20.0, 22.0\] | 0.50 \[0.50, 0.60\] | 15.0 \[14.0, 16.0\] | 0.75 \[0.67, 0.79\] |' \
+# The PyTorch side in our ranks' class (SCHED_BATCH, the control) comes first.
+grep -q '| workload | ours (us) | PyTorch, SCHED_BATCH (same class as ours) (us) | ours / that | PyTorch, SCHED_OTHER (as PyTorch runs by default) (us) | ours / that |' \
+  "$peers" || fail "peers head: $(grep workload "$peers")"
+grep -q '| gather equal 1KiB/rank floor_allgather | 11.0 \[10.0, 12.0\] | 15.0 \[14.0, 16.0\] | 0.75 \[0.67, 0.79\] | 20.0 \[20.0, 22.0\] | 0.50 \[0.50, 0.60\] |' \
   "$peers" || fail "peers row: $(grep 1KiB "$peers")"
-grep -q '| 2 | ours_batch | 210 \[210, 210\] | 300 \[300, 300\] | 110 \[110, 110\] | 24.0 \[24.0, 24.0\] | 30.5 \[30.5, 30.5\] |' \
+grep -q '| 2 | 1KiB | ours_batch | 210 \[210, 210\] | 300 \[300, 300\] | 2 \[2, 2\] | 30.5 \[30.5, 30.5\] | 110 \[110, 110\] | 24.0 \[24.0, 24.0\] |' \
   "$peers" || fail "profile row"
 over="$root/bench/README.md"
 grep -q '^top$' "$over" && grep -q '^bottom$' "$over" || fail "text outside the markers changed"
 grep -q 'old' "$over" && fail "old block kept"
-grep -q '| 2 | peers | rows with ours / PyTorch ≤ 1.0 | 1 of 2; worst 1.20 (group_norm C=256 N=32 8x8 fwd+bwd) |' \
-  "$over" || fail "overview peers row"
+grep -q '| 2 | peers | rows with ours / PyTorch, SCHED_BATCH (same class as ours) ≤ 1.0 | 1 of 2; worst 1.20 (group_norm C=256 N=32 8x8 fwd+bwd) |' \
+  "$over" || fail "overview peers row: $(grep peers "$over")"
+grep -q '| 2 | peers | rows with ours / PyTorch, SCHED_OTHER (as PyTorch runs by default) ≤ 1.0 |' \
+  "$over" || fail "overview peers row, default class"
 
 # Missing marker, missing file: exit 2 with the name.
 printf 'no markers\n' > "$over"

@@ -137,14 +137,18 @@ class Runner {
     const Case& c = cases_[index];
     std::unique_ptr<Gather> g = Make(c);
     g->Run();  // first touch of fresh buffers stays out of the timing
-    double total = 0;
+    std::vector<double> dts;
+    dts.reserve(static_cast<std::size_t>(state.max_iterations));
     for (auto _ : state) {
       const double dt = TimedRun(*g);
       state.SetIterationTime(dt);
-      total += dt;
+      dts.push_back(dt);
     }
-    const double mean = total / static_cast<double>(state.iterations());
-    times_[index][static_cast<std::size_t>(rep)] = mean;
+    // The repetition's typical iteration: the median is what the ratios use,
+    // because one descheduled iteration in a few hundred moves the mean by
+    // several percent on a shared machine and says nothing about the method.
+    const double median = Median(dts);
+    times_[index][static_cast<std::size_t>(rep)] = median;
     const GatherCost cost = Cost(c.method, c.lengths);
     const double w = static_cast<double>(c.lengths.size());
     const double max = static_cast<double>(*std::max_element(c.lengths.begin(), c.lengths.end()));
@@ -154,7 +158,8 @@ class Runner {
     state.counters["max_bytes"] = max * kElementBytes;
     state.counters["wire_bytes_per_rank"] = cost.wire_bytes_per_rank;
     state.counters["wasted_bytes"] = cost.wasted_bytes;
-    state.counters["eff_bandwidth"] = cost.useful_bytes / mean;  // bytes/s of data gathered
+    state.counters["eff_bandwidth"] = cost.useful_bytes / median;  // bytes/s of data gathered
+    state.counters["median_us"] = median * 1e6;
     // The machine's load as this entry ended: a number to judge it by.
     if (const std::vector<double> load = LoadAverages(); !load.empty()) {
       state.counters["load1"] = load[0];
@@ -165,7 +170,7 @@ class Runner {
     const double floor = FloorOf(c.group, rep);
     if (floors_done && floor > 0) {
       state.counters["floor_us"] = floor * 1e6;
-      state.counters["ratio_over_floor"] = mean / floor;
+      state.counters["ratio_over_floor"] = median / floor;
     }
   }
 
@@ -173,8 +178,9 @@ class Runner {
   // ratio over that repetition's floor; per group, which floor won.
   void PrintSummary(std::FILE* out) const {
     std::fprintf(out,
-                 "\nmedian over %d interleaved repetitions [min, max]; ratio = time / the same "
-                 "repetition's floor (the faster floor method)\n",
+                 "\nmedian over %d interleaved repetitions [min, max] of each repetition's median "
+                 "iteration; ratio = time / the same repetition's floor (the faster floor "
+                 "method)\n",
                  config_.reps);
     std::fprintf(out, "%-52s %10s %21s %11s %11s %9s %20s\n", "case", "time_us", "[min, max]",
                  "wire_KiB/rk", "wasted_KiB", "eff_MB/s", "x_floor [min, max]");

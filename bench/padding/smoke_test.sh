@@ -17,7 +17,7 @@ common=(--world_size 2 --payloads 1K --profiles equal,straggler --min_time 0 --m
 # "name key value" for every counter of every benchmark entry.
 flat=$(awk -F': ' '
   /"name":/ { gsub(/[",]/, "", $2); name = $2 }
-  /"(W|rep|bytes_per_rank|max_bytes|wire_bytes_per_rank|wasted_bytes|eff_bandwidth|ratio_over_floor|floor_us|load1|iterations)":/ {
+  /"(W|rep|bytes_per_rank|max_bytes|wire_bytes_per_rank|wasted_bytes|eff_bandwidth|median_us|ratio_over_floor|floor_us|load1|iterations)":/ {
     key = $1; gsub(/[" ]/, "", key); v = $2; gsub(/,/, "", v); printf "%s %s %s\n", name, key, v + 0 }
 ' "$out")
 echo "$flat"
@@ -34,7 +34,7 @@ for p in equal straggler; do
     c="$p/1KiB/$m"
     want "$c" iterations 2
     want "$c" W 2
-    for k in wire_bytes_per_rank eff_bandwidth; do
+    for k in wire_bytes_per_rank eff_bandwidth median_us; do
       echo "$flat" | grep -q "^padding/gloo/W2/$c/rep:1/iterations:2/manual_time $k " \
         || fail "$c lacks $k"
     done

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
-"""bench/peers/profile_small.py --gather_loop PATH [--world_sizes 2,4] [--reps 3] [--json FILE]
+"""bench/peers/profile_small.py --gather_loop PATH [--world_sizes 2,4] [--payloads 1K,16M]
+    [--reps 3] [--json FILE]
 
-Where a small gather's time goes, ours and PyTorch's, on the same Gloo.
-Each side runs the same loop on W ranks -- barrier; all_gather of 1 KiB per
+Where a gather's time goes, ours and PyTorch's, on the same Gloo. Each side
+runs the same loop on W ranks -- barrier; all_gather of the payload per
 rank; all_reduce of one double, one timed iteration of bench/padding's
-floor_allgather -- under `perf stat`, twice (N and 2N iterations), so that
-the difference is per iteration and free of start-up costs:
+floor_allgather -- under `perf stat`, twice (N and 2N iterations; N is
+--iters at 1 KiB and shrinks in proportion to the payload, at least 30), so
+that the difference is per iteration and free of start-up costs:
 
   ours_normal   //bench/peers:gather_loop --sched normal (SCHED_OTHER)
   ours_batch    //bench/peers:gather_loop --sched batch (SCHED_BATCH)
@@ -15,8 +17,8 @@ the difference is per iteration and free of start-up costs:
   torch_batch   the same, under SCHED_BATCH
 
 Per iteration (summed over every process of the run): wall time of rank
-0's loop, CPU time, context switches, and the number of epoll_wait and
-writev calls. Gloo's loop thread calls epoll_wait once per wake-up; when it
+0's loop, CPU time, context switches, page faults, and the number of
+epoll_wait and writev calls. Gloo's loop thread calls epoll_wait once per wake-up; when it
 finds the connection's mutex held (try-lock) it goes straight back to a
 level-triggered epoll_wait that fires at once, so epoll_wait calls far
 above the writev count are the loop thread spinning. Sides run interleaved
@@ -37,14 +39,13 @@ import sys
 import tempfile
 import time
 
-from peers import load1, loadavg_text, write_json  # the same folder
+from peers import load1, loadavg_text, payload_bytes, write_json  # the same folder
 
-EVENTS = ("task-clock", "context-switches", "syscalls:sys_enter_epoll_wait",
+EVENTS = ("task-clock", "context-switches", "page-faults", "syscalls:sys_enter_epoll_wait",
           "syscalls:sys_enter_writev")
-COUNT = 128  # float64 per rank: 1 KiB
 
 
-def torch_rank(rank, w, port, iters, sched, queue):
+def torch_rank(rank, w, port, iters, count, sched, queue):
     if sched == "batch":
         os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
     import torch
@@ -52,8 +53,8 @@ def torch_rank(rank, w, port, iters, sched, queue):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=w)
-    x = torch.ones(COUNT, dtype=torch.float64)
-    out = [torch.empty(COUNT, dtype=torch.float64) for _ in range(w)]
+    x = torch.ones(count, dtype=torch.float64)
+    out = [torch.empty(count, dtype=torch.float64) for _ in range(w)]
     t = torch.zeros(1, dtype=torch.float64)
 
     def step():
@@ -71,7 +72,7 @@ def torch_rank(rank, w, port, iters, sched, queue):
     dist.destroy_process_group()
 
 
-def torch_child(w, iters, sched):
+def torch_child(w, iters, count, sched):
     """The torch side as its own process tree, so perf stat can wrap it."""
     import torch.multiprocessing as mp
     with socket.socket() as s:
@@ -79,7 +80,7 @@ def torch_child(w, iters, sched):
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=torch_rank, args=(r, w, port, iters, sched, queue))
+    procs = [ctx.Process(target=torch_rank, args=(r, w, port, iters, count, sched, queue))
              for r in range(w)]
     for p in procs:
         p.start()
@@ -90,6 +91,14 @@ def torch_child(w, iters, sched):
         return 1
     print(json.dumps({"mean_us": mean_us}))
     return 0
+
+
+def payload_name(payload):
+    """1KiB, 16MiB, ...: the names bench/padding and bench/peers use."""
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if payload % size == 0:
+            return f"{payload // size}{unit}"
+    return f"{payload}B"
 
 
 def perf_run(cmd):
@@ -111,22 +120,25 @@ def perf_run(cmd):
     return mean_us, counts
 
 
-def command(side, w, iters, gather_loop):
+def command(side, w, iters, count, gather_loop):
     who, sched = side.split("_")
     if who in ("ours", "bare"):
         return [gather_loop, "--world_size", str(w), "--iters", str(iters), "--count",
-                str(COUNT), "--sched", sched, "--engine", "comm" if who == "ours" else "gloo"]
+                str(count), "--sched", sched, "--engine", "comm" if who == "ours" else "gloo"]
     return [sys.executable, os.path.abspath(__file__), "--torch_child", str(w), str(iters),
-            sched]
+            str(count), sched]
 
 
 def main(argv):
     if argv[:1] == ["--torch_child"]:
-        return torch_child(int(argv[1]), int(argv[2]), argv[3])
+        return torch_child(int(argv[1]), int(argv[2]), int(argv[3]), argv[4])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
     ap.add_argument("--gather_loop", required=True, help="path of //bench/peers:gather_loop")
     ap.add_argument("--world_sizes", default="2,4")
-    ap.add_argument("--iters", type=int, default=2000, help="N (the runs do N and 2N)")
+    ap.add_argument("--payloads", default="1K,16M",
+                    help="bytes of float64 per rank, comma-separated (K and M suffixes)")
+    ap.add_argument("--iters", type=int, default=2000,
+                    help="N at 1 KiB (the runs do N and 2N; larger payloads fewer, at least 30)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--json")
     args = ap.parse_args(argv)
@@ -134,10 +146,15 @@ def main(argv):
         worlds = [int(x) for x in args.world_sizes.split(",")]
     except ValueError:
         worlds = []
+    try:
+        payloads = [payload_bytes(x) for x in args.payloads.split(",")]
+    except ValueError:
+        payloads = []
     if not worlds or any(not 1 <= w <= 16 for w in worlds) or args.iters < 1 or \
-            not 1 <= args.reps <= 20:
-        print("profile_small: --world_sizes needs values in 1..16, --iters >= 1, --reps 1..20",
-              file=sys.stderr)
+            not 1 <= args.reps <= 20 or not payloads or \
+            any(p < 8 or p % 8 or p > 64 << 20 for p in payloads):
+        print("profile_small: --world_sizes needs values in 1..16, --payloads multiples of 8 "
+              "bytes up to 64M (e.g. 1K,16M), --iters >= 1, --reps 1..20", file=sys.stderr)
         return 2
     sides = ["ours_normal", "ours_batch", "bare_normal", "bare_batch"]
     try:
@@ -148,33 +165,42 @@ def main(argv):
     load_start = loadavg_text()
     entries = []
     for w in worlds:
-        for rep in range(args.reps):
-            k = rep % len(sides)
-            for side in sides[k:] + sides[:k]:
-                short_us, short = perf_run(command(side, w, args.iters, args.gather_loop))
-                long_us, long = perf_run(command(side, w, 2 * args.iters, args.gather_loop))
-                per = {e: (long[e] - short[e]) / args.iters for e in EVENTS}
-                entry = {
-                    "name": f"profile/W{w}/{side}/rep:{rep}", "run_type": "iteration",
-                    "iterations": 2 * args.iters, "real_time": long_us, "cpu_time": 0.0,
-                    "time_unit": "us", "W": w, "rep": rep,
-                    "cpu_us_per_iter": per["task-clock"] * 1e3,  # perf reports ms
-                    "context_switches_per_iter": per["context-switches"],
-                    "epoll_wait_per_iter": per["syscalls:sys_enter_epoll_wait"],
-                    "writev_per_iter": per["syscalls:sys_enter_writev"]}
-                entry["load1"] = load1()
-                entries.append(entry)
-                print(f"profile_small: W={w} rep {rep + 1}/{args.reps} {side}: "
-                      f"{long_us:.0f} us/iter wall, {entry['cpu_us_per_iter']:.0f} us CPU, "
-                      f"{entry['epoll_wait_per_iter']:.0f} epoll_wait, "
-                      f"{entry['writev_per_iter']:.1f} writev (load {entry['load1']:.2f})",
-                      file=sys.stderr)
+        for payload in payloads:
+            count = payload // 8
+            iters = max(30, args.iters * 1024 // max(payload, 1024))
+            for rep in range(args.reps):
+                k = rep % len(sides)
+                for side in sides[k:] + sides[:k]:
+                    short_us, short = perf_run(command(side, w, iters, count, args.gather_loop))
+                    long_us, long = perf_run(command(side, w, 2 * iters, count,
+                                                     args.gather_loop))
+                    per = {e: (long[e] - short[e]) / iters for e in EVENTS}
+                    entry = {
+                        "name": f"profile/W{w}/{payload_name(payload)}/{side}/rep:{rep}",
+                        "run_type": "iteration", "iterations": 2 * iters, "real_time": long_us,
+                        "cpu_time": 0.0, "time_unit": "us", "W": w, "rep": rep,
+                        "bytes_per_rank": payload,
+                        "cpu_us_per_iter": per["task-clock"] * 1e3,  # perf reports ms
+                        "context_switches_per_iter": per["context-switches"],
+                        "page_faults_per_iter": per["page-faults"],
+                        "epoll_wait_per_iter": per["syscalls:sys_enter_epoll_wait"],
+                        "writev_per_iter": per["syscalls:sys_enter_writev"]}
+                    entry["load1"] = load1()
+                    entries.append(entry)
+                    print(f"profile_small: W={w} {payload_name(payload)} rep {rep + 1}/"
+                          f"{args.reps} {side}: {long_us:.0f} us/iter wall, "
+                          f"{entry['cpu_us_per_iter']:.0f} us CPU, "
+                          f"{entry['page_faults_per_iter']:.0f} page faults, "
+                          f"{entry['epoll_wait_per_iter']:.0f} epoll_wait, "
+                          f"{entry['writev_per_iter']:.1f} writev (load {entry['load1']:.2f})",
+                          file=sys.stderr)
     load_end = loadavg_text()
     cpus = os.cpu_count() or 1
     data = {"context": {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host_name": socket.gethostname(), "num_cpus": cpus, "ddp_tool": "bench/peers/profile",
-        "ddp_world_sizes": args.world_sizes, "ddp_reps": str(args.reps),
+        "ddp_world_sizes": args.world_sizes, "ddp_payloads": args.payloads,
+        "ddp_reps": str(args.reps),
         "ddp_iters": str(args.iters), "ddp_loadavg_start": load_start,
         "ddp_loadavg_end": load_end,
         "ddp_oversubscribed": ", ".join(f"W={w}: {'yes' if w > cpus else 'no'}" for w in worlds)},
