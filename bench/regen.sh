@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/regen.sh [padding|peers|profile|all] — regenerates the committed
 # benchmark JSON (results/bench_padding_w{2,4}.json,
-# results/bench_peers_w{2,4}.json, results/bench_profile_small.json) and the
+# results/bench_peers_w{2,4}.json, results/bench_torch_norm_split.json,
+# results/bench_profile_small.json) and the
 # README tables made from them (bench/tables.py --update).
 #
 # Timings are only worth committing from a quiet machine: before each run
@@ -10,7 +11,7 @@
 # up (exit 1) unless FORCE=1. The load at the start of every run and next to
 # every entry is recorded in the JSON either way.
 #
-# Run from anywhere; about 4 minutes for padding, 12 for peers, 4 for
+# Run from anywhere; about 14 minutes for padding (9 repetitions), 13 for peers, 6 for
 # profile, on the 2-core machine this was written on (plus any wait for
 # quiet). profile needs perf (root, for the syscall tracepoints).
 set -euo pipefail
@@ -50,7 +51,7 @@ if [ "$what" = padding ] || [ "$what" = all ]; then
   for w in 2 4; do
     wait_quiet
     tmp="results/.bench_padding_w$w.json.tmp"
-    bazel-bin/bench/padding/padding --world_size "$w" --benchmark_out="$PWD/$tmp" \
+    bazel-bin/bench/padding/padding --world_size "$w" --reps 9 --benchmark_out="$PWD/$tmp" \
       --benchmark_out_format=json
     mv "$tmp" "results/bench_padding_w$w.json"
   done
@@ -61,6 +62,9 @@ if [ "$what" = peers ] || [ "$what" = all ]; then
     bazel-bin/bench/peers/peers --world_size "$w" --torch_batch_control \
       --json "results/bench_peers_w$w.json"
   done
+  wait_quiet
+  (cd bench/peers && /usr/bin/python3 torch_norm_split.py \
+    --json "$OLDPWD/results/bench_torch_norm_split.json")
 fi
 if [ "$what" = profile ] || [ "$what" = all ]; then
   wait_quiet

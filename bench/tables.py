@@ -7,6 +7,7 @@ bench/padding/ and bench/peers/ (nothing in them is typed by hand):
   results/bench_padding_w{2,4}.json  (bazel run -c opt //bench/padding)
   results/bench_peers_w{2,4}.json    (bazel run -c opt //bench/peers)
   results/bench_profile_small.json   (bench/peers/profile_small.py)
+  results/bench_torch_norm_split.json (bench/peers/torch_norm_split.py)
 
 Every number is a median over the interleaved repetitions of one run, with
 the min and max beside it; a ratio is computed per repetition (the method
@@ -139,7 +140,26 @@ def padding_table(data, path):
                                         else f"≤ {t:g} ✗")
         cells += [f"{spread(rs, '{:.3f}')} ({name})", verdict]
         rows.append("| " + " | ".join(cells) + " |")
+    same = same_call(cases)
+    if same:
+        rows.append("\nResolution: in the `equal` profile `known_counts` makes the very call "
+                    "`floor_allgatherv` makes, so its time over that method's, repetition by "
+                    "repetition, is what the same call twice measures: " +
+                    "; ".join(f"{payload} {spread(rs, '{:.3f}')}" for payload, rs in same) +
+                    ". A ratio within that spread of the target is not resolved by this run.")
     return "\n".join(rows)
+
+
+def same_call(cases):
+    """[(payload, [known_counts / floor_allgatherv per repetition])] of the
+    equal profile: one call timed twice, the run's own noise."""
+    out = []
+    for (profile, payload), methods in cases.items():
+        a, b = methods.get("known_counts", {}), methods.get("floor_allgatherv", {})
+        reps = sorted(set(a) & set(b))
+        if profile == "equal" and reps:
+            out.append((payload, [a[r] / b[r] for r in reps]))
+    return out
 
 
 def padding_summary(data, path):
@@ -255,6 +275,25 @@ def profile_table(data, path):
     return "\n".join(out)
 
 
+# -------------------------------------------------------------- torch split
+
+def torch_split_table(data, path):
+    rows = {}
+    for b in data["benchmarks"]:
+        parts = b["name"].split("/")  # torch_split/batch_norm/C:16/N:2/rep:0
+        if parts[0] != "torch_split" or len(parts) != 5:
+            raise InputError(f"{path}: unexpected benchmark name {b['name']!r}")
+        label = f"{parts[1]} {parts[2].replace(':', '=')} {parts[3].replace(':', '=')} 8x8"
+        rows.setdefault(label, []).append(b)
+    out = ["| workload | module fwd+bwd, autograd (us) | native kernels only (us) | "
+           "kernels' share of the module's time |", "|---|---:|---:|---:|"]
+    for label, reps in rows.items():
+        out.append(f"| {label} | {spread([b['real_time'] for b in reps], '{:.1f}')} | "
+                   f"{spread([b['native_us'] for b in reps], '{:.1f}')} | "
+                   f"{spread([b['native_share'] for b in reps], '{:.2f}')} |")
+    return "\n".join(out)
+
+
 # ------------------------------------------------------------------ output
 
 def overview(padding, peers):
@@ -328,6 +367,19 @@ def main(argv):
                        f"{ctx.get('ddp_loadavg_start', '?')} at the start, "
                        f"{ctx.get('ddp_loadavg_end', '?')} at the end\n\n" +
                        profile_table(profile, profile_path)))
+        split_path = os.path.join(results, "bench_torch_norm_split.json")
+        split = load(split_path)
+        ctx = split["context"]
+        blocks.append((os.path.join(root, "bench/peers/README.md"), "torch_split",
+                       f"`{os.path.basename(split_path)}`: host `{ctx.get('host_name', '?')}` "
+                       f"({ctx.get('num_cpus', '?')} CPUs), {ctx.get('date', '?')}; torch "
+                       f"{ctx.get('ddp_torch', '?')}, CPU capability "
+                       f"{ctx.get('ddp_torch_cpu_capability', '?')}, built "
+                       f"{ctx.get('ddp_torch_opt', '?')}; {ctx.get('ddp_reps', '?')} interleaved "
+                       f"repetitions of {ctx.get('ddp_iters', '?')} calls per side; load average "
+                       f"{ctx.get('ddp_loadavg_start', '?')} at the start, "
+                       f"{ctx.get('ddp_loadavg_end', '?')} at the end\n\n" +
+                       torch_split_table(split, split_path)))
         for target_file, marker, text in blocks:
             if args.update:
                 update(target_file, marker, text)

@@ -17,7 +17,8 @@ done > "$root/bench/padding/README.md"
 { for w in 2 4; do
     printf '<!-- table:peers_w%s:begin -->\n<!-- table:peers_w%s:end -->\n' $w $w
   done
-  printf '<!-- table:profile:begin -->\n<!-- table:profile:end -->\n'; } > "$root/bench/peers/README.md"
+  printf '<!-- table:profile:begin -->\n<!-- table:profile:end -->\n'
+  printf '<!-- table:torch_split:begin -->\n<!-- table:torch_split:end -->\n'; } > "$root/bench/peers/README.md"
 
 BUILD_WORKSPACE_DIRECTORY="$root" /usr/bin/python3 "$tables" --update || fail "update exited $?"
 pad="$root/bench/padding/README.md"
@@ -28,6 +29,9 @@ grep -q '| straggler | 1MiB | 95 \[90, 110\] | allgather 2/3, allgatherv 1/3 |' 
 grep -q '1.053 \[1.000, 1.100\] (known_counts) | ≤ 1.05 ✗ |' "$pad" || fail "best fix cell"
 grep -q '| equal | 64KiB | 40 \[40, 40\] | allgatherv 3/3 |' "$pad" || fail "equal row"
 grep -q 'W = 4 (oversubscribed: yes: 4 ranks on 2 CPUs)' "$pad" || fail "oversubscribed label"
+# The same call twice: equal known_counts 44, 48 (median_us wins over the
+# mean 52), 48 over floor_allgatherv 40.
+grep -q 'twice measures: 64KiB 1.200 \[1.100, 1.200\]\.' "$pad" || fail "resolution: $(grep Resolution "$pad")"
 peers="$root/bench/peers/README.md"
 # The PyTorch side in our ranks' class (SCHED_BATCH, the control) comes first.
 grep -q '| workload | ours (us) | PyTorch, SCHED_BATCH (same class as ours) (us) | ours / that | PyTorch, SCHED_OTHER (as PyTorch runs by default) (us) | ours / that |' \
@@ -36,6 +40,9 @@ grep -q '| gather equal 1KiB/rank floor_allgather | 11.0 \[10.0, 12.0\] | 15.0 \
   "$peers" || fail "peers row: $(grep 1KiB "$peers")"
 grep -q '| 2 | 1KiB | ours_batch | 210 \[210, 210\] | 300 \[300, 300\] | 2 \[2, 2\] | 30.5 \[30.5, 30.5\] | 110 \[110, 110\] | 24.0 \[24.0, 24.0\] |' \
   "$peers" || fail "profile row"
+grep -q '| batch_norm C=16 N=2 8x8 | 25.0 \[20.0, 30.0\] | 11.0 \[10.0, 12.0\] | 0.45 \[0.40, 0.50\] |' \
+  "$peers" || fail "torch split row: $(grep 'C=16 N=2 8x8 |' "$peers")"
+grep -q 'CPU capability AVX2, built -O2' "$peers" || fail "torch build facts"
 over="$root/bench/README.md"
 grep -q '^top$' "$over" && grep -q '^bottom$' "$over" || fail "text outside the markers changed"
 grep -q 'old' "$over" && fail "old block kept"
