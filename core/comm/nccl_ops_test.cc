@@ -61,7 +61,7 @@ TEST_P(NcclOps, MatchSerialReference) {
       NcclSpawn());
   ASSERT_TRUE(result.all_ok()) << result.Summary();
   for (const auto& r : result.ranks) {
-    EXPECT_NE(r.stdout_text.find("ran " + std::to_string(4 * (19 + world)) + " collectives on nccl"),
+    EXPECT_NE(r.stdout_text.find("ran " + std::to_string(4 * (20 + world)) + " collectives on nccl"),
               std::string::npos)
         << r.stdout_text;
   }

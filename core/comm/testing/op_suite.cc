@@ -55,13 +55,18 @@ void RunTyped(Comm& comm, Checker& check, const std::string& type) {
     check.Equal(type + " allgather n=" + std::to_string(n),
                 comm.Allgather(std::span<const T>(mine)), want);
   }
-  // allgatherv: uneven counts with zeros, all zeros, one big.
+  // allgatherv: uneven counts with zeros, all zeros, one big, and blocks of
+  // several pieces of unequal sizes (the Gloo backend cuts blocks over
+  // 512 KiB into pieces; 300001 int64/double are 4.6 pieces, odd sizes).
   const std::vector<std::vector<std::size_t>> patterns = [&] {
-    std::vector<std::size_t> uneven(w), zeros(w, 0), one_big(w, 0);
-    for (int r = 0; r < w; ++r) uneven[r] = static_cast<std::size_t>((r * 5 + 3) % 7);
+    std::vector<std::size_t> uneven(w), zeros(w, 0), one_big(w, 0), pieces(w);
+    for (int r = 0; r < w; ++r) {
+      uneven[r] = static_cast<std::size_t>((r * 5 + 3) % 7);
+      pieces[r] = r == 0 ? 300001 : static_cast<std::size_t>((r * 40009) % 90007);
+    }
     if (w > 1) uneven[1] = 0;
     one_big[w - 1] = 4097;
-    return std::vector<std::vector<std::size_t>>{uneven, zeros, one_big};
+    return std::vector<std::vector<std::size_t>>{uneven, zeros, one_big, pieces};
   }();
   for (const auto& counts : patterns) {
     ++salt;
