@@ -141,6 +141,7 @@ def main(argv):
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target) or ".", prefix=".table-")
     with os.fdopen(fd, "w") as f:
         f.write(doc)
+    os.chmod(tmp, os.stat(target).st_mode & 0o777)  # mkstemp's 0600 would hide the README
     os.replace(tmp, target)
     return 0
 

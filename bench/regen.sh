@@ -51,7 +51,7 @@ if [ "$what" = padding ] || [ "$what" = all ]; then
   for w in 2 4; do
     wait_quiet
     tmp="results/.bench_padding_w$w.json.tmp"
-    bazel-bin/bench/padding/padding --world_size "$w" --reps 9 --benchmark_out="$PWD/$tmp" \
+    bazel-bin/bench/padding/padding --world_size "$w" --reps 9 --pin_cpus --benchmark_out="$PWD/$tmp" \
       --benchmark_out_format=json
     mv "$tmp" "results/bench_padding_w$w.json"
   done

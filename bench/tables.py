@@ -69,7 +69,8 @@ def context_line(ctx, what):
             f"`{ctx.get('ddp_commit', '?')[:12]}`; W = {ctx.get('ddp_world_size', '?')} "
             f"(oversubscribed: {ctx.get('ddp_oversubscribed', '?')}); "
             f"{ctx.get('ddp_reps', '?')} interleaved repetitions; our ranks "
-            f"SCHED_{ctx.get('ddp_sched', '?').upper()}; load average at the start "
+            f"SCHED_{ctx.get('ddp_sched', '?').upper()}"
+            f"{', pinned (rank r on CPU r mod CPUs)' if ctx.get('ddp_pin_cpus') == 'yes' else ''}; load average at the start "
             f"{ctx.get('ddp_loadavg_start', '?')}"
             + (f", at the end {ctx['ddp_loadavg_end']}" if "ddp_loadavg_end" in ctx else ""))
 
@@ -328,6 +329,7 @@ def update(path, marker, text):
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".table-")
     with os.fdopen(fd, "w") as f:
         f.write(doc)
+    os.chmod(tmp, os.stat(path).st_mode & 0o777)  # mkstemp's 0600 would hide the README
     os.replace(tmp, path)
 
 

@@ -29,4 +29,26 @@ void UseSchedPolicy(const std::string& policy) {
   }
 }
 
+int PinToCpu(int rank) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof(allowed), &allowed) != 0) {
+    throw std::runtime_error(std::string("sched_getaffinity: ") + std::strerror(errno));
+  }
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+  }
+  if (cpus.empty()) throw std::runtime_error("sched_getaffinity: no CPU allowed");
+  const int cpu = cpus[static_cast<std::size_t>(rank) % cpus.size()];
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (::sched_setaffinity(0, sizeof(one), &one) != 0) {
+    throw std::runtime_error("sched_setaffinity(CPU " + std::to_string(cpu) +
+                             "): " + std::strerror(errno));
+  }
+  return cpu;
+}
+
 }  // namespace ddp::bench

@@ -25,4 +25,13 @@ const std::vector<std::string>& SchedPolicies();
 // the communicator exists. Throws std::runtime_error if the kernel refuses.
 void UseSchedPolicy(const std::string& policy);
 
+// Pins the calling thread, and the threads it creates from now on, to one
+// CPU: the (rank mod n)-th of the n CPUs the process may run on. Why: with
+// W ranks of two busy threads each (the caller and Gloo's loop thread) free
+// to move, which threads share a core changes from one case to the next,
+// and with it a 64 KiB gather's time by up to 2x at W = 2 on the 2-core VM
+// (bench/padding/README.md); one core per rank takes that choice away.
+// Returns the CPU. Throws std::runtime_error if the kernel refuses.
+int PinToCpu(int rank);
+
 }  // namespace ddp::bench

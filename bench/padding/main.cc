@@ -95,6 +95,10 @@ int Main(int argc, char** argv) {
                "keeps Gloo's loop thread from spinning against a preempted lock holder; see "
                "bench/common/sched.h)",
                SchedPolicies());
+  flags.Bool("pin_cpus", &run.pin_cpus,
+             "pin rank r (and its Gloo threads) to the (r mod n)-th allowed CPU: the same "
+             "placement in every case, so the ratios measure the methods (bench/regen.sh sets "
+             "it; off by default, as a rank runs in a job)");
   flags.Double("timeout", &run.timeout_s, "deadline of every collective, seconds", 1, 3600);
   flags.Double("deadline", &deadline_s, "deadline of the whole run, seconds", 1, 86400);
   flags.Bool("share_gpu", &share_gpu,

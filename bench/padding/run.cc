@@ -234,6 +234,7 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
   }
   if (env.rank == 0 && config.console_err_fd >= 0) ::dup2(config.console_err_fd, 2);
   UseSchedPolicy(config.sched);  // before Gloo's threads exist: they inherit it
+  if (config.pin_cpus) PinToCpu(env.rank);  // likewise inherited by Gloo's threads
   Runner runner(env, config, cases);
   std::vector<std::int64_t> iterations;
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -278,6 +279,7 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
   benchmark::AddCustomContext("ddp_world_size", std::to_string(env.world_size));
   benchmark::AddCustomContext("ddp_reps", std::to_string(config.reps));
   benchmark::AddCustomContext("ddp_sched", config.sched);
+  benchmark::AddCustomContext("ddp_pin_cpus", config.pin_cpus ? "yes" : "no");
   if (env.rank == 0) {  // provenance, as every result record carries it
     const results::Provenance provenance = results::CollectProvenance();
     benchmark::AddCustomContext("ddp_commit", provenance.commit);

@@ -33,6 +33,7 @@ struct RunConfig {
   std::int64_t max_iters = 1000;
   int reps = 5;                 // interleaved repetitions of every case
   std::string sched = "batch";  // scheduling class of the ranks (bench/common/sched.h)
+  bool pin_cpus = false;        // rank r on one CPU (PinToCpu, bench/common/sched.h)
   // Google Benchmark's flags: rank 0 gets all, the others only those that
   // change what runs (--benchmark_repetitions), so every rank runs alike.
   std::vector<std::string> rank0_benchmark_args;

@@ -10,7 +10,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 common=(--world_size 2 --payloads 1K --profiles equal,straggler --min_time 0 --min_iters 2
         --max_iters 2 --reps 2 --timeout 20 --deadline 50)
-"$bin" "${common[@]}" --benchmark_format=json --benchmark_out="$out" > "$TEST_TMPDIR/stdout" \
+"$bin" "${common[@]}" --pin_cpus --benchmark_format=json --benchmark_out="$out" \
+  > "$TEST_TMPDIR/stdout" \
   || fail "run exited $?"
 [ -s "$out" ] || fail "no JSON at $out"
 
@@ -64,6 +65,7 @@ want straggler/1KiB/floor_allgatherv wire_bytes_per_rank 1536
 want straggler/1KiB/floor_allgather bytes_per_rank 1536
 want equal/1KiB/pad_gather_trim max_bytes 1024
 grep -q '"ddp_sched": "batch"' "$out" || fail "context lacks ddp_sched batch"
+grep -q '"ddp_pin_cpus": "yes"' "$out" || fail "context lacks ddp_pin_cpus yes"
 for key in ddp_reps ddp_oversubscribed ddp_loadavg_start ddp_commit ddp_cpus; do
   grep -q "\"$key\":" "$out" || fail "context lacks $key"
 done

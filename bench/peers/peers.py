@@ -117,6 +117,7 @@ def write_json(data, path):
     with os.fdopen(fd, "w") as f:
         json.dump(data, f, indent=1)
         f.write("\n")
+    os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a result file is for everyone to read
     os.replace(tmp, path)
     print(f"wrote {path}", file=sys.stderr)
 
