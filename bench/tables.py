@@ -362,9 +362,10 @@ def main(argv):
         blocks.append((os.path.join(root, "bench/peers/README.md"), "profile",
                        f"`{os.path.basename(profile_path)}`: host `{ctx.get('host_name', '?')}` "
                        f"({ctx.get('num_cpus', '?')} CPUs), {ctx.get('date', '?')}; "
-                       f"{ctx.get('ddp_reps', '?')} interleaved repetitions of N = "
-                       f"{ctx.get('ddp_iters', '?')} and 2N iterations per side (per-iteration "
-                       f"values are the difference); oversubscribed: "
+                       f"{ctx.get('ddp_reps', '?')} interleaved repetitions of N and 2N "
+                       f"iterations per side (N = {ctx.get('ddp_iters', '?')} at 1 KiB, fewer "
+                       f"for larger payloads, at least 30; per-iteration values are the "
+                       f"difference); oversubscribed: "
                        f"{ctx.get('ddp_oversubscribed', '?')}; load average "
                        f"{ctx.get('ddp_loadavg_start', '?')} at the start, "
                        f"{ctx.get('ddp_loadavg_end', '?')} at the end\n\n" +
