@@ -78,12 +78,17 @@ TEST(WrongAllGatherFix, KnownCountsRefusesAShareOfAnotherLength) {
         auto comm = comm::MakeComm(o);
         const std::vector<Prediction> mine(3);
         const std::vector<int64_t> known = {2, 2};
+        bool refused = false;
         try {
           GatherPredictions(*comm, mine, Method::kKnownCounts, known);
         } catch (const std::invalid_argument&) {
-          return 0;
+          refused = true;
         }
-        return 1;
+        // Both ranks refuse without a collective; the barrier keeps one from
+        // exiting while the other is still connecting (seen once in CI: the
+        // peer's rendezvous failed with "connection closed").
+        comm->Barrier();
+        return refused ? 0 : 1;
       },
       so);
   EXPECT_TRUE(r.all_ok()) << r.Summary();
