@@ -314,6 +314,15 @@ def overview(padding, peers):
     return "\n".join(out)
 
 
+def tool_line(path, ctx, middle):
+    """The heading line of a table from a helper script's JSON: file, host,
+    date, `middle`, the load average; then a blank line."""
+    return (f"`{os.path.basename(path)}`: host `{ctx.get('host_name', '?')}` "
+            f"({ctx.get('num_cpus', '?')} CPUs), {ctx.get('date', '?')}; {middle}; load average "
+            f"{ctx.get('ddp_loadavg_start', '?')} at the start, "
+            f"{ctx.get('ddp_loadavg_end', '?')} at the end\n\n")
+
+
 def update(path, marker, text):
     begin, end = f"<!-- table:{marker}:begin -->", f"<!-- table:{marker}:end -->"
     try:
@@ -360,28 +369,23 @@ def main(argv):
         profile = load(profile_path)
         ctx = profile["context"]
         blocks.append((os.path.join(root, "bench/peers/README.md"), "profile",
-                       f"`{os.path.basename(profile_path)}`: host `{ctx.get('host_name', '?')}` "
-                       f"({ctx.get('num_cpus', '?')} CPUs), {ctx.get('date', '?')}; "
-                       f"{ctx.get('ddp_reps', '?')} interleaved repetitions of N and 2N "
-                       f"iterations per side (N = {ctx.get('ddp_iters', '?')} at 1 KiB, fewer "
-                       f"for larger payloads, at least 30; per-iteration values are the "
-                       f"difference); oversubscribed: "
-                       f"{ctx.get('ddp_oversubscribed', '?')}; load average "
-                       f"{ctx.get('ddp_loadavg_start', '?')} at the start, "
-                       f"{ctx.get('ddp_loadavg_end', '?')} at the end\n\n" +
+                       tool_line(profile_path, ctx,
+                                 f"{ctx.get('ddp_reps', '?')} interleaved repetitions of N and "
+                                 f"2N iterations per side (N = {ctx.get('ddp_iters', '?')} at "
+                                 f"1 KiB, fewer for larger payloads, at least 30; per-iteration "
+                                 f"values are the difference); oversubscribed: "
+                                 f"{ctx.get('ddp_oversubscribed', '?')}") +
                        profile_table(profile, profile_path)))
         split_path = os.path.join(results, "bench_torch_norm_split.json")
         split = load(split_path)
         ctx = split["context"]
         blocks.append((os.path.join(root, "bench/peers/README.md"), "torch_split",
-                       f"`{os.path.basename(split_path)}`: host `{ctx.get('host_name', '?')}` "
-                       f"({ctx.get('num_cpus', '?')} CPUs), {ctx.get('date', '?')}; torch "
-                       f"{ctx.get('ddp_torch', '?')}, CPU capability "
-                       f"{ctx.get('ddp_torch_cpu_capability', '?')}, built "
-                       f"{ctx.get('ddp_torch_opt', '?')}; {ctx.get('ddp_reps', '?')} interleaved "
-                       f"repetitions of {ctx.get('ddp_iters', '?')} calls per side; load average "
-                       f"{ctx.get('ddp_loadavg_start', '?')} at the start, "
-                       f"{ctx.get('ddp_loadavg_end', '?')} at the end\n\n" +
+                       tool_line(split_path, ctx,
+                                 f"torch {ctx.get('ddp_torch', '?')}, CPU capability "
+                                 f"{ctx.get('ddp_torch_cpu_capability', '?')}, built "
+                                 f"{ctx.get('ddp_torch_opt', '?')}; {ctx.get('ddp_reps', '?')} "
+                                 f"interleaved repetitions of {ctx.get('ddp_iters', '?')} calls "
+                                 f"per side") +
                        torch_split_table(split, split_path)))
         for target_file, marker, text in blocks:
             if args.update:
