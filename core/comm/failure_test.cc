@@ -202,6 +202,48 @@ INSTANTIATE_TEST_SUITE_P(Signals, DeadRank, ::testing::Values(SIGABRT, SIGKILL),
                                                         : std::string("Sigkill");
                          });
 
+// Both Gloo allgatherv algorithms (gloo_allgatherv.h) post many piece
+// messages; a peer dying in the middle of them must still fail the others
+// within one deadline for the whole call, not one per piece.
+class DeadRankInAllgatherv : public ::testing::TestWithParam<GlooAllgathervAlgorithm> {};
+
+TEST_P(DeadRankInAllgatherv, PeersFailWithinDeadline) {
+  const GlooAllgathervAlgorithm algorithm = GetParam();
+  launch::SpawnOptions spawn;
+  spawn.deadline = std::chrono::seconds(20);
+  const auto result = launch::SpawnRanks(
+      3,
+      [algorithm](const launch::RankEnv& env) {
+        CommOptions o = OptionsFromRankEnv(env);
+        o.timeout = kDeadline;
+        o.gloo_allgatherv = algorithm;
+        auto comm = MakeComm(o);
+        // 4 MiB from rank 2: several pieces in flight when rank 1 dies.
+        const std::vector<std::size_t> counts = {1000, 2000, 1 << 20};
+        const std::vector<float> mine(counts[static_cast<std::size_t>(env.rank)], 1.0f);
+        return Guarded([&] {
+          comm->Allgatherv(std::span<const float>(mine), counts);
+          if (env.rank == 1) ::raise(SIGKILL);
+          for (int i = 0; i < 3; ++i) comm->Allgatherv(std::span<const float>(mine), counts);
+        });
+      },
+      spawn);
+  ASSERT_FALSE(result.timed_out()) << result.Summary();
+  EXPECT_EQ(result.ranks[1].signal, SIGKILL) << result.Summary();
+  for (int r : {0, 2}) {
+    const auto& o = result.ranks[r];
+    EXPECT_TRUE(o.exit_code == kCaughtPeer || o.exit_code == kCaughtDeadline)
+        << result.Summary() << o.stdout_text;
+    EXPECT_LE(CaughtAfterMs(o.stdout_text), kDeadline.count() + 2000) << o.stdout_text;
+  }
+  ExpectNoProcessLeft(result);
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, DeadRankInAllgatherv,
+                         ::testing::Values(GlooAllgathervAlgorithm::kRing,
+                                           GlooAllgathervAlgorithm::kDirect),
+                         [](const auto& info) { return std::string(Name(info.param)); });
+
 TEST(Checked, MismatchedAllgatherCountsFailOnEveryRankWithOneMessage) {
   const auto result = launch::SpawnRanks(3, [](const launch::RankEnv& env) {
     auto comm = Make(env, /*checked=*/true);

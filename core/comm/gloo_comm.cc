@@ -71,8 +71,9 @@ void Dispatch(DType dtype, F&& f) {
 
 class GlooComm final : public Comm {
  public:
-  GlooComm(CommSetup setup, std::shared_ptr<gloo::Context> context)
-      : Comm(std::move(setup)), context_(std::move(context)) {}
+  GlooComm(CommSetup setup, std::shared_ptr<gloo::Context> context,
+           GlooAllgathervAlgorithm allgatherv)
+      : Comm(std::move(setup)), context_(std::move(context)), allgatherv_(allgatherv) {}
 
  protected:
   void EngineAllgather(const void* send, void* recv, std::size_t count, DType dtype,
@@ -101,8 +102,8 @@ class GlooComm final : public Comm {
   void EngineAllgatherv(const void* send, std::size_t count, void* recv,
                         std::span<const std::size_t> counts, DType dtype,
                         uint32_t tag) override {
-    // Not gloo::allgatherv: the same ring with its blocks in pieces
-    // (gloo_allgatherv.h says why and what it measured).
+    // Not gloo::allgatherv: the same ring with its blocks in pieces, or a
+    // direct exchange (gloo_allgatherv.h says why and what it measured).
     const std::size_t size = SizeOf(dtype);
     std::vector<std::size_t> bytes(counts.size());
     for (std::size_t r = 0; r < counts.size(); ++r) bytes[r] = counts[r] * size;
@@ -114,7 +115,11 @@ class GlooComm final : public Comm {
                               std::to_string(mine));
     }
     try {
-      PipelinedAllgatherv(context_, send, recv, bytes, tag);
+      if (allgatherv_ == GlooAllgathervAlgorithm::kDirect) {
+        DirectAllgatherv(context_, send, recv, bytes, tag);
+      } else {
+        PipelinedAllgatherv(context_, send, recv, bytes, tag);
+      }
     } catch (...) {
       Rethrow();
     }
@@ -208,6 +213,7 @@ class GlooComm final : public Comm {
 
  private:
   std::shared_ptr<gloo::Context> context_;
+  GlooAllgathervAlgorithm allgatherv_;
 };
 
 struct BindChoice {
@@ -313,6 +319,7 @@ std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) 
   // the same here, a rank whose Gloo pair writes to a dead peer's socket dies
   // of SIGPIPE instead of seeing the write fail and raising a PeerError.
   std::signal(SIGPIPE, SIG_IGN);
+  const GlooAllgathervAlgorithm allgatherv = ResolveGlooAllgatherv(options);
   gloo::transport::tcp::attr attr;
   const BindChoice bind = DefaultBindAddress(options, *setup.store);
   attr.hostname = CheckedBindAddress(bind, setup.timeout);
@@ -341,7 +348,7 @@ std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) 
                     " failed (deadline " + std::to_string(setup.timeout.count()) +
                     " ms): " + e.what());
   }
-  return std::make_unique<GlooComm>(std::move(setup), std::move(context));
+  return std::make_unique<GlooComm>(std::move(setup), std::move(context), allgatherv);
 }
 
 }  // namespace ddp::comm

@@ -1,5 +1,6 @@
 // Every Gloo collective against a serial reference, for W in {1, 2, 3, 4},
-// in raw and checked mode, as real forked rank processes.
+// in raw and checked mode, with either allgatherv algorithm (ring, direct),
+// as real forked rank processes.
 #include <cstdio>
 
 #include "core/comm/make_comm.h"
@@ -10,18 +11,20 @@
 namespace ddp::comm {
 namespace {
 
-class GlooOps : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+class GlooOps
+    : public ::testing::TestWithParam<std::tuple<int, bool, GlooAllgathervAlgorithm>> {};
 
 TEST_P(GlooOps, MatchSerialReference) {
-  const auto [world, checked] = GetParam();
+  const auto [world, checked, allgatherv] = GetParam();
   launch::SpawnOptions spawn;
   spawn.deadline = std::chrono::seconds(50);
   const auto result = launch::SpawnRanks(
       world,
-      [checked = checked](const launch::RankEnv& env) {
+      [checked = checked, allgatherv = allgatherv](const launch::RankEnv& env) {
         CommOptions options = OptionsFromRankEnv(env);
         options.timeout = std::chrono::seconds(20);
         options.checked = checked;
+        options.gloo_allgatherv = allgatherv;
         auto comm = MakeComm(options);
         const auto failures = testing::RunOpSuite(*comm);
         for (const auto& f : failures) std::fprintf(stderr, "MISMATCH %s\n", f.c_str());
@@ -41,12 +44,15 @@ TEST_P(GlooOps, MatchSerialReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(WorldSizes, GlooOps,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::Bool()),
-                         [](const auto& info) {
-                           return "W" + std::to_string(std::get<0>(info.param)) +
-                                  (std::get<1>(info.param) ? "_checked" : "_raw");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    WorldSizes, GlooOps,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4), ::testing::Bool(),
+                       ::testing::Values(GlooAllgathervAlgorithm::kRing,
+                                         GlooAllgathervAlgorithm::kDirect)),
+    [](const auto& info) {
+      return "W" + std::to_string(std::get<0>(info.param)) +
+             (std::get<1>(info.param) ? "_checked_" : "_raw_") + Name(std::get<2>(info.param));
+    });
 
 }  // namespace
 }  // namespace ddp::comm

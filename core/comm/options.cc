@@ -60,6 +60,26 @@ bool ResolveChecked(const CommOptions& options, const launch::EnvLookup& env) {
   return text ? ParseFlag(kEnvCheck, *text) : false;
 }
 
+const char* Name(GlooAllgathervAlgorithm a) {
+  switch (a) {
+    case GlooAllgathervAlgorithm::kRing: return "ring";
+    case GlooAllgathervAlgorithm::kDirect: return "direct";
+  }
+  return "?";
+}
+
+GlooAllgathervAlgorithm ResolveGlooAllgatherv(const CommOptions& options,
+                                              const launch::EnvLookup& env) {
+  if (options.gloo_allgatherv) return *options.gloo_allgatherv;
+  const auto text = env(kEnvGlooAllgatherv);
+  if (!text) return GlooAllgathervAlgorithm::kRing;
+  for (auto a : {GlooAllgathervAlgorithm::kRing, GlooAllgathervAlgorithm::kDirect}) {
+    if (*text == Name(a)) return a;
+  }
+  throw launch::ConfigError(std::string(kEnvGlooAllgatherv) + "='" + *text +
+                            "' must be one of ring|direct");
+}
+
 std::size_t ResolveTraceEntries(const CommOptions& options, const launch::EnvLookup& env) {
   constexpr std::size_t kMax = 1000000;
   if (options.trace_entries) {

@@ -11,6 +11,8 @@
 //                          with it; $TMPDIR/ddp-pitfalls-trace/<run id> otherwise)
 //   DDP_GLOO_ADDR          address Gloo binds (default 127.0.0.1 with a file
 //                          store, this host's name with Redis)
+//   DDP_GLOO_ALLGATHERV    ring (default) or direct: the Gloo allgatherv's
+//                          algorithm (core/comm/gloo_allgatherv.h)
 #pragma once
 
 #include <chrono>
@@ -29,7 +31,13 @@ inline constexpr char kEnvCheck[] = "DDP_PITFALLS_CHECK";
 inline constexpr char kEnvTraceEntries[] = "DDP_PITFALLS_TRACE_ENTRIES";
 inline constexpr char kEnvTraceDir[] = "DDP_PITFALLS_TRACE_DIR";
 inline constexpr char kEnvGlooAddr[] = "DDP_GLOO_ADDR";
+inline constexpr char kEnvGlooAllgatherv[] = "DDP_GLOO_ALLGATHERV";
 inline constexpr std::chrono::milliseconds kDefaultTimeout = std::chrono::seconds(60);
+
+// How the Gloo backend runs an allgatherv (gloo_allgatherv.h): Gloo's ring
+// in pieces, or every rank sending its block straight to every peer.
+enum class GlooAllgathervAlgorithm { kRing, kDirect };
+const char* Name(GlooAllgathervAlgorithm a);  // "ring", "direct"
 
 struct CommOptions {
   std::string backend = "gloo";  // "gloo" or "nccl"
@@ -54,6 +62,8 @@ struct CommOptions {
   std::string trace_dir;                      // where dumps go (see above)
   std::string bind_address;
   bool share_gpu = false;  // NCCL: several local ranks on one GPU (functional only)
+  // Gloo only; every rank of a world must choose the same.
+  std::optional<GlooAllgathervAlgorithm> gloo_allgatherv;
 };
 
 // From a launcher's view of the rank (backend: env.backend, else "gloo").
@@ -67,6 +77,8 @@ std::chrono::milliseconds ResolveTimeout(const CommOptions& options,
                                          const launch::EnvLookup& env = launch::ProcessEnv);
 bool ResolveChecked(const CommOptions& options,
                     const launch::EnvLookup& env = launch::ProcessEnv);
+GlooAllgathervAlgorithm ResolveGlooAllgatherv(const CommOptions& options,
+                                              const launch::EnvLookup& env = launch::ProcessEnv);
 std::size_t ResolveTraceEntries(const CommOptions& options,
                                 const launch::EnvLookup& env = launch::ProcessEnv);
 // `store_description` is the rendezvous store's Describe() ("file:/dir" or

@@ -1,6 +1,7 @@
 // Pure parts of the comm layer: fingerprints and their comparison, op and
 // type names, option resolution from the environment.
 #include <map>
+#include <string>
 
 #include "core/comm/fingerprint.h"
 #include "core/comm/options.h"
@@ -96,6 +97,12 @@ TEST(Options, EnvironmentFillsUnsetFields) {
   EXPECT_TRUE(ResolveChecked(o, Env({{"DDP_PITFALLS_CHECK", "1"}})));
   EXPECT_EQ(ResolveTraceEntries(o, Env({})), 2000u);
   EXPECT_EQ(ResolveTraceEntries(o, Env({{"DDP_PITFALLS_TRACE_ENTRIES", "0"}})), 0u);
+  EXPECT_EQ(ResolveGlooAllgatherv(o, Env({})), GlooAllgathervAlgorithm::kRing);
+  EXPECT_EQ(ResolveGlooAllgatherv(o, Env({{"DDP_GLOO_ALLGATHERV", "direct"}})),
+            GlooAllgathervAlgorithm::kDirect);
+  o.gloo_allgatherv = GlooAllgathervAlgorithm::kRing;
+  EXPECT_EQ(ResolveGlooAllgatherv(o, Env({{"DDP_GLOO_ALLGATHERV", "direct"}})),
+            GlooAllgathervAlgorithm::kRing);
   o.timeout = std::chrono::milliseconds(700);
   o.checked = false;
   EXPECT_EQ(ResolveTimeout(o, Env({{"DDP_PITFALLS_TIMEOUT", "9"}})), std::chrono::milliseconds(700));
@@ -108,6 +115,15 @@ TEST(Options, BadEnvironmentValuesAreConfigErrors) {
     EXPECT_THROW(ResolveTimeout(o, Env({{"DDP_PITFALLS_TIMEOUT", bad}})), launch::ConfigError) << bad;
   }
   EXPECT_THROW(ResolveChecked(o, Env({{"DDP_PITFALLS_CHECK", "true"}})), launch::ConfigError);
+  for (const char* bad : {"", "Ring", "tree"}) {
+    try {
+      ResolveGlooAllgatherv(o, Env({{"DDP_GLOO_ALLGATHERV", bad}}));
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const launch::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("DDP_GLOO_ALLGATHERV"), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find("ring|direct"), std::string::npos);
+    }
+  }
   for (const char* bad : {"", "-1", "many", "1000001"}) {
     EXPECT_THROW(ResolveTraceEntries(o, Env({{"DDP_PITFALLS_TRACE_ENTRIES", bad}})),
                  launch::ConfigError)
