@@ -25,11 +25,13 @@ import sys
 import tempfile
 
 WORLD_SIZES = (2, 4)
-FLOORS = ("floor_allgather", "floor_allgatherv")
+# The direct-exchange floor exists in runs since the Gloo allgatherv had two
+# algorithms; older files lack it and their floor is the best of the two.
+FLOORS = ("floor_allgather", "floor_allgatherv", "floor_allgatherv_direct")
 # Methods that need nothing but the data (the sizes travel or are exchanged)
 # and those that need knowledge every rank shares (counts, or a bound).
 UNKNOWN_SIZES = ("pad_gather_trim", "allgatherv")
-NEEDS_KNOWLEDGE = ("known_counts", "bounded_pad")
+NEEDS_KNOWLEDGE = ("known_counts", "known_counts_direct", "bounded_pad")
 MIB = 1024 * 1024
 
 
@@ -120,7 +122,7 @@ def target(payload):
 
 def padding_table(data, path):
     cases = padding_cases(data, path)
-    all_methods = [m for m in ("pad_gather_trim", "allgatherv", "known_counts", "bounded_pad")
+    all_methods = [m for m in UNKNOWN_SIZES + NEEDS_KNOWLEDGE
                    if any(m in c for c in cases.values())]
     head = ["profile", "payload/rank", "floor (us)", "floor won by"] + \
            [f"{m} / floor" for m in all_methods] + ["best fix / floor", "target"]
@@ -144,22 +146,28 @@ def padding_table(data, path):
     same = same_call(cases)
     if same:
         rows.append("\nResolution: in the `equal` profile `known_counts` makes the very call "
-                    "`floor_allgatherv` makes, so its time over that method's, repetition by "
-                    "repetition, is what the same call twice measures: " +
-                    "; ".join(f"{payload} {spread(rs, '{:.3f}')}" for payload, rs in same) +
+                    "`floor_allgatherv` makes (and `known_counts_direct` the one "
+                    "`floor_allgatherv_direct` makes), so its time over that method's, "
+                    "repetition by repetition, is what the same call twice measures: " +
+                    "; ".join(f"{payload}{label} {spread(rs, '{:.3f}')}"
+                              for payload, label, rs in same) +
                     ". A ratio within that spread of the target is not resolved by this run.")
     return "\n".join(rows)
 
 
 def same_call(cases):
-    """[(payload, [known_counts / floor_allgatherv per repetition])] of the
-    equal profile: one call timed twice, the run's own noise."""
+    """[(payload, label, [known_counts / floor_allgatherv per repetition])]
+    of the equal profile, and the same for the direct-exchange twins: one
+    call timed twice, the run's own noise."""
     out = []
+    pairs = (("known_counts", "floor_allgatherv", ""),
+             ("known_counts_direct", "floor_allgatherv_direct", " (direct)"))
     for (profile, payload), methods in cases.items():
-        a, b = methods.get("known_counts", {}), methods.get("floor_allgatherv", {})
-        reps = sorted(set(a) & set(b))
-        if profile == "equal" and reps:
-            out.append((payload, [a[r] / b[r] for r in reps]))
+        for fix, floor, label in pairs:
+            a, b = methods.get(fix, {}), methods.get(floor, {})
+            reps = sorted(set(a) & set(b))
+            if profile == "equal" and reps:
+                out.append((payload, label, [a[r] / b[r] for r in reps]))
     return out
 
 

@@ -9,6 +9,12 @@ std::vector<Method> Methods(const std::string& backend) {
   std::vector<Method> m = {Method::kFloorAllgather, Method::kFloorAllgatherv,
                            Method::kPadGatherTrim,  Method::kAllgatherv,
                            Method::kKnownCounts,    Method::kBoundedPad};
+  if (backend == "gloo") {
+    // The direct exchange: a floor beside the others, so the floor stays the
+    // fastest equal-count gather whichever algorithm wins on the machine.
+    m.insert(m.begin() + 2, Method::kFloorAllgathervDirect);
+    m.push_back(Method::kKnownCountsDirect);
+  }
   if (backend == "nccl") {
     m.push_back(Method::kGroupedBroadcast);
     m.push_back(Method::kGroupedSendRecv);

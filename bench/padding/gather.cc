@@ -238,8 +238,10 @@ std::unique_ptr<Gather> MakeCommGather(Method m, comm::Comm& comm, Memory& memor
     case Method::kFloorAllgather:
       return std::make_unique<FloorAllgather>(comm, memory, std::move(lengths));
     case Method::kFloorAllgatherv:
+    case Method::kFloorAllgathervDirect:
       return std::make_unique<FloorAllgatherv>(comm, memory, std::move(lengths));
     case Method::kKnownCounts:
+    case Method::kKnownCountsDirect:
       return std::make_unique<KnownCounts>(comm, memory, std::move(lengths));
     case Method::kBoundedPad:
       return std::make_unique<BoundedPad>(comm, memory, std::move(lengths));

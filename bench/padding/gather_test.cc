@@ -1,8 +1,10 @@
-// Every Comm-API method (both floors, pad_gather_trim, allgatherv,
-// known_counts, bounded_pad) leaves exactly the expected values on every
-// rank, for every profile, on real Gloo ranks (3 processes), run after run.
+// Every Comm-API method (the floors, pad_gather_trim, allgatherv,
+// known_counts, bounded_pad, and the direct-exchange twins on a communicator
+// of their own) leaves exactly the expected values on every rank, for every
+// profile, on real Gloo ranks (3 processes), run after run.
 #include "bench/padding/gather.h"
 
+#include "bench/padding/cases.h"
 #include "core/comm/make_comm.h"
 #include "core/launch/spawn.h"
 #include "gtest/gtest.h"
@@ -15,14 +17,15 @@ int CheckAll(const launch::RankEnv& env) {
   o.backend = "gloo";
   o.timeout = std::chrono::seconds(20);
   auto comm = comm::MakeComm(o);
+  o.gloo_allgatherv = comm::GlooAllgathervAlgorithm::kDirect;
+  auto direct = comm::MakeComm(o);
   auto memory = HostMemory();
   int failures = 0;
   for (Profile p : AllProfiles()) {
     for (std::int64_t n : {1, 7, 1000}) {
       const std::vector<std::int64_t> lengths = Lengths(p, env.world_size, n);
-      for (Method m : {Method::kFloorAllgather, Method::kFloorAllgatherv, Method::kPadGatherTrim,
-                       Method::kAllgatherv, Method::kKnownCounts, Method::kBoundedPad}) {
-        auto g = MakeCommGather(m, *comm, *memory, lengths);
+      for (Method m : Methods("gloo")) {
+        auto g = MakeCommGather(m, IsDirect(m) ? *direct : *comm, *memory, lengths);
         for (int run = 0; run < 2; ++run) {
           g->Run();
           if (g->Output() != Expected(m, lengths)) {

@@ -71,8 +71,9 @@ int Main(int argc, char** argv) {
                    "What the variable-length gather fixes cost: (a) sizes exchange + pad + "
                    "all_gather + trim, (b) sizes exchange + allgatherv, (b') allgatherv with "
                    "known counts, (e) one all_gather of (length, share padded to a known bound), "
-                   "(c) NCCL grouped broadcasts / send-recv, against (d) the floor: the faster of "
-                   "an equal-count all_gather and allgatherv of the same total bytes.\n"
+                   "(c) NCCL grouped broadcasts / send-recv, and on Gloo (b') through the direct-"
+                   "exchange allgatherv too, against (d) the floor: the fastest equal-count "
+                   "all_gather or allgatherv (Gloo: ring or direct) of the same total bytes.\n"
                    "Also takes --benchmark_format=, --benchmark_out=, --benchmark_filter=, "
                    "--benchmark_repetitions=, --benchmark_list_tests.");
   flags.Int("world_size", &world_size, "number of ranks (processes) to spawn", 1, 64);

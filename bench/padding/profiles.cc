@@ -103,9 +103,11 @@ const char* Name(Method m) {
   switch (m) {
     case Method::kFloorAllgather: return "floor_allgather";
     case Method::kFloorAllgatherv: return "floor_allgatherv";
+    case Method::kFloorAllgathervDirect: return "floor_allgatherv_direct";
     case Method::kPadGatherTrim: return "pad_gather_trim";
     case Method::kAllgatherv: return "allgatherv";
     case Method::kKnownCounts: return "known_counts";
+    case Method::kKnownCountsDirect: return "known_counts_direct";
     case Method::kBoundedPad: return "bounded_pad";
     case Method::kGroupedBroadcast: return "grouped_bcast";
     case Method::kGroupedSendRecv: return "grouped_sendrecv";
@@ -113,7 +115,13 @@ const char* Name(Method m) {
   return "?";
 }
 
-bool IsFloor(Method m) { return m == Method::kFloorAllgather || m == Method::kFloorAllgatherv; }
+bool IsFloor(Method m) {
+  return m == Method::kFloorAllgather || m == Method::kFloorAllgatherv ||
+         m == Method::kFloorAllgathervDirect;
+}
+bool IsDirect(Method m) {
+  return m == Method::kFloorAllgathervDirect || m == Method::kKnownCountsDirect;
+}
 
 std::int64_t FloorCount(std::span<const std::int64_t> lengths) {
   const std::int64_t w = static_cast<std::int64_t>(lengths.size());
@@ -133,7 +141,8 @@ GatherCost Cost(Method m, std::span<const std::int64_t> lengths) {
   c.useful_bytes = sum * e;
   switch (m) {
     case Method::kFloorAllgather:
-    case Method::kFloorAllgatherv: {
+    case Method::kFloorAllgatherv:
+    case Method::kFloorAllgathervDirect: {
       const double per_rank = static_cast<double>(FloorCount(lengths));
       c.wire_bytes_per_rank = (w - 1) * per_rank * e;
       c.wasted_bytes = (w * per_rank - sum) * e;
@@ -150,6 +159,7 @@ GatherCost Cost(Method m, std::span<const std::int64_t> lengths) {
       c.wasted_bytes = (w * max - sum) * e;
       break;
     case Method::kKnownCounts:
+    case Method::kKnownCountsDirect:
       c.wire_bytes_per_rank = (w - 1) / w * sum * e;
       c.wasted_bytes = 0;
       break;

@@ -46,16 +46,20 @@ std::optional<std::int64_t> ParsePayload(const std::string& text);
 // 1024 -> "1KiB", 16777216 -> "16MiB", 1000 -> "1000B".
 std::string PayloadName(std::int64_t bytes);
 
-// The ways to gather the lengths above onto every rank. The two floor
-// methods move the same total bytes as equal shares (no sizes, no padding);
-// the floor of a case is the faster of them in each repetition.
+// The ways to gather the lengths above onto every rank. The floor methods
+// move the same total bytes as equal shares (no sizes, no padding); the
+// floor of a case is the fastest of them in each repetition.
 enum class Method {
   kFloorAllgather,   // (d) one all_gather of ceil(sum/W) per rank
   kFloorAllgatherv,  // (d) one allgatherv with ceil(sum/W) per rank
+  kFloorAllgathervDirect,  // (d) the same through Gloo's direct-exchange
+                           //     allgatherv (gloo_allgatherv.h); Gloo only
   kPadGatherTrim,    // (a) sizes exchange, pad to max, all_gather, trim
   kAllgatherv,       // (b) sizes exchange, the engine's allgatherv
   kKnownCounts,      // (b') the engine's allgatherv with counts every rank
                      //      already knows (from the sharding): no exchange
+  kKnownCountsDirect,  // (b') the same through Gloo's direct-exchange
+                       //      allgatherv; Gloo only
   kBoundedPad,       // (e) one all_gather of (length, share padded to a bound
                      //     every rank knows): the sizes ride with the data
   kGroupedBroadcast, // (c) NCCL: sizes exchange, W broadcasts in one group
@@ -63,6 +67,9 @@ enum class Method {
 };
 const char* Name(Method m);  // "floor_allgather", "pad_gather_trim", ...
 bool IsFloor(Method m);
+// The Gloo direct-exchange twins of floor_allgatherv and known_counts: the
+// same calls on a communicator whose allgatherv is the direct exchange.
+bool IsDirect(Method m);
 
 // What one gather puts on the wire, in bytes of float64 elements.
 struct GatherCost {

@@ -89,8 +89,9 @@ TEST(Cases, FloorsFirstAndKeptForFilteredMethods) {
   o.payloads = {1024};
   std::vector<std::string> want;
   for (const char* p : {"equal", "straggler"}) {
-    for (const char* m : {"floor_allgather", "floor_allgatherv", "pad_gather_trim", "allgatherv",
-                          "known_counts", "bounded_pad"}) {
+    for (const char* m : {"floor_allgather", "floor_allgatherv", "floor_allgatherv_direct",
+                          "pad_gather_trim", "allgatherv", "known_counts", "bounded_pad",
+                          "known_counts_direct"}) {
       want.push_back(std::string("padding/gloo/W2/") + p + "/1KiB/" + m);
     }
   }
@@ -99,13 +100,21 @@ TEST(Cases, FloorsFirstAndKeptForFilteredMethods) {
   const std::vector<Case> cases = BuildCases(o);
   EXPECT_EQ(Names(cases), (std::vector<std::string>{"padding/gloo/W2/straggler/1KiB/floor_allgather",
                                                      "padding/gloo/W2/straggler/1KiB/floor_allgatherv",
+                                                     "padding/gloo/W2/straggler/1KiB/floor_allgatherv_direct",
                                                      "padding/gloo/W2/straggler/1KiB/allgatherv"}));
-  EXPECT_EQ(cases[0].group, cases[2].group);
-  EXPECT_EQ(cases[2].lengths, (L{128, 256}));
+  EXPECT_EQ(cases[0].group, cases[3].group);
+  EXPECT_EQ(cases[3].lengths, (L{128, 256}));
   o.filter = "-equal";
-  EXPECT_EQ(BuildCases(o).size(), 6u);
+  EXPECT_EQ(BuildCases(o).size(), 8u);
   o.filter = "(";
   EXPECT_THROW(BuildCases(o), std::invalid_argument);
+}
+
+TEST(Cases, OnlyGlooHasTheDirectExchange) {
+  EXPECT_TRUE(IsFloor(Method::kFloorAllgathervDirect));
+  EXPECT_TRUE(IsDirect(Method::kKnownCountsDirect));
+  EXPECT_FALSE(IsDirect(Method::kKnownCounts));
+  for (Method m : Methods("nccl")) EXPECT_FALSE(IsDirect(m)) << Name(m);
 }
 
 TEST(Cases, NcclAddsTheGroupedMethods) {

@@ -63,6 +63,13 @@ class Runner {
     o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.timeout_s * 1000));
     o.share_gpu = env.share_gpu;
     comm_ = comm::MakeComm(o);
+    if (config.backend == "gloo") {
+      // A second world-wide communicator (its own Gloo context and
+      // connections) for the *_direct methods; every other call, barriers
+      // and timing included, stays on comm_.
+      o.gloo_allgatherv = comm::GlooAllgathervAlgorithm::kDirect;
+      comm_direct_ = comm::MakeComm(o);
+    }
     if (config.backend == "nccl") {
 #ifdef DDP_HAVE_NCCL
       const int device = SelectGpu(env);
@@ -83,6 +90,10 @@ class Runner {
 #else
       throw std::runtime_error(std::string(Name(c.method)) + " needs NCCL");
 #endif
+    }
+    if (IsDirect(c.method)) {
+      if (!comm_direct_) throw std::runtime_error(std::string(Name(c.method)) + " needs Gloo");
+      return MakeCommGather(c.method, *comm_direct_, *memory_, c.lengths);
     }
     return MakeCommGather(c.method, *comm_, *memory_, c.lengths);
   }
@@ -164,7 +175,7 @@ class Runner {
     if (const std::vector<double> load = LoadAverages(); !load.empty()) {
       state.counters["load1"] = load[0];
     }
-    // A floor entry gets its ratio once both floors of the repetition ran.
+    // A floor entry gets its ratio once every floor of the repetition ran.
     const std::vector<std::size_t>& floors = floors_.at(c.group);
     const bool floors_done = !IsFloor(c.method) || index == floors.back();
     const double floor = FloorOf(c.group, rep);
@@ -211,12 +222,18 @@ class Runner {
     std::fflush(out);
   }
 
-  comm::Comm& comm() { return *comm_; }
+  // Nobody tears down while a peer still gathers.
+  void Finish() {
+    comm_->Barrier();
+    if (comm_direct_) comm_direct_->Finish();
+    comm_->Finish();
+  }
 
  private:
   const RunConfig& config_;
   const std::vector<Case>& cases_;
   std::unique_ptr<comm::Comm> comm_;
+  std::unique_ptr<comm::Comm> comm_direct_;  // Gloo: allgatherv by direct exchange
   std::unique_ptr<Memory> memory_;
 #ifdef DDP_HAVE_NCCL
   std::shared_ptr<RawNccl> nccl_;
@@ -308,8 +325,7 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
     benchmark::RunSpecifiedBenchmarks(&quiet);
   }
   benchmark::Shutdown();
-  runner.comm().Barrier();  // nobody tears down while a peer still gathers
-  runner.comm().Finish();
+  runner.Finish();
   std::fflush(stdout);
   return 0;
 }

@@ -12,7 +12,8 @@
 // runs the group's floors then every method, then rep 1 does the same, and
 // so on (A B A B, not A A B B), so a burst of machine load hits every method
 // of a repetition alike. Each repetition's ratio over the floor uses that
-// repetition's floor (the faster of floor_allgather and floor_allgatherv);
+// repetition's floor (the fastest of the floor methods: floor_allgather,
+// floor_allgatherv and, on Gloo, floor_allgatherv_direct);
 // the summary reports the median and the min/max over repetitions.
 #pragma once
 
