@@ -1,5 +1,6 @@
 // bazel run //bench/peers:gather_loop -- [--world_size 2] [--iters 2000]
-//     [--count 128] [--sched batch|normal] [--engine comm|gloo]
+//     [--count 128] [--counts c0,c1,...] [--sched batch|normal] [--engine comm|gloo]
+//     [--pin_cpus]
 //
 // The loop bench/peers/profile_small.py profiles: on W spawned Gloo ranks,
 // `iters` times (barrier; all_gather of `count` float64; all_reduce of one
@@ -7,7 +8,10 @@
 // with nothing else in the process. --engine comm goes through our Comm API
 // (default options, as in the benchmarks); --engine gloo calls Gloo's
 // own collectives on a context of its own, so the two show what the Comm
-// layer adds. Rank 0 prints one JSON line:
+// layer adds. --counts (one per rank; --engine comm) makes the gather an
+// allgatherv with those counts, every rank knowing them (bench/padding's
+// known_counts), which bench/padding/cpu_split.py runs with --pin_cpus to
+// see which CPU does the work. Rank 0 prints one JSON line:
 //   {"W": 2, "iters": 2000, "count": 128, "sched": "batch", "engine": "comm",
 //    "mean_us": ...}
 #include <chrono>
@@ -38,6 +42,8 @@ struct Config {
   int count = 128;
   std::string sched = "batch";
   std::string engine = "comm";
+  std::vector<int> counts;  // empty: an all_gather of `count` per rank
+  bool pin_cpus = false;
 };
 
 // One (barrier; all_gather; all_reduce) step, through the Comm API or
@@ -51,22 +57,37 @@ class Loop {
 
 class CommLoop final : public Loop {
  public:
-  CommLoop(const launch::RankEnv& env, int count) {
+  CommLoop(const launch::RankEnv& env, int count, const std::vector<int>& counts) {
     comm::CommOptions o = comm::OptionsFromRankEnv(env);
     o.backend = "gloo";
     comm_ = comm::MakeComm(o);
-    in_.assign(static_cast<std::size_t>(count), 1.0);
-    out_.resize(in_.size() * static_cast<std::size_t>(env.world_size));
+    if (counts.empty()) {
+      in_.assign(static_cast<std::size_t>(count), 1.0);
+      out_.resize(in_.size() * static_cast<std::size_t>(env.world_size));
+      return;
+    }
+    std::size_t total = 0;
+    for (int c : counts) {
+      counts_.push_back(static_cast<std::size_t>(c));
+      total += counts_.back();
+    }
+    in_.assign(counts_[static_cast<std::size_t>(env.rank)], 1.0);
+    out_.resize(total);
   }
   void Step() override {
     comm_->Barrier();
-    comm_->Allgather(in_.data(), out_.data(), in_.size(), comm::DType::kFloat64);
+    if (counts_.empty()) {
+      comm_->Allgather(in_.data(), out_.data(), in_.size(), comm::DType::kFloat64);
+    } else {
+      comm_->Allgatherv(in_.data(), in_.size(), out_.data(), counts_, comm::DType::kFloat64);
+    }
     comm_->Allreduce(std::span<double>(&t_, 1), comm::ReduceOp::kMax);
   }
   void Finish() override { comm_->Finish(); }
 
  private:
   std::unique_ptr<comm::Comm> comm_;
+  std::vector<std::size_t> counts_;
   std::vector<double> in_, out_;
   double t_ = 0;
 };
@@ -116,11 +137,12 @@ class GlooLoop final : public Loop {
 
 int Rank(const launch::RankEnv& env, const Config& cfg) {
   UseSchedPolicy(cfg.sched);  // before Gloo's threads exist: they inherit it
+  if (cfg.pin_cpus) PinToCpu(env.rank);  // likewise
   std::unique_ptr<Loop> loop;
   if (cfg.engine == "gloo") {
     loop = std::make_unique<GlooLoop>(env, cfg.count);
   } else {
-    loop = std::make_unique<CommLoop>(env, cfg.count);
+    loop = std::make_unique<CommLoop>(env, cfg.count, cfg.counts);
   }
   for (int i = 0; i < 20; ++i) loop->Step();  // warm-up
   const auto t0 = std::chrono::steady_clock::now();
@@ -130,8 +152,9 @@ int Rank(const launch::RankEnv& env, const Config& cfg) {
   if (env.rank == 0) {
     std::printf(
         "{\"W\": %d, \"iters\": %d, \"count\": %d, \"sched\": \"%s\", \"engine\": \"%s\", "
-        "\"mean_us\": %.3f}\n",
-        env.world_size, cfg.iters, cfg.count, cfg.sched.c_str(), cfg.engine.c_str(), mean * 1e6);
+        "\"pinned\": %s, \"mean_us\": %.3f}\n",
+        env.world_size, cfg.iters, cfg.count, cfg.sched.c_str(), cfg.engine.c_str(),
+        cfg.pin_cpus ? "true" : "false", mean * 1e6);
   }
   loop->Finish();
   return 0;
@@ -150,10 +173,23 @@ int main(int argc, char** argv) {
   flags.Int("count", &cfg.count, "float64 per rank in the all_gather", 1, 1 << 24);
   flags.Choice("sched", &cfg.sched, "scheduling class of the ranks (bench/common/sched.h)",
                ddp::bench::SchedPolicies());
+  flags.IntList("counts", &cfg.counts,
+                "float64 per rank, one per rank (an allgatherv with counts every rank knows; "
+                "--engine comm only); unset: an all_gather of --count",
+                0, 1 << 24);
+  flags.Bool("pin_cpus", &cfg.pin_cpus,
+             "pin rank r (and its Gloo threads) to the (r mod n)-th allowed CPU");
   flags.Choice("engine", &cfg.engine,
                "comm: our Comm API; gloo: Gloo's own collectives on a context of its own",
                {"comm", "gloo"});
   flags.ParseOrExit(argc, argv);
+  if (!cfg.counts.empty() &&
+      (cfg.counts.size() != static_cast<std::size_t>(cfg.world_size) || cfg.engine != "comm")) {
+    std::fprintf(stderr,
+                 "gather_loop: --counts needs one count per rank (%d) and --engine comm\n",
+                 cfg.world_size);
+    return 2;
+  }
   return ddp::bench::SpawnAndPrintRankZero(
       "gather_loop", cfg.world_size,
       [&](const ddp::launch::RankEnv& env) { return ddp::bench::Rank(env, cfg); },
