@@ -8,6 +8,7 @@ bench/padding/ and bench/peers/ (nothing in them is typed by hand):
   results/bench_peers_w{2,4}.json    (bazel run -c opt //bench/peers)
   results/bench_profile_small.json   (bench/peers/profile_small.py)
   results/bench_torch_norm_split.json (bench/peers/torch_norm_split.py)
+  results/bench_cpu_split.json       (bench/padding/cpu_split.py)
 
 Every number is a median over the interleaved repetitions of one run, with
 the min and max beside it; a ratio is computed per repetition (the method
@@ -303,6 +304,31 @@ def torch_split_table(data, path):
     return "\n".join(out)
 
 
+# ---------------------------------------------------------------- cpu split
+
+def cpu_split_table(data, path):
+    """Per (payload, case): wall and each rank's CPU per iteration, and the
+    busiest CPU's share of the wall time."""
+    cases = {}
+    for b in data["benchmarks"]:
+        parts = b["name"].split("/")  # cpu_split/W2/1MiB/straggler/rep:0
+        if parts[0] != "cpu_split" or len(parts) != 5:
+            raise InputError(f"{path}: unexpected benchmark name {b['name']!r}")
+        cases.setdefault((parts[2], parts[3]), []).append(b)
+    out = ["| payload/rank | case | float64 counts | wall (us / iteration) | rank 0's CPU busy "
+           "(us / iteration) | of it softirq | rank 1's CPU busy | of it softirq | "
+           "busiest CPU / wall |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for (payload, case), reps in cases.items():
+        busiest = [max(b["rank0_cpu_busy_us"], b["rank1_cpu_busy_us"]) / b["real_time"]
+                   for b in reps]
+        out.append(f"| {payload} | {case} | {reps[0]['count_rank0']}, {reps[0]['count_rank1']} | "
+                   + " | ".join(spread([b[k] for b in reps], "{:.0f}")
+                                for k in ("real_time", "rank0_cpu_busy_us", "rank0_cpu_softirq_us",
+                                          "rank1_cpu_busy_us", "rank1_cpu_softirq_us"))
+                   + f" | {spread(busiest, '{:.2f}')} |")
+    return "\n".join(out)
+
+
 # ------------------------------------------------------------------ output
 
 def overview(padding, peers):
@@ -373,28 +399,36 @@ def main(argv):
                            context_line(data["context"], f"`{os.path.basename(path)}`") +
                            f", torch {data['context'].get('ddp_torch', '?')}\n\n" +
                            peers_table(data, path)))
-        profile_path = os.path.join(results, "bench_profile_small.json")
-        profile = load(profile_path)
-        ctx = profile["context"]
-        blocks.append((os.path.join(root, "bench/peers/README.md"), "profile",
-                       tool_line(profile_path, ctx,
-                                 f"{ctx.get('ddp_reps', '?')} interleaved repetitions of N and "
-                                 f"2N iterations per side (N = {ctx.get('ddp_iters', '?')} at "
-                                 f"1 KiB, fewer for larger payloads, at least 30; per-iteration "
-                                 f"values are the difference); oversubscribed: "
-                                 f"{ctx.get('ddp_oversubscribed', '?')}") +
-                       profile_table(profile, profile_path)))
-        split_path = os.path.join(results, "bench_torch_norm_split.json")
-        split = load(split_path)
-        ctx = split["context"]
-        blocks.append((os.path.join(root, "bench/peers/README.md"), "torch_split",
-                       tool_line(split_path, ctx,
-                                 f"torch {ctx.get('ddp_torch', '?')}, CPU capability "
-                                 f"{ctx.get('ddp_torch_cpu_capability', '?')}, built "
-                                 f"{ctx.get('ddp_torch_opt', '?')}; {ctx.get('ddp_reps', '?')} "
-                                 f"interleaved repetitions of {ctx.get('ddp_iters', '?')} calls "
-                                 f"per side") +
-                       torch_split_table(split, split_path)))
+        # Tables of the helper scripts' JSON: (file, README, marker, the
+        # heading's middle from the context, the table).
+        tools = (
+            ("bench_profile_small.json", "bench/peers/README.md", "profile",
+             lambda ctx: f"{ctx.get('ddp_reps', '?')} interleaved repetitions of N and "
+                         f"2N iterations per side (N = {ctx.get('ddp_iters', '?')} at "
+                         f"1 KiB, fewer for larger payloads, at least 30; per-iteration "
+                         f"values are the difference); oversubscribed: "
+                         f"{ctx.get('ddp_oversubscribed', '?')}",
+             profile_table),
+            ("bench_torch_norm_split.json", "bench/peers/README.md", "torch_split",
+             lambda ctx: f"torch {ctx.get('ddp_torch', '?')}, CPU capability "
+                         f"{ctx.get('ddp_torch_cpu_capability', '?')}, built "
+                         f"{ctx.get('ddp_torch_opt', '?')}; {ctx.get('ddp_reps', '?')} "
+                         f"interleaved repetitions of {ctx.get('ddp_iters', '?')} calls "
+                         f"per side",
+             torch_split_table),
+            ("bench_cpu_split.json", "bench/padding/README.md", "cpu_split",
+             lambda ctx: f"W = 2, ranks pinned to CPUs {ctx.get('ddp_rank_cpus', '?')}; "
+                         f"{ctx.get('ddp_reps', '?')} interleaved repetitions of N and 2N "
+                         f"iterations (N about 1.5 s of them; per-iteration values are "
+                         f"the difference, from /proc/stat at "
+                         f"{ctx.get('ddp_user_hz', '?')} ticks per second)",
+             cpu_split_table))
+        for name, readme, marker, middle, table in tools:
+            path = os.path.join(results, name)
+            data = load(path)
+            blocks.append((os.path.join(root, readme), marker,
+                           tool_line(path, data["context"], middle(data["context"])) +
+                           table(data, path)))
         for target_file, marker, text in blocks:
             if args.update:
                 update(target_file, marker, text)

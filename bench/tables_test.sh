@@ -11,9 +11,11 @@ mkdir -p "$root/results" "$root/bench/padding" "$root/bench/peers"
 cp "$src"/*.json "$root/results/"
 printf 'top\n<!-- table:overview:begin -->\nold\n<!-- table:overview:end -->\nbottom\n' \
   > "$root/bench/README.md"
-for w in 2 4; do
-  printf 'x\n<!-- table:padding_w%s:begin -->\n<!-- table:padding_w%s:end -->\n' $w $w
-done > "$root/bench/padding/README.md"
+{ for w in 2 4; do
+    printf 'x\n<!-- table:padding_w%s:begin -->\n<!-- table:padding_w%s:end -->\n' $w $w
+  done
+  printf '<!-- table:cpu_split:begin -->\n<!-- table:cpu_split:end -->\n'; } \
+  > "$root/bench/padding/README.md"
 { for w in 2 4; do
     printf '<!-- table:peers_w%s:begin -->\n<!-- table:peers_w%s:end -->\n' $w $w
   done
@@ -32,6 +34,10 @@ grep -q 'W = 4 (oversubscribed: yes: 4 ranks on 2 CPUs)' "$pad" || fail "oversub
 # The same call twice: equal known_counts 44, 48 (median_us wins over the
 # mean 52), 48 over floor_allgatherv 40.
 grep -q 'twice measures: 64KiB 1.200 \[1.100, 1.200\]\.' "$pad" || fail "resolution: $(grep Resolution "$pad")"
+# cpu_split: busiest CPU over wall per repetition 450/500 = 0.90, 600/600 = 1.00.
+grep -q '| 1MiB | straggler | 131072, 262144 | 550 \[500, 600\] | 310 \[300, 320\] | 60 \[50, 70\] | 525 \[450, 600\] | 100 \[90, 110\] | 0.95 \[0.90, 1.00\] |' \
+  "$pad" || fail "cpu_split row: $(grep straggler "$pad" | tail -1)"
+grep -q 'ranks pinned to CPUs 0,1' "$pad" || fail "cpu_split heading"
 peers="$root/bench/peers/README.md"
 # The PyTorch side in our ranks' class (SCHED_BATCH, the control) comes first.
 grep -q '| workload | ours (us) | PyTorch, SCHED_BATCH (same class as ours) (us) | ours / that | PyTorch, SCHED_OTHER (as PyTorch runs by default) (us) | ours / that |' \

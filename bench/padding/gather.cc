@@ -63,19 +63,46 @@ class FloorAllgather final : public CommGather {
   }
 };
 
+// The Gloo allgatherv algorithm for one call on the shared communicator,
+// then back to what it was: the *_direct methods use the same connections
+// as every other method, so only the algorithm differs between them.
+class AlgorithmScope {
+ public:
+  AlgorithmScope(comm::Comm& comm, comm::GlooAllgathervAlgorithm a)
+      : comm_(comm), before_(comm.gloo_allgatherv()) {
+    comm_.set_gloo_allgatherv(a);
+  }
+  ~AlgorithmScope() { comm_.set_gloo_allgatherv(before_); }
+  AlgorithmScope(const AlgorithmScope&) = delete;
+  AlgorithmScope& operator=(const AlgorithmScope&) = delete;
+
+ private:
+  comm::Comm& comm_;
+  comm::GlooAllgathervAlgorithm before_;
+};
+
+comm::GlooAllgathervAlgorithm AlgorithmOf(Method m) {
+  return IsDirect(m) ? comm::GlooAllgathervAlgorithm::kDirect
+                     : comm::GlooAllgathervAlgorithm::kRing;
+}
+
 class FloorAllgatherv final : public CommGather {
  public:
-  FloorAllgatherv(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths)
+  FloorAllgatherv(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths,
+                  comm::GlooAllgathervAlgorithm algorithm)
       : CommGather(comm, memory, lengths, FloorCount(lengths),
                    Size(FloorCount(lengths)) * lengths.size()),
-        counts_(lengths_.size(), Size(FloorCount(lengths_))) {}
+        counts_(lengths_.size(), Size(FloorCount(lengths_))),
+        algorithm_(algorithm) {}
 
   void Run() override {
+    const AlgorithmScope scope(comm_, algorithm_);
     comm_.Allgatherv(input_.data(), counts_[0], output_.data(), counts_, comm::DType::kFloat64);
   }
 
  private:
   std::vector<std::size_t> counts_;
+  comm::GlooAllgathervAlgorithm algorithm_;
 };
 
 // torchmetrics' gather_all_tensors: sizes, pad to the longest (a new,
@@ -152,18 +179,22 @@ class Allgatherv final : public CommGather {
 // same one the floor_allgatherv makes, only with unequal counts.
 class KnownCounts final : public CommGather {
  public:
-  KnownCounts(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths)
-      : CommGather(comm, memory, lengths, lengths[Size(comm.rank())], Total(lengths)) {
+  KnownCounts(comm::Comm& comm, Memory& memory, std::vector<std::int64_t> lengths,
+              comm::GlooAllgathervAlgorithm algorithm)
+      : CommGather(comm, memory, lengths, lengths[Size(comm.rank())], Total(lengths)),
+        algorithm_(algorithm) {
     for (std::int64_t n : lengths_) counts_.push_back(Size(n));
   }
 
   void Run() override {
+    const AlgorithmScope scope(comm_, algorithm_);
     comm_.Allgatherv(input_.data(), counts_[Size(comm_.rank())], output_.data(), counts_,
                      comm::DType::kFloat64);
   }
 
  private:
   std::vector<std::size_t> counts_;
+  comm::GlooAllgathervAlgorithm algorithm_;
 };
 
 // (e) The sizes ride in the same collective as the data: one all_gather of
@@ -239,10 +270,10 @@ std::unique_ptr<Gather> MakeCommGather(Method m, comm::Comm& comm, Memory& memor
       return std::make_unique<FloorAllgather>(comm, memory, std::move(lengths));
     case Method::kFloorAllgatherv:
     case Method::kFloorAllgathervDirect:
-      return std::make_unique<FloorAllgatherv>(comm, memory, std::move(lengths));
+      return std::make_unique<FloorAllgatherv>(comm, memory, std::move(lengths), AlgorithmOf(m));
     case Method::kKnownCounts:
     case Method::kKnownCountsDirect:
-      return std::make_unique<KnownCounts>(comm, memory, std::move(lengths));
+      return std::make_unique<KnownCounts>(comm, memory, std::move(lengths), AlgorithmOf(m));
     case Method::kBoundedPad:
       return std::make_unique<BoundedPad>(comm, memory, std::move(lengths));
     case Method::kPadGatherTrim:

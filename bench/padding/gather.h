@@ -43,8 +43,9 @@ std::vector<double> Expected(Method m, std::span<const std::int64_t> lengths);
 // known_counts takes them as known (they follow from the sharding);
 // bounded_pad knows only a bound (the longest) and reads each length from
 // the gathered block. The *_direct methods make the same calls as their
-// twins: `comm` must be a Gloo communicator whose allgatherv is the direct
-// exchange (IsDirect in profiles.h; the runner keeps one for them). Throws
+// twins with the communicator's Gloo allgatherv set to the direct exchange
+// for the call (Comm::set_gloo_allgatherv; on NCCL they would be their
+// twins, so bench/padding runs them on Gloo only). Throws
 // std::invalid_argument for an NCCL-only method.
 std::unique_ptr<Gather> MakeCommGather(Method m, comm::Comm& comm, Memory& memory,
                                        std::vector<std::int64_t> lengths);

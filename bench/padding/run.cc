@@ -63,13 +63,6 @@ class Runner {
     o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(config.timeout_s * 1000));
     o.share_gpu = env.share_gpu;
     comm_ = comm::MakeComm(o);
-    if (config.backend == "gloo") {
-      // A second world-wide communicator (its own Gloo context and
-      // connections) for the *_direct methods; every other call, barriers
-      // and timing included, stays on comm_.
-      o.gloo_allgatherv = comm::GlooAllgathervAlgorithm::kDirect;
-      comm_direct_ = comm::MakeComm(o);
-    }
     if (config.backend == "nccl") {
 #ifdef DDP_HAVE_NCCL
       const int device = SelectGpu(env);
@@ -90,10 +83,6 @@ class Runner {
 #else
       throw std::runtime_error(std::string(Name(c.method)) + " needs NCCL");
 #endif
-    }
-    if (IsDirect(c.method)) {
-      if (!comm_direct_) throw std::runtime_error(std::string(Name(c.method)) + " needs Gloo");
-      return MakeCommGather(c.method, *comm_direct_, *memory_, c.lengths);
     }
     return MakeCommGather(c.method, *comm_, *memory_, c.lengths);
   }
@@ -225,7 +214,6 @@ class Runner {
   // Nobody tears down while a peer still gathers.
   void Finish() {
     comm_->Barrier();
-    if (comm_direct_) comm_direct_->Finish();
     comm_->Finish();
   }
 
@@ -233,7 +221,6 @@ class Runner {
   const RunConfig& config_;
   const std::vector<Case>& cases_;
   std::unique_ptr<comm::Comm> comm_;
-  std::unique_ptr<comm::Comm> comm_direct_;  // Gloo: allgatherv by direct exchange
   std::unique_ptr<Memory> memory_;
 #ifdef DDP_HAVE_NCCL
   std::shared_ptr<RawNccl> nccl_;

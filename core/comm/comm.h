@@ -81,6 +81,15 @@ class Comm {
   // Sequence number the next collective will get (0 for the first).
   int64_t next_seq() const { return seq_; }
 
+  // Gloo only: the algorithm of the allgathervs that follow (ring or direct
+  // exchange, gloo_allgatherv.h); other backends ignore it. Every rank must
+  // make the same choice before the same call, as with the call itself: a
+  // ring rank and a direct rank would wait for messages the other never
+  // sends, until the deadline. Lets one communicator time both algorithms
+  // on the same connections (bench/padding).
+  void set_gloo_allgatherv(GlooAllgathervAlgorithm a) { gloo_allgatherv_ = a; }
+  GlooAllgathervAlgorithm gloo_allgatherv() const { return gloo_allgatherv_; }
+
   using Site = std::source_location;
 
   // recv: world_size * count elements, rank r's contribution at r * count.
@@ -208,6 +217,7 @@ class Comm {
   int64_t seq_ = 0;
   bool broken_ = false;
   bool finished_ = false;
+  GlooAllgathervAlgorithm gloo_allgatherv_ = GlooAllgathervAlgorithm::kRing;
   std::string broken_reason_;
 };
 

@@ -71,9 +71,8 @@ void Dispatch(DType dtype, F&& f) {
 
 class GlooComm final : public Comm {
  public:
-  GlooComm(CommSetup setup, std::shared_ptr<gloo::Context> context,
-           GlooAllgathervAlgorithm allgatherv)
-      : Comm(std::move(setup)), context_(std::move(context)), allgatherv_(allgatherv) {}
+  GlooComm(CommSetup setup, std::shared_ptr<gloo::Context> context)
+      : Comm(std::move(setup)), context_(std::move(context)) {}
 
  protected:
   void EngineAllgather(const void* send, void* recv, std::size_t count, DType dtype,
@@ -115,7 +114,7 @@ class GlooComm final : public Comm {
                               std::to_string(mine));
     }
     try {
-      if (allgatherv_ == GlooAllgathervAlgorithm::kDirect) {
+      if (gloo_allgatherv() == GlooAllgathervAlgorithm::kDirect) {
         DirectAllgatherv(context_, send, recv, bytes, tag);
       } else {
         PipelinedAllgatherv(context_, send, recv, bytes, tag);
@@ -213,7 +212,6 @@ class GlooComm final : public Comm {
 
  private:
   std::shared_ptr<gloo::Context> context_;
-  GlooAllgathervAlgorithm allgatherv_;
 };
 
 struct BindChoice {
@@ -348,7 +346,9 @@ std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) 
                     " failed (deadline " + std::to_string(setup.timeout.count()) +
                     " ms): " + e.what());
   }
-  return std::make_unique<GlooComm>(std::move(setup), std::move(context), allgatherv);
+  auto comm = std::make_unique<GlooComm>(std::move(setup), std::move(context));
+  comm->set_gloo_allgatherv(allgatherv);
+  return comm;
 }
 
 }  // namespace ddp::comm

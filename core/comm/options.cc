@@ -60,14 +60,6 @@ bool ResolveChecked(const CommOptions& options, const launch::EnvLookup& env) {
   return text ? ParseFlag(kEnvCheck, *text) : false;
 }
 
-const char* Name(GlooAllgathervAlgorithm a) {
-  switch (a) {
-    case GlooAllgathervAlgorithm::kRing: return "ring";
-    case GlooAllgathervAlgorithm::kDirect: return "direct";
-  }
-  return "?";
-}
-
 GlooAllgathervAlgorithm ResolveGlooAllgatherv(const CommOptions& options,
                                               const launch::EnvLookup& env) {
   if (options.gloo_allgatherv) return *options.gloo_allgatherv;

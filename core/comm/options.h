@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 
+#include "core/comm/types.h"
 #include "core/launch/rank_env.h"
 #include "core/launch/store.h"
 
@@ -33,11 +34,6 @@ inline constexpr char kEnvTraceDir[] = "DDP_PITFALLS_TRACE_DIR";
 inline constexpr char kEnvGlooAddr[] = "DDP_GLOO_ADDR";
 inline constexpr char kEnvGlooAllgatherv[] = "DDP_GLOO_ALLGATHERV";
 inline constexpr std::chrono::milliseconds kDefaultTimeout = std::chrono::seconds(60);
-
-// How the Gloo backend runs an allgatherv (gloo_allgatherv.h): Gloo's ring
-// in pieces, or every rank sending its block straight to every peer.
-enum class GlooAllgathervAlgorithm { kRing, kDirect };
-const char* Name(GlooAllgathervAlgorithm a);  // "ring", "direct"
 
 struct CommOptions {
   std::string backend = "gloo";  // "gloo" or "nccl"
@@ -62,7 +58,8 @@ struct CommOptions {
   std::string trace_dir;                      // where dumps go (see above)
   std::string bind_address;
   bool share_gpu = false;  // NCCL: several local ranks on one GPU (functional only)
-  // Gloo only; every rank of a world must choose the same.
+  // Gloo only: the allgatherv algorithm the communicator starts with
+  // (Comm::set_gloo_allgatherv changes it); every rank must choose the same.
   std::optional<GlooAllgathervAlgorithm> gloo_allgatherv;
 };
 

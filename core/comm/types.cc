@@ -45,6 +45,14 @@ const char* Name(OpKind op) {
   return "op?";
 }
 
+const char* Name(GlooAllgathervAlgorithm a) {
+  switch (a) {
+    case GlooAllgathervAlgorithm::kRing: return "ring";
+    case GlooAllgathervAlgorithm::kDirect: return "direct";
+  }
+  return "?";
+}
+
 namespace {
 
 // Finds the enumerator whose Name() is `name`, trying 0..last.

@@ -21,10 +21,15 @@ enum class OpKind : uint8_t {
   kBarrier = 5,
 };
 
+// How the Gloo backend runs an allgatherv (gloo_allgatherv.h): Gloo's ring
+// in pieces, or every rank sending its block straight to every peer.
+enum class GlooAllgathervAlgorithm : uint8_t { kRing = 0, kDirect = 1 };
+
 std::size_t SizeOf(DType dtype);
 const char* Name(DType dtype);     // "float32", ...
 const char* Name(ReduceOp op);     // "sum", ...
 const char* Name(OpKind op);       // "allreduce", ... (as torch.distributed names them)
+const char* Name(GlooAllgathervAlgorithm a);  // "ring", "direct"
 
 // The inverses of Name(): nullopt for a name that is not one of ours.
 std::optional<DType> ParseDType(std::string_view name);
