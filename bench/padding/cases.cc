@@ -5,11 +5,11 @@
 
 namespace ddp::bench {
 
-std::vector<Method> Methods(const std::string& backend) {
+std::vector<Method> Methods(const std::string& backend, int world_size) {
   std::vector<Method> m = {Method::kFloorAllgather, Method::kFloorAllgatherv,
                            Method::kPadGatherTrim,  Method::kAllgatherv,
                            Method::kKnownCounts,    Method::kBoundedPad};
-  if (backend == "gloo") {
+  if (backend == "gloo" && world_size >= 3) {
     // The direct exchange: a floor beside the others, so the floor stays the
     // fastest equal-count gather whichever algorithm wins on the machine.
     m.insert(m.begin() + 2, Method::kFloorAllgathervDirect);
@@ -43,7 +43,7 @@ std::vector<Case> BuildCases(const CaseOptions& options) {
     for (std::int64_t payload : options.payloads) {
       std::vector<Case> cases;
       bool keep_group = false;
-      for (Method m : Methods(options.backend)) {
+      for (Method m : Methods(options.backend, options.world_size)) {
         Case c;
         c.profile = p;
         c.payload_bytes = payload;

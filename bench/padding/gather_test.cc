@@ -23,7 +23,7 @@ int CheckAll(const launch::RankEnv& env) {
   for (Profile p : AllProfiles()) {
     for (std::int64_t n : {1, 7, 1000}) {
       const std::vector<std::int64_t> lengths = Lengths(p, env.world_size, n);
-      for (Method m : Methods("gloo")) {
+      for (Method m : Methods("gloo", env.world_size)) {
         auto g = MakeCommGather(m, *comm, *memory, lengths);
         for (int run = 0; run < 2; ++run) {
           g->Run();

@@ -84,7 +84,7 @@ std::vector<std::string> Names(const std::vector<Case>& cases) {
 
 TEST(Cases, FloorsFirstAndKeptForFilteredMethods) {
   CaseOptions o;
-  o.world_size = 2;
+  o.world_size = 3;
   o.profiles = {Profile::kEqual, Profile::kStraggler};
   o.payloads = {1024};
   std::vector<std::string> want;
@@ -92,18 +92,18 @@ TEST(Cases, FloorsFirstAndKeptForFilteredMethods) {
     for (const char* m : {"floor_allgather", "floor_allgatherv", "floor_allgatherv_direct",
                           "pad_gather_trim", "allgatherv", "known_counts", "bounded_pad",
                           "known_counts_direct"}) {
-      want.push_back(std::string("padding/gloo/W2/") + p + "/1KiB/" + m);
+      want.push_back(std::string("padding/gloo/W3/") + p + "/1KiB/" + m);
     }
   }
   EXPECT_EQ(Names(BuildCases(o)), want);
   o.filter = "straggler.*/allgatherv";
   const std::vector<Case> cases = BuildCases(o);
-  EXPECT_EQ(Names(cases), (std::vector<std::string>{"padding/gloo/W2/straggler/1KiB/floor_allgather",
-                                                     "padding/gloo/W2/straggler/1KiB/floor_allgatherv",
-                                                     "padding/gloo/W2/straggler/1KiB/floor_allgatherv_direct",
-                                                     "padding/gloo/W2/straggler/1KiB/allgatherv"}));
+  EXPECT_EQ(Names(cases), (std::vector<std::string>{"padding/gloo/W3/straggler/1KiB/floor_allgather",
+                                                     "padding/gloo/W3/straggler/1KiB/floor_allgatherv",
+                                                     "padding/gloo/W3/straggler/1KiB/floor_allgatherv_direct",
+                                                     "padding/gloo/W3/straggler/1KiB/allgatherv"}));
   EXPECT_EQ(cases[0].group, cases[3].group);
-  EXPECT_EQ(cases[3].lengths, (L{128, 256}));
+  EXPECT_EQ(cases[3].lengths, (L{128, 128, 256}));
   o.filter = "-equal";
   EXPECT_EQ(BuildCases(o).size(), 8u);
   o.filter = "(";
@@ -114,7 +114,9 @@ TEST(Cases, OnlyGlooHasTheDirectExchange) {
   EXPECT_TRUE(IsFloor(Method::kFloorAllgathervDirect));
   EXPECT_TRUE(IsDirect(Method::kKnownCountsDirect));
   EXPECT_FALSE(IsDirect(Method::kKnownCounts));
-  for (Method m : Methods("nccl")) EXPECT_FALSE(IsDirect(m)) << Name(m);
+  for (Method m : Methods("nccl", 4)) EXPECT_FALSE(IsDirect(m)) << Name(m);
+  for (Method m : Methods("gloo", 2)) EXPECT_FALSE(IsDirect(m)) << Name(m);
+  EXPECT_EQ(Methods("gloo", 3).size(), Methods("gloo", 2).size() + 2);
 }
 
 TEST(Cases, NcclAddsTheGroupedMethods) {

@@ -29,8 +29,7 @@ want() {  # name key value (every repetition)
       || fail "$1 rep $rep: expected $2 = $3"
   done
 }
-methods="floor_allgather floor_allgatherv floor_allgatherv_direct pad_gather_trim allgatherv
-         known_counts bounded_pad known_counts_direct"
+methods="floor_allgather floor_allgatherv pad_gather_trim allgatherv known_counts bounded_pad"
 for p in equal straggler; do
   for m in $methods; do
     c="$p/1KiB/$m"
@@ -40,8 +39,8 @@ for p in equal straggler; do
       echo "$flat" | grep -q "^padding/gloo/W2/$c/rep:1/iterations:2/manual_time $k " \
         || fail "$c lacks $k"
     done
-    # Every entry after a repetition's three floors has its ratio over that floor.
-    case "$m" in floor_allgather | floor_allgatherv) continue ;; esac
+    # Every entry after a repetition's two floors has its ratio over that floor.
+    [ "$m" = floor_allgather ] && continue
     for k in ratio_over_floor floor_us; do
       echo "$flat" | grep -q "^padding/gloo/W2/$c/rep:1/iterations:2/manual_time $k " \
         || fail "$c lacks $k"
@@ -59,8 +58,6 @@ want straggler/1KiB/pad_gather_trim wire_bytes_per_rank 2056   # 8 + 256 * 8
 want straggler/1KiB/allgatherv wasted_bytes 0
 want straggler/1KiB/allgatherv wire_bytes_per_rank 1544        # 8 + 384 * 8 / 2
 want straggler/1KiB/known_counts wire_bytes_per_rank 1536      # no sizes exchange
-want straggler/1KiB/known_counts_direct wire_bytes_per_rank 1536
-want straggler/1KiB/floor_allgatherv_direct wire_bytes_per_rank 1536
 want straggler/1KiB/bounded_pad wire_bytes_per_rank 2056       # (256 + 1) * 8
 want straggler/1KiB/bounded_pad wasted_bytes 1024
 want straggler/1KiB/floor_allgather wire_bytes_per_rank 1536   # 192 * 8
@@ -83,13 +80,19 @@ grep -q "median over 2 interleaved repetitions" "$TEST_TMPDIR/console" || fail "
 grep -q "straggler/1KiB/pad_gather_trim " "$TEST_TMPDIR/console" || fail "no case in the summary"
 grep -q "straggler/1KiB/floor_allgatherv .*(floor in [0-2]/2)" "$TEST_TMPDIR/console" \
   || fail "no floor winner in the summary"
-grep -q "straggler/1KiB/known_counts_direct " "$TEST_TMPDIR/console" \
-  || fail "no direct-exchange case in the summary"
+# From W = 3 the direct-exchange twins and their floor join in (a third floor).
+"$bin" "${common[@]}" --world_size 3 --profiles straggler > "$TEST_TMPDIR/console3" \
+  || fail "W=3 run failed"
+grep -q "W3/straggler/1KiB/known_counts_direct " "$TEST_TMPDIR/console3" \
+  || fail "no direct-exchange case at W=3"
+grep -q "W3/straggler/1KiB/floor_allgatherv_direct .*(floor in [0-2]/2)" "$TEST_TMPDIR/console3" \
+  || fail "no direct floor at W=3"
+grep -q "W2/straggler/1KiB/known_counts_direct" "$TEST_TMPDIR/console" \
+  && fail "a direct-exchange case at W=2"
 
 # Listing, filter.
 [ "$("$bin" "${common[@]}" --benchmark_list_tests --benchmark_filter=straggler.*/allgatherv)" = \
-  "$(printf 'padding/gloo/W2/straggler/1KiB/%s\n' floor_allgather floor_allgatherv \
-       floor_allgatherv_direct allgatherv)" ] \
+  "$(printf 'padding/gloo/W2/straggler/1KiB/%s\n' floor_allgather floor_allgatherv allgatherv)" ] \
   || fail "filter/list"
 
 # Bad usage: exit 2 with a message naming the flag.

@@ -2,10 +2,13 @@
 // N < W, and batch sizes from 1 to N, all three gathers give the one-process AUC
 // and AP to 1e-12 (or the same "undefined" as one process), with every
 // sample exactly once.
+#include <stdlib.h>
+
 #include <algorithm>
 #include <vector>
 
 #include "core/comm/make_comm.h"
+#include "core/comm/options.h"
 #include "core/launch/spawn.h"
 #include "core/testing/backend.h"
 #include "fixes/wrong_all_gather/fix_run.h"
@@ -50,6 +53,40 @@ TEST(WrongAllGatherFix, ExactForEveryWorldSizeDatasetSizeAndBatchSize) {
   // Tiny N can hold one class only (AUC undefined, as in sklearn); most rows
   // must still measure something.
   EXPECT_GT(defined, static_cast<int>(records.size()) * 3 / 4);
+}
+
+// The same property through the Gloo allgatherv's other algorithm, the
+// direct exchange (DDP_GLOO_ALLGATHERV=direct, which the forked ranks
+// inherit): every method, both shardings, worlds where the two algorithms
+// differ (W >= 3) and W = 2, shares of 0 included (N < W).
+TEST(WrongAllGatherFix, ExactThroughTheDirectExchangeAllgatherv) {
+  DDP_REQUIRE_BACKEND();
+  if (testing::TestBackend() != "gloo") GTEST_SKIP() << "the direct exchange is Gloo's";
+  ASSERT_EQ(::setenv(comm::kEnvGlooAllgatherv, "direct", 1), 0);
+  ASSERT_EQ(comm::ResolveGlooAllgatherv(comm::CommOptions{}),
+            comm::GlooAllgathervAlgorithm::kDirect);
+  harness::CommonFlags f;
+  f.backend = "gloo";
+  f.timeout = 20;
+  std::vector<Row> rows;
+  for (int w : {2, 3, 5}) {
+    for (int64_t n : {2, 7, 1003}) {
+      Row r;
+      r.n = n;
+      r.world_size = w;
+      r.batch_size = 2;
+      r.seeds = 2;
+      r.first_seed = 7;
+      rows.push_back(r);
+    }
+  }
+  const auto records = RunFixOnRows(f, rows);
+  ::unsetenv(comm::kEnvGlooAllgatherv);
+  ASSERT_EQ(records.size(), rows.size() * 6);
+  for (const auto& r : records) {
+    EXPECT_EQ(r.verdict, results::Verdict::kExact)
+        << r.variant << " W=" << r.world_size << " " << r.config.Dump() << " " << r.error;
+  }
 }
 
 TEST(WrongAllGatherFix, ShardCountsFollowTheSharding) {
