@@ -146,9 +146,12 @@ def padding_table(data, path):
         rows.append("| " + " | ".join(cells) + " |")
     same = same_call(cases)
     if same:
+        direct = any(label for _, label, _ in same)
         rows.append("\nResolution: in the `equal` profile `known_counts` makes the very call "
-                    "`floor_allgatherv` makes (and `known_counts_direct` the one "
-                    "`floor_allgatherv_direct` makes), so its time over that method's, "
+                    "`floor_allgatherv` makes" +
+                    (" (and `known_counts_direct` the one `floor_allgatherv_direct` makes)"
+                     if direct else "") +
+                    ", so its time over that method's, "
                     "repetition by repetition, is what the same call twice measures: " +
                     "; ".join(f"{payload}{label} {spread(rs, '{:.3f}')}"
                               for payload, label, rs in same) +
@@ -351,8 +354,10 @@ def overview(padding, peers):
 def tool_line(path, ctx, middle):
     """The heading line of a table from a helper script's JSON: file, host,
     date, `middle`, the load average; then a blank line."""
+    commit = f", commit `{ctx['ddp_commit'][:12]}`" if "ddp_commit" in ctx else ""
     return (f"`{os.path.basename(path)}`: host `{ctx.get('host_name', '?')}` "
-            f"({ctx.get('num_cpus', '?')} CPUs), {ctx.get('date', '?')}; {middle}; load average "
+            f"({ctx.get('num_cpus', '?')} CPUs), {ctx.get('date', '?')}{commit}; {middle}; "
+            f"load average "
             f"{ctx.get('ddp_loadavg_start', '?')} at the start, "
             f"{ctx.get('ddp_loadavg_end', '?')} at the end\n\n")
 

@@ -33,7 +33,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
-from peers import load1, loadavg_text, payload_bytes, write_json  # noqa: E402
+from peers import git_commit, load1, loadavg_text, payload_bytes, write_json  # noqa: E402
 
 CASES = (("none", (0, 0)), ("equal", (1.5, 1.5)), ("straggler", (1, 2)), ("one_way", (0, 2)))
 USER_HZ = os.sysconf("SC_CLK_TCK")
@@ -127,7 +127,8 @@ def main(argv):
     data = {"context": {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host_name": socket.gethostname(), "num_cpus": os.cpu_count() or 1,
-        "ddp_tool": "bench/padding/cpu_split", "ddp_payloads": args.payloads,
+        "ddp_tool": "bench/padding/cpu_split", "ddp_commit": git_commit(),
+        "ddp_payloads": args.payloads,
         "ddp_reps": str(args.reps), "ddp_rank_cpus": ",".join(map(str, rank_cpu)),
         "ddp_user_hz": str(USER_HZ), "ddp_loadavg_start": load_start,
         "ddp_loadavg_end": loadavg_text()},
