@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -200,7 +201,7 @@ void Watchdog::Answer(const std::shared_ptr<Entry>& e, const std::string& reques
     std::lock_guard<std::mutex> lock(mu_);
     e->answered = request;
   }
-  const RankDump dump = BuildDump("request " + request, request);
+  const RankDump dump = BuildDump("request " + request, request, e.get());
   try {
     std::lock_guard<std::mutex> lock(dump_mu_);
     WriteDumpFile(e->reg.trace_dir, dump);
@@ -249,7 +250,7 @@ Watchdog::Report Watchdog::OnFailure(int id, const std::string& reason,
       store_note = std::string("the store could not carry the request: ") + ex.what();
     }
   }
-  const RankDump mine = BuildDump(reason, request);
+  const RankDump mine = BuildDump(reason, request, e.get());
   std::string dump_note;
   try {
     std::lock_guard<std::mutex> lock(dump_mu_);
@@ -294,7 +295,7 @@ void Watchdog::PublishLast(int id) {
   auto e = Find(id);
   if (!e || !e->reg.channel) return;
   try {
-    e->reg.channel->PublishLast(BuildDump("exit (communicator destroyed)", ""));
+    e->reg.channel->PublishLast(BuildDump("exit (communicator destroyed)", "", e.get()));
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "%sfinal dump not published in the store: %s\n", Prefix().c_str(),
                  ex.what());
@@ -313,13 +314,18 @@ std::string Watchdog::DumpNow(const std::string& reason, const std::string& requ
   return WriteDumpFile(dir, dump);
 }
 
-RankDump Watchdog::BuildDump(const std::string& reason, const std::string& request) {
+RankDump Watchdog::BuildDump(const std::string& reason, const std::string& request,
+                             const Entry* primary) {
   RankDump d;
   d.host = HostName();
   d.pid = ::getpid();
   d.reason = reason;
   d.request = request;
-  const auto entries = Entries();
+  auto entries = Entries();
+  if (primary != nullptr) {
+    std::stable_partition(entries.begin(), entries.end(),
+                          [primary](const auto& e) { return e.get() == primary; });
+  }
   for (const auto& e : entries) {
     d.comms.push_back(e->reg.recorder->Snapshot());
     if (d.comms.size() == 1) {

@@ -94,7 +94,14 @@ class Watchdog {
   void Tick();
   void Answer(const std::shared_ptr<Entry>& e, const std::string& request);
   void HandleStuck(const std::shared_ptr<Entry>& e, const FlightRecorder::InFlight& f);
-  RankDump BuildDump(const std::string& reason, const std::string& request);
+  // Every registered communicator's entries. The dump's rank, world size
+  // and run id are `primary`'s, and its communicator comes first: a dump
+  // published through a communicator's channel (under that communicator's
+  // rank) must say that rank even when the process has several
+  // communicators with different ranks. Without a primary (SIGUSR1): the
+  // first registered communicator's.
+  RankDump BuildDump(const std::string& reason, const std::string& request,
+                     const Entry* primary = nullptr);
   std::shared_ptr<Entry> Find(int id);
   std::vector<std::shared_ptr<Entry>> Entries();
   std::string Prefix();

@@ -118,5 +118,34 @@ TEST(Watchdog, AnswersARequestThroughTheStore) {
   wd.Unregister(id);
 }
 
+// A process with two communicators of different ranks (a subgroup, or the
+// communicator of an earlier world still open): each communicator's
+// published dumps say its own rank, so a peer reading rank 1's key finds a
+// dump of rank 1 ("dump of rank 1 says rank 0" was a flaky netns failure).
+TEST(Watchdog, PublishedDumpsCarryTheirCommunicatorsRank) {
+  const std::string rdzv = launch::MakeFreshDir("wd-two");
+  const std::string dir = launch::MakeFreshDir("wd-two-files");
+  auto& wd = Watchdog::Get();
+  auto first = Recorder(0, 2, 60s);
+  auto second = std::make_shared<FlightRecorder>(
+      FlightRecorder::Identity{"comm1", "gloo", 1, 3, 60s, false}, 16);
+  const int a = wd.Register({first, std::make_shared<DumpChannel>(
+                                        launch::PrefixedStore(launch::OpenStore(rdzv), "run/comm0"), 0, 2),
+                             dir, "run"});
+  const int b = wd.Register({second, std::make_shared<DumpChannel>(
+                                         launch::PrefixedStore(launch::OpenStore(rdzv), "run/comm1"), 1, 3),
+                             dir, "run"});
+  wd.PublishLast(b);
+  const auto text = launch::OpenStore(rdzv)->TryGet("run/comm1/trace/last/1");
+  ASSERT_TRUE(text.has_value());
+  const RankDump d = ParseDump(*text, "comm1's last dump");
+  EXPECT_EQ(d.rank, 1);
+  EXPECT_EQ(d.world_size, 3);
+  ASSERT_EQ(d.comms.size(), 2u);
+  EXPECT_EQ(d.comms[0].name, "comm1");  // its own communicator first
+  wd.Unregister(b);
+  wd.Unregister(a);
+}
+
 }  // namespace
 }  // namespace ddp::trace
