@@ -84,9 +84,10 @@ class Comm {
   // Gloo only: the algorithm of the allgathervs that follow (ring or direct
   // exchange, gloo_allgatherv.h); other backends ignore it. Every rank must
   // make the same choice before the same call, as with the call itself: a
-  // ring rank and a direct rank would wait for messages the other never
-  // sends, until the deadline. Lets one communicator time both algorithms
-  // on the same connections (bench/padding).
+  // ring rank and a direct rank wait for messages the other never sends
+  // (the deadline) or see pieces of another size (an engine error); checked
+  // mode does not compare the choice. Lets one communicator time both
+  // algorithms on the same connections (bench/padding).
   void set_gloo_allgatherv(GlooAllgathervAlgorithm a) { gloo_allgatherv_ = a; }
   GlooAllgathervAlgorithm gloo_allgatherv() const { return gloo_allgatherv_; }
 
