@@ -85,8 +85,10 @@ class Comm {
   // exchange, gloo_allgatherv.h); other backends ignore it. Every rank must
   // make the same choice before the same call, as with the call itself: a
   // ring rank and a direct rank wait for messages the other never sends
-  // (the deadline) or see pieces of another size (an engine error); checked
-  // mode does not compare the choice. Lets one communicator time both
+  // (the deadline), or a piece arrives larger than the one posted and
+  // Gloo aborts the process, as with mismatched counts in raw mode
+  // (failure_test MismatchedAlgorithm); checked mode does not compare the
+  // choice. Lets one communicator time both
   // algorithms on the same connections (bench/padding).
   void set_gloo_allgatherv(GlooAllgathervAlgorithm a) { gloo_allgatherv_ = a; }
   GlooAllgathervAlgorithm gloo_allgatherv() const { return gloo_allgatherv_; }

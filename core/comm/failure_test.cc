@@ -26,10 +26,12 @@ constexpr int kCaughtDeadline = 10;
 constexpr int kCaughtPeer = 11;
 constexpr int kCaughtCheck = 12;
 
-std::unique_ptr<Comm> Make(const launch::RankEnv& env, bool checked) {
+std::unique_ptr<Comm> Make(const launch::RankEnv& env, bool checked,
+                           GlooAllgathervAlgorithm allgatherv = GlooAllgathervAlgorithm::kRing) {
   CommOptions o = OptionsFromRankEnv(env);
   o.timeout = kDeadline;
   o.checked = checked;
+  o.gloo_allgatherv = allgatherv;
   return MakeComm(o);
 }
 
@@ -214,10 +216,7 @@ TEST_P(DeadRankInAllgatherv, PeersFailWithinDeadline) {
   const auto result = launch::SpawnRanks(
       3,
       [algorithm](const launch::RankEnv& env) {
-        CommOptions o = OptionsFromRankEnv(env);
-        o.timeout = kDeadline;
-        o.gloo_allgatherv = algorithm;
-        auto comm = MakeComm(o);
+        auto comm = Make(env, /*checked=*/false, algorithm);
         // 4 MiB from rank 2: several pieces in flight when rank 1 dies.
         const std::vector<std::size_t> counts = {1000, 2000, 1 << 20};
         const std::vector<float> mine(counts[static_cast<std::size_t>(env.rank)], 1.0f);
@@ -243,6 +242,47 @@ INSTANTIATE_TEST_SUITE_P(Algorithms, DeadRankInAllgatherv,
                          ::testing::Values(GlooAllgathervAlgorithm::kRing,
                                            GlooAllgathervAlgorithm::kDirect),
                          [](const auto& info) { return std::string(Name(info.param)); });
+
+// Ranks that disagree on the allgatherv algorithm (comm.h: every rank must
+// choose the same): no rank returns from the call. Each fails within the
+// deadline, or, where a piece arrives larger than the one posted (small
+// blocks: one piece against two), Gloo's loop thread aborts the process
+// (EnforceNotMet, SIGABRT), as with mismatched counts in raw mode.
+class MismatchedAlgorithm : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(MismatchedAlgorithm, FailsEveryRankWithinTheDeadline) {
+  const std::size_t big = GetParam();
+  launch::SpawnOptions spawn;
+  spawn.deadline = std::chrono::seconds(20);
+  const auto result = launch::SpawnRanks(
+      3,
+      [big](const launch::RankEnv& env) {
+        auto comm = Make(env, /*checked=*/false,
+                         env.rank == 0 ? GlooAllgathervAlgorithm::kDirect
+                                       : GlooAllgathervAlgorithm::kRing);
+        const std::vector<std::size_t> counts = {100, 200, big};
+        const std::vector<float> mine(counts[static_cast<std::size_t>(env.rank)], 1.0f);
+        const int rc = Guarded([&] { comm->Allgatherv(std::span<const float>(mine), counts); });
+        if (rc == 0) std::printf("RETURNED\n");
+        return rc;
+      },
+      spawn);
+  ASSERT_FALSE(result.timed_out()) << result.Summary();
+  for (const auto& o : result.ranks) {
+    EXPECT_EQ(o.stdout_text.find("RETURNED"), std::string::npos) << o.stdout_text;
+    if (o.signal == SIGABRT) continue;
+    EXPECT_TRUE(o.exit_code == kCaughtPeer || o.exit_code == kCaughtDeadline)
+        << result.Summary() << o.stdout_text;
+    EXPECT_LE(CaughtAfterMs(o.stdout_text), kDeadline.count() + 2000) << o.stdout_text;
+  }
+  std::printf("mismatched allgatherv algorithms, %zu floats from rank 2:\n%s", big,
+              result.Summary().c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(BlockSizes, MismatchedAlgorithm, ::testing::Values(300, 1 << 20),
+                         [](const auto& info) {
+                           return info.param < 1000 ? std::string("Small") : std::string("Large");
+                         });
 
 TEST(Checked, MismatchedAllgatherCountsFailOnEveryRankWithOneMessage) {
   const auto result = launch::SpawnRanks(3, [](const launch::RankEnv& env) {
