@@ -33,7 +33,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
-from peers import git_commit, load1, loadavg_text, payload_bytes, write_json  # noqa: E402
+from peers import (git_commit, load1, loadavg_text, payload_bytes, payload_name,  # noqa: E402
+                   write_json)
 
 CASES = (("none", (0, 0)), ("equal", (1.5, 1.5)), ("straggler", (1, 2)), ("one_way", (0, 2)))
 USER_HZ = os.sysconf("SC_CLK_TCK")
@@ -107,7 +108,7 @@ def main(argv):
                 per = {c: [(long[c][i] - short[c][i]) * 1e6 / USER_HZ / iters for i in (0, 1)]
                        for c in rank_cpu}
                 entry = {
-                    "name": f"cpu_split/W2/{args_name(payload)}/{name}/rep:{rep}",
+                    "name": f"cpu_split/W2/{payload_name(payload)}/{name}/rep:{rep}",
                     "run_type": "iteration", "iterations": 2 * iters, "real_time": long_us,
                     "cpu_time": 0.0, "time_unit": "us", "rep": rep, "bytes_per_rank": payload,
                     "count_rank0": counts[0], "count_rank1": counts[1],
@@ -117,7 +118,7 @@ def main(argv):
                     entry[f"rank{r}_cpu_busy_us"] = per[c][0]
                     entry[f"rank{r}_cpu_softirq_us"] = per[c][1]
                 entries.append(entry)
-                print(f"cpu_split: {args_name(payload)} rep {rep + 1}/{args.reps} {name} "
+                print(f"cpu_split: {payload_name(payload)} rep {rep + 1}/{args.reps} {name} "
                       f"{counts}: {long_us:.0f} us/iter wall; CPU busy rank 0 "
                       f"{entry['rank0_cpu_busy_us']:.0f} us (softirq "
                       f"{entry['rank0_cpu_softirq_us']:.0f}), rank 1 "
@@ -135,13 +136,6 @@ def main(argv):
         "benchmarks": entries}
     write_json(data, args.json)
     return 0
-
-
-def args_name(payload):
-    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if payload % size == 0:
-            return f"{payload // size}{unit}"
-    return f"{payload}B"
 
 
 if __name__ == "__main__":

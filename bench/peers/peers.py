@@ -68,6 +68,14 @@ def payload_bytes(text):
     return int(text[:-1] if scale != 1 else text) * scale
 
 
+def payload_name(payload):
+    """1KiB, 16MiB, ...: the names bench/padding and bench/peers use."""
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if payload % size == 0:
+            return f"{payload // size}{unit}"
+    return f"{payload}B"
+
+
 def lengths(profile, w, n):
     """bench/padding/profiles.cc's Lengths(), same formulas."""
     out = [n] * w

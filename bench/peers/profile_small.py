@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 
-from peers import load1, loadavg_text, payload_bytes, write_json  # the same folder
+from peers import load1, loadavg_text, payload_bytes, payload_name, write_json  # the same folder
 
 EVENTS = ("task-clock", "context-switches", "page-faults", "syscalls:sys_enter_epoll_wait",
           "syscalls:sys_enter_writev")
@@ -91,14 +91,6 @@ def torch_child(w, iters, count, sched):
         return 1
     print(json.dumps({"mean_us": mean_us}))
     return 0
-
-
-def payload_name(payload):
-    """1KiB, 16MiB, ...: the names bench/padding and bench/peers use."""
-    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if payload % size == 0:
-            return f"{payload // size}{unit}"
-    return f"{payload}B"
 
 
 def perf_run(cmd):
