@@ -73,7 +73,8 @@ def context_line(ctx, what):
             f"(oversubscribed: {ctx.get('ddp_oversubscribed', '?')}); "
             f"{ctx.get('ddp_reps', '?')} interleaved repetitions; our ranks "
             f"SCHED_{ctx.get('ddp_sched', '?').upper()}"
-            f"{', pinned (rank r on CPU r mod CPUs)' if ctx.get('ddp_pin_cpus') == 'yes' else ''}; load average at the start "
+            f"{', pinned (rank r on CPU r mod CPUs)' if ctx.get('ddp_pin_cpus') == 'yes' else ''}; "
+            f"TCP congestion control {ctx.get('ddp_tcp_congestion', 'not recorded')}; load average at the start "
             f"{ctx.get('ddp_loadavg_start', '?')}"
             + (f", at the end {ctx['ddp_loadavg_end']}" if "ddp_loadavg_end" in ctx else ""))
 
@@ -357,7 +358,7 @@ def tool_line(path, ctx, middle):
     commit = f", commit `{ctx['ddp_commit'][:12]}`" if "ddp_commit" in ctx else ""
     return (f"`{os.path.basename(path)}`: host `{ctx.get('host_name', '?')}` "
             f"({ctx.get('num_cpus', '?')} CPUs), {ctx.get('date', '?')}{commit}; {middle}; "
-            f"load average "
+            f"TCP congestion control {ctx.get('ddp_tcp_congestion', 'not recorded')}; load average "
             f"{ctx.get('ddp_loadavg_start', '?')} at the start, "
             f"{ctx.get('ddp_loadavg_end', '?')} at the end\n\n")
 

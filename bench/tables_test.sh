@@ -31,6 +31,9 @@ grep -q '| straggler | 1MiB | 95 \[90, 110\] | allgather 2/3, allgatherv 1/3 |' 
 grep -q '1.053 \[1.000, 1.100\] (known_counts) | ≤ 1.05 ✗ |' "$pad" || fail "best fix cell"
 grep -q '| equal | 64KiB | 40 \[40, 40\] | allgatherv 3/3 |' "$pad" || fail "equal row"
 grep -q 'W = 4 (oversubscribed: yes: 4 ranks on 2 CPUs)' "$pad" || fail "oversubscribed label"
+# The congestion control where the record has it, and its absence said.
+grep -q 'TCP congestion control bbr;' "$pad" || fail "congestion control (W=2 fixture)"
+grep -q 'TCP congestion control not recorded;' "$pad" || fail "congestion control (W=4 fixture)"
 # The same call twice: equal known_counts 44, 48 (median_us wins over the
 # mean 52), 48 over floor_allgatherv 40.
 grep -q 'twice measures: 64KiB 1.200 \[1.100, 1.200\]\.' "$pad" || fail "resolution: $(grep Resolution "$pad")"

@@ -34,7 +34,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "peers"))
 from peers import (git_commit, load1, loadavg_text, payload_bytes, payload_name,  # noqa: E402
-                   write_json)
+                   tcp_congestion, write_json)
 
 CASES = (("none", (0, 0)), ("equal", (1.5, 1.5)), ("straggler", (1, 2)), ("one_way", (0, 2)))
 USER_HZ = os.sysconf("SC_CLK_TCK")
@@ -129,6 +129,7 @@ def main(argv):
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host_name": socket.gethostname(), "num_cpus": os.cpu_count() or 1,
         "ddp_tool": "bench/padding/cpu_split", "ddp_commit": git_commit(),
+        "ddp_tcp_congestion": tcp_congestion(),
         "ddp_payloads": args.payloads,
         "ddp_reps": str(args.reps), "ddp_rank_cpus": ",".join(map(str, rank_cpu)),
         "ddp_user_hz": str(USER_HZ), "ddp_loadavg_start": load_start,

@@ -289,6 +289,7 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
     benchmark::AddCustomContext("ddp_commit", provenance.commit);
     benchmark::AddCustomContext("ddp_cpu", provenance.cpu);
     benchmark::AddCustomContext("ddp_gloo", provenance.gloo);
+    benchmark::AddCustomContext("ddp_tcp_congestion", provenance.tcp_congestion);
   }
   // Rows with more ranks than cores measure the scheduler as much as the
   // engine: say so where the numbers are.

@@ -113,6 +113,16 @@ def loadavg_text():
         return "unknown"
 
 
+def tcp_congestion():
+    """What new TCP sockets (Gloo's) get in this network namespace; loopback
+    timings depend on it (core/env/report.h)."""
+    try:
+        with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+            return f.read().strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
 def write_json(data, path):
     """To `path` (relative to where `bazel run` started) atomically, or to
     stdout when `path` is empty."""
@@ -450,6 +460,7 @@ def main(argv):
         "ddp_tool": "bench/peers",
         "ddp_commit": git_commit(),
         "ddp_cpu": cpu_model(),
+        "ddp_tcp_congestion": tcp_congestion(),
         "ddp_world_size": str(w),
         "ddp_reps": str(args.reps),
         "ddp_oversubscribed": f"yes: {w} ranks on {cpus} CPUs" if w > cpus else "no",

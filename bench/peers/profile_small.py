@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 
-from peers import load1, loadavg_text, payload_bytes, payload_name, write_json  # the same folder
+from peers import load1, loadavg_text, payload_bytes, payload_name, tcp_congestion, write_json  # the same folder
 
 EVENTS = ("task-clock", "context-switches", "page-faults", "syscalls:sys_enter_epoll_wait",
           "syscalls:sys_enter_writev")
@@ -194,6 +194,7 @@ def main(argv):
         "ddp_world_sizes": args.world_sizes, "ddp_payloads": args.payloads,
         "ddp_reps": str(args.reps),
         "ddp_iters": str(args.iters), "ddp_loadavg_start": load_start,
+        "ddp_tcp_congestion": tcp_congestion(),
         "ddp_loadavg_end": load_end,
         "ddp_oversubscribed": ", ".join(f"W={w}: {'yes' if w > cpus else 'no'}" for w in worlds)},
         "benchmarks": entries}

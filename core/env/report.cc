@@ -32,6 +32,13 @@ std::string GlooVersion() {
          std::to_string(GLOO_VERSION_PATCH) + " (Debian " + DDP_DEB_GLOO_VERSION + ")";
 }
 
+std::string TcpCongestionControl() {
+  std::ifstream in("/proc/sys/net/ipv4/tcp_congestion_control");
+  std::string name;
+  if (!(in >> name) || name.empty()) return "unknown";
+  return name;
+}
+
 namespace {
 
 std::string OsRelease() {
@@ -78,6 +85,7 @@ std::vector<std::pair<std::string, std::string>> Report() {
                               std::to_string(EIGEN_MINOR_VERSION) + " (Debian " +
                               DDP_DEB_EIGEN_VERSION + ")");
   r.emplace_back("gloo", GlooVersion());
+  r.emplace_back("tcp congestion control", TcpCongestionControl());
   r.emplace_back("googletest", std::string("Debian ") + DDP_DEB_GTEST_VERSION);
   r.emplace_back("benchmark", std::string("Debian ") + DDP_DEB_BENCHMARK_VERSION);
 

@@ -34,6 +34,12 @@ std::string CpuModel();
 // Gloo's version and the Debian package it came from.
 std::string GlooVersion();
 
+// The TCP congestion control new sockets get in this network namespace
+// (/proc/sys/net/ipv4/tcp_congestion_control), or "unknown". Gloo's loopback
+// timings depend on it: on one 2-core machine a 1 MiB exchange took about
+// twice as long under bbr as under cubic (bench/padding/README.md).
+std::string TcpCongestionControl();
+
 // Key/value lines of the whole report, in print order.
 std::vector<std::pair<std::string, std::string>> Report();
 

@@ -55,6 +55,7 @@ Provenance CollectProvenance() {
   p.host = host;
   p.cpu = env::CpuModel();
   p.gloo = env::GlooVersion();
+  p.tcp_congestion = env::TcpCongestionControl();
   const env::GpuProbe g = env::ProbeGpus();
   if (g.gpus.empty()) {
     p.gpu = "none (" + g.why_no_gpu + ")";
@@ -76,6 +77,7 @@ Json ToJson(const Provenance& p) {
   j["cpu"] = p.cpu;
   j["gpu"] = p.gpu;
   j["gloo"] = p.gloo;
+  j["tcp_congestion"] = p.tcp_congestion;
   j["nccl"] = p.nccl;
   j["cuda"] = p.cuda;
   return j;

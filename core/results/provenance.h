@@ -15,6 +15,7 @@ struct Provenance {
   std::string cpu;
   std::string gpu;     // "none (reason)" or the device names
   std::string gloo;
+  std::string tcp_congestion;  // what Gloo's sockets get here (env/report.h)
   std::string nccl;    // runtime version, or "n/a"
   std::string cuda;    // runtime and driver versions, or "n/a"
 };

@@ -53,6 +53,7 @@ TEST(RecordTest, WritesTheSchemaAtomically) {
   r.measured["auc"] = 0.5;
   Provenance p;
   p.commit = "abc";
+  p.tcp_congestion = "cubic";
   const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/out.json";
   ASSERT_EQ(WriteRecords(path, {r}, p), "");
   std::ifstream in(path);
@@ -62,7 +63,8 @@ TEST(RecordTest, WritesTheSchemaAtomically) {
   for (const char* key : {"\"bug\"", "\"kind\": \"repro\"", "\"variant\"", "\"backend\"",
                           "\"world_size\": 4", "\"config\"", "\"measured\"", "\"reference\"",
                           "\"verdict\": \"error\"", "\"error\": \"rank 2 timed out\"",
-                          "\"provenance\"", "\"commit\": \"abc\""}) {
+                          "\"provenance\"", "\"commit\": \"abc\"",
+                          "\"tcp_congestion\": \"cubic\""}) {
     EXPECT_NE(text.find(key), std::string::npos) << key << "\n" << text;
   }
   EXPECT_NE(WriteRecords("/nonexistent-dir/x.json", {r}, p), "");
@@ -75,6 +77,7 @@ TEST(RecordTest, ProvenanceIsFilledIn) {
   EXPECT_FALSE(p.cpu.empty());
   EXPECT_FALSE(p.gpu.empty());
   EXPECT_NE(p.gloo.find("0.5"), std::string::npos);
+  EXPECT_FALSE(p.tcp_congestion.empty());
 }
 
 }  // namespace
