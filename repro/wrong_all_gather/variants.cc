@@ -17,6 +17,7 @@
 #include <cstdio>
 
 #include "core/comm/errors.h"
+#include "repro/wrong_all_gather/death.h"
 #include "repro/wrong_all_gather/rows.h"
 #include "repro/wrong_all_gather/scenario.h"
 
@@ -311,6 +312,7 @@ struct RawRun {
   bool silent = false;     // a rank returned from its first gather with non-peer values
   bool any_failed = false;
   bool any_wrong = false;  // a returned gather held non-peer values or a wrong AUC
+  std::string foreign;     // ranks that died of something other than the engine
   long long rank0_not_peer = -1;  // rank 0's first gather (-1: it did not return)
   Metrics rank0_first;
 };
@@ -355,6 +357,11 @@ RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c,
     } else {
       first += died;  // e.g. "signal 6 (SIGABRT)"
       run.any_failed = true;
+      // Only the engine's abort or a hang is the symptom (death.h).
+      const bool known = r < world.run.ranks.size();
+      if (!known || ClassifyDeath(world.run.ranks[r]) == Death::kForeign) {
+        run.foreign += (run.foreign.empty() ? "r" : "; r") + std::to_string(r) + ": " + died;
+      }
     }
     const Json* g2 = v ? v->Find("second") : nullptr;
     if (g2 != nullptr && g2->Find("returned")->AsBool()) {
@@ -393,7 +400,8 @@ results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row, 
   rec.control = row.n % row.world_size == 0;
   const Metrics ref = Reference(c);
   rec.reference = ToJson(ref);
-  int silent = 0, failed = 0, wrong = 0;
+  int silent = 0, failed = 0, wrong = 0, foreign = 0;
+  std::string foreign_example;
   long long rank0_bad_min = -1, rank0_bad_max = -1;
   double rank0_auc_min = 0, rank0_auc_max = 0;
   int rank0_auc_defined = 0, rank0_auc_undefined = 0;
@@ -404,6 +412,9 @@ results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row, 
     silent += run.silent;
     failed += run.any_failed;
     wrong += run.any_wrong;
+    if (!run.foreign.empty()) {
+      if (foreign++ == 0) foreign_example = "run " + std::to_string(k + 1) + ": " + run.foreign;
+    }
     // Shown: run 1, or the first silent run (what a reader needs to see).
     if (k == 0 || (run.silent && silent == 1)) {
       first_example = run.first_text;
@@ -447,6 +458,16 @@ results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row, 
   }
   rec.measured["ranks_failed"] = failed > 0;
   rec.measured["wrong_values"] = wrong > 0;
+  rec.measured["foreign_failed_runs"] = foreign;
+  if (foreign > 0) {
+    // A rank killed from outside or crashing in our code: what the engine
+    // did in that run is unknown, so the row proves nothing either way.
+    rec.verdict = results::Verdict::kError;
+    rec.error = std::to_string(foreign) + " of " + std::to_string(runs) +
+                " runs had a rank die of something other than the engine (" + foreign_example +
+                "): killed from outside, stopped, or a crash of ours; rerun on a quiet machine";
+    return rec;
+  }
   if (rec.control) {
     rec.verdict = (failed == 0 && wrong == 0) ? results::Verdict::kControl
                                               : results::Verdict::kControlFailed;
