@@ -341,10 +341,26 @@ std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) 
     auto gloo_store = launch::PrefixedStore(setup.store, "gloo");
     context->connectFullMesh(*gloo_store, device);
   } catch (const std::exception& e) {
-    throw CommError("gloo rendezvous of rank " + std::to_string(setup.rank) + " of " +
-                    std::to_string(setup.world_size) + " through " + setup.store->Describe() +
-                    " failed (deadline " + std::to_string(setup.timeout.count()) +
-                    " ms): " + e.what());
+    const std::string what = e.what();
+    const std::string message =
+        "gloo rendezvous of rank " + std::to_string(setup.rank) + " of " +
+        std::to_string(setup.world_size) + " through " + setup.store->Describe() +
+        " failed (deadline " + std::to_string(setup.timeout.count()) + " ms): " + what;
+    // A peer that closed or reset its connection while this rank was still
+    // connecting has died (e.g. Gloo aborted it in a collective with a rank
+    // that had already connected): its failure, not this rank's. Said so, the
+    // launcher blames that peer (failure_report.h) rather than this rank.
+    if (what.find("closed by peer") != std::string::npos ||
+        what.find("reset by peer") != std::string::npos) {
+      FailureContext context;
+      context.rank = setup.rank;
+      context.world_size = setup.world_size;
+      context.backend = "gloo";
+      context.deadline = setup.timeout;
+      context.engine_message = what;
+      throw PeerError(message, std::move(context));
+    }
+    throw CommError(message);
   }
   auto comm = std::make_unique<GlooComm>(std::move(setup), std::move(context));
   comm->set_gloo_allgatherv(allgatherv);

@@ -45,6 +45,19 @@ TEST(Death, AnExitWithoutAReportIsForeign) {
   EXPECT_EQ(ClassifyDeath(o), Death::kForeign);
 }
 
+TEST(Death, AFailureThatBlamesAPeerIsAConsequence) {
+  // A rank still connecting when Gloo aborted a peer: exit 3, its report
+  // saying a peer caused it.
+  launch::RankOutcome o;
+  o.exited = true;
+  o.exit_code = 3;
+  o.caused_by_peer = true;
+  o.failure_report = "gloo rendezvous of rank 3 of 4 ... Connection closed by peer";
+  EXPECT_EQ(ClassifyDeath(o), Death::kPeer);
+  o.caused_by_peer = false;  // its own failure: not the engine's doing
+  EXPECT_EQ(ClassifyDeath(o), Death::kForeign);
+}
+
 TEST(Death, EndedByTheSupervisorIsAHangOrAPeersFailure) {
   launch::RankOutcome o = Signalled(SIGKILL);
   o.killed = true;
