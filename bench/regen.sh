@@ -2,7 +2,8 @@
 # bench/regen.sh [padding|peers|profile|all] — regenerates the committed
 # benchmark JSON (results/bench_padding_w{2,4}.json,
 # results/bench_peers_w{2,4}.json, results/bench_torch_norm_split.json,
-# results/bench_profile_small.json, results/bench_cpu_split.json) and the
+# results/bench_profile_small.json, results/bench_cpu_split.json,
+# results/bench_padding_congestion_{bbr,cubic}.json) and the
 # README tables made from them (bench/tables.py --update).
 #
 # Timings are only worth committing from a quiet machine: before each run
@@ -11,10 +12,10 @@
 # up (exit 1) unless FORCE=1. The load at the start of every run and next to
 # every entry is recorded in the JSON either way.
 #
-# Run from anywhere; about 20 minutes for padding (9 repetitions, then
-# bench/padding/cpu_split.py), 13 for peers, 6 for
-# profile, on the 2-core machine this was written on (plus any wait for
-# quiet). profile needs perf (root, for the syscall tracepoints).
+# Run from anywhere; about 25 minutes for padding (9 repetitions, then
+# bench/padding/cpu_split.py and bench/padding/congestion.sh), 13 for peers,
+# 6 for profile, on the 2-core machine this was written on (plus any wait
+# for quiet). profile needs perf and padding network namespaces (root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
@@ -59,6 +60,8 @@ if [ "$what" = padding ] || [ "$what" = all ]; then
   wait_quiet
   /usr/bin/python3 bench/padding/cpu_split.py --gather_loop bazel-bin/bench/peers/gather_loop \
     --json results/bench_cpu_split.json
+  wait_quiet
+  bench/padding/congestion.sh  # root: a network namespace per congestion control
 fi
 if [ "$what" = peers ] || [ "$what" = all ]; then
   for w in 2 4; do

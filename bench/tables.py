@@ -9,6 +9,7 @@ bench/padding/ and bench/peers/ (nothing in them is typed by hand):
   results/bench_profile_small.json   (bench/peers/profile_small.py)
   results/bench_torch_norm_split.json (bench/peers/torch_norm_split.py)
   results/bench_cpu_split.json       (bench/padding/cpu_split.py)
+  results/bench_padding_congestion_{bbr,cubic}.json (bench/padding/congestion.sh)
 
 Every number is a median over the interleaved repetitions of one run, with
 the min and max beside it; a ratio is computed per repetition (the method
@@ -26,6 +27,8 @@ import sys
 import tempfile
 
 WORLD_SIZES = (2, 4)
+# The TCP congestion controls bench/padding/congestion.sh compares.
+CONGESTION_CONTROLS = ("bbr", "cubic")
 # The direct-exchange floor exists in runs since the Gloo allgatherv had two
 # algorithms; older files lack it and their floor is the best of the two.
 FLOORS = ("floor_allgather", "floor_allgatherv", "floor_allgatherv_direct")
@@ -405,6 +408,13 @@ def main(argv):
                            context_line(data["context"], f"`{os.path.basename(path)}`") +
                            f", torch {data['context'].get('ddp_torch', '?')}\n\n" +
                            peers_table(data, path)))
+        # The W = 2 cases under each congestion control (congestion.sh).
+        for cc in CONGESTION_CONTROLS:
+            path = os.path.join(results, f"bench_padding_congestion_{cc}.json")
+            data = load(path)
+            blocks.append((os.path.join(root, "bench/padding/README.md"), f"padding_cc_{cc}",
+                           context_line(data["context"], f"`{os.path.basename(path)}`") +
+                           "\n\n" + padding_table(data, path)))
         # Tables of the helper scripts' JSON: (file, README, marker, the
         # heading's middle from the context, the table).
         tools = (

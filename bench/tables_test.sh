@@ -14,6 +14,9 @@ printf 'top\n<!-- table:overview:begin -->\nold\n<!-- table:overview:end -->\nbo
 { for w in 2 4; do
     printf 'x\n<!-- table:padding_w%s:begin -->\n<!-- table:padding_w%s:end -->\n' $w $w
   done
+  for cc in bbr cubic; do
+    printf '<!-- table:padding_cc_%s:begin -->\n<!-- table:padding_cc_%s:end -->\n' $cc $cc
+  done
   printf '<!-- table:cpu_split:begin -->\n<!-- table:cpu_split:end -->\n'; } \
   > "$root/bench/padding/README.md"
 { for w in 2 4; do
@@ -34,6 +37,8 @@ grep -q 'W = 4 (oversubscribed: yes: 4 ranks on 2 CPUs)' "$pad" || fail "oversub
 # The congestion control where the record has it, and its absence said.
 grep -q 'TCP congestion control bbr;' "$pad" || fail "congestion control (W=2 fixture)"
 grep -q 'TCP congestion control not recorded;' "$pad" || fail "congestion control (W=4 fixture)"
+grep -q 'bench_padding_congestion_cubic.json`: .*TCP congestion control cubic;' "$pad" \
+  || fail "congestion table heading"
 # The same call twice: equal known_counts 44, 48 (median_us wins over the
 # mean 52), 48 over floor_allgatherv 40.
 grep -q 'twice measures: 64KiB 1.200 \[1.100, 1.200\]\.' "$pad" || fail "resolution: $(grep Resolution "$pad")"
