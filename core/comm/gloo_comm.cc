@@ -350,15 +350,21 @@ std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) 
     // connecting has died (e.g. Gloo aborted it in a collective with a rank
     // that had already connected): its failure, not this rank's. Said so, the
     // launcher blames that peer (failure_report.h) rather than this rank.
+    FailureContext context;
+    context.rank = setup.rank;
+    context.world_size = setup.world_size;
+    context.backend = "gloo";
+    context.deadline = setup.timeout;
+    context.engine_message = what;
     if (what.find("closed by peer") != std::string::npos ||
         what.find("reset by peer") != std::string::npos) {
-      FailureContext context;
-      context.rank = setup.rank;
-      context.world_size = setup.world_size;
-      context.backend = "gloo";
-      context.deadline = setup.timeout;
-      context.engine_message = what;
       throw PeerError(message, std::move(context));
+    }
+    // A pair that never connected: a peer that never came (Gloo waits five
+    // times the timeout for a first connection; a supervisor's deadline
+    // usually ends the rank first).
+    if (what.find("Connect timeout") != std::string::npos) {
+      throw DeadlineError(message, std::move(context));
     }
     throw CommError(message);
   }
