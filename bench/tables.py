@@ -9,7 +9,7 @@ bench/padding/ and bench/peers/ (nothing in them is typed by hand):
   results/bench_profile_small.json   (bench/peers/profile_small.py)
   results/bench_torch_norm_split.json (bench/peers/torch_norm_split.py)
   results/bench_cpu_split.json       (bench/padding/cpu_split.py)
-  results/bench_padding_congestion_{bbr,cubic}.json (bench/padding/congestion.sh)
+  results/bench_padding_congestion_*.json (bench/padding/congestion.sh)
 
 Every number is a median over the interleaved repetitions of one run, with
 the min and max beside it; a ratio is computed per repetition (the method
@@ -27,8 +27,9 @@ import sys
 import tempfile
 
 WORLD_SIZES = (2, 4)
-# The TCP congestion controls bench/padding/congestion.sh compares.
-CONGESTION_CONTROLS = ("bbr", "cubic")
+# The runs of bench/padding/congestion.sh: a congestion control, and the
+# Gloo allgatherv's piece size where it is not the default.
+CONGESTION_RUNS = ("bbr", "cubic", "cubic_piece4096KiB")
 # The direct-exchange floor exists in runs since the Gloo allgatherv had two
 # algorithms; older files lack it and their floor is the best of the two.
 FLOORS = ("floor_allgather", "floor_allgatherv", "floor_allgatherv_direct")
@@ -77,7 +78,10 @@ def context_line(ctx, what):
             f"{ctx.get('ddp_reps', '?')} interleaved repetitions; our ranks "
             f"SCHED_{ctx.get('ddp_sched', '?').upper()}"
             f"{', pinned (rank r on CPU r mod CPUs)' if ctx.get('ddp_pin_cpus') == 'yes' else ''}; "
-            f"TCP congestion control {ctx.get('ddp_tcp_congestion', 'not recorded')}; load average at the start "
+            f"TCP congestion control {ctx.get('ddp_tcp_congestion', 'not recorded')}; "
+            + (f"allgatherv pieces {ctx['ddp_gloo_allgatherv_piece_kib']} KiB; "
+               if "ddp_gloo_allgatherv_piece_kib" in ctx else "")
+            + f"load average at the start "
             f"{ctx.get('ddp_loadavg_start', '?')}"
             + (f", at the end {ctx['ddp_loadavg_end']}" if "ddp_loadavg_end" in ctx else ""))
 
@@ -409,10 +413,10 @@ def main(argv):
                            f", torch {data['context'].get('ddp_torch', '?')}\n\n" +
                            peers_table(data, path)))
         # The W = 2 cases under each congestion control (congestion.sh).
-        for cc in CONGESTION_CONTROLS:
-            path = os.path.join(results, f"bench_padding_congestion_{cc}.json")
+        for run in CONGESTION_RUNS:
+            path = os.path.join(results, f"bench_padding_congestion_{run}.json")
             data = load(path)
-            blocks.append((os.path.join(root, "bench/padding/README.md"), f"padding_cc_{cc}",
+            blocks.append((os.path.join(root, "bench/padding/README.md"), f"padding_cc_{run}",
                            context_line(data["context"], f"`{os.path.basename(path)}`") +
                            "\n\n" + padding_table(data, path)))
         # Tables of the helper scripts' JSON: (file, README, marker, the

@@ -14,7 +14,7 @@ printf 'top\n<!-- table:overview:begin -->\nold\n<!-- table:overview:end -->\nbo
 { for w in 2 4; do
     printf 'x\n<!-- table:padding_w%s:begin -->\n<!-- table:padding_w%s:end -->\n' $w $w
   done
-  for cc in bbr cubic; do
+  for cc in bbr cubic cubic_piece4096KiB; do
     printf '<!-- table:padding_cc_%s:begin -->\n<!-- table:padding_cc_%s:end -->\n' $cc $cc
   done
   printf '<!-- table:cpu_split:begin -->\n<!-- table:cpu_split:end -->\n'; } \
@@ -39,6 +39,8 @@ grep -q 'TCP congestion control bbr;' "$pad" || fail "congestion control (W=2 fi
 grep -q 'TCP congestion control not recorded;' "$pad" || fail "congestion control (W=4 fixture)"
 grep -q 'bench_padding_congestion_cubic.json`: .*TCP congestion control cubic;' "$pad" \
   || fail "congestion table heading"
+grep -q 'TCP congestion control cubic; allgatherv pieces 4096 KiB;' "$pad" \
+  || fail "piece size in the heading"
 # The same call twice: equal known_counts 44, 48 (median_us wins over the
 # mean 52), 48 over floor_allgatherv 40.
 grep -q 'twice measures: 64KiB 1.200 \[1.100, 1.200\]\.' "$pad" || fail "resolution: $(grep Resolution "$pad")"

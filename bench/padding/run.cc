@@ -284,6 +284,10 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
   benchmark::AddCustomContext("ddp_reps", std::to_string(config.reps));
   benchmark::AddCustomContext("ddp_sched", config.sched);
   benchmark::AddCustomContext("ddp_pin_cpus", config.pin_cpus ? "yes" : "no");
+  // The Gloo allgatherv's piece size (DDP_GLOO_ALLGATHERV_PIECE_KIB or the default).
+  benchmark::AddCustomContext(
+      "ddp_gloo_allgatherv_piece_kib",
+      std::to_string(comm::ResolveGlooAllgathervPieceBytes(comm::CommOptions{}) / 1024));
   if (env.rank == 0) {  // provenance, as every result record carries it
     const results::Provenance provenance = results::CollectProvenance();
     benchmark::AddCustomContext("ddp_commit", provenance.commit);

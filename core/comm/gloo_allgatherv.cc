@@ -16,7 +16,7 @@ namespace {
 class Layout {
  public:
   Layout(const std::shared_ptr<gloo::Context>& context, const void* send, void* recv,
-         std::span<const std::size_t> byte_counts, int min_pieces)
+         std::span<const std::size_t> byte_counts, std::size_t piece_bytes, int min_pieces)
       : byte_counts_(byte_counts),
         offsets_(byte_counts.size()),
         deadline_(std::chrono::steady_clock::now() + context->getTimeout()) {
@@ -27,7 +27,7 @@ class Layout {
       max_bytes = std::max(max_bytes, byte_counts[r]);
     }
     pieces_ = static_cast<int>(std::clamp<std::size_t>(
-        (max_bytes + kAllgathervPieceBytes - 1) / kAllgathervPieceBytes,
+        (max_bytes + piece_bytes - 1) / piece_bytes,
         static_cast<std::size_t>(min_pieces), kAllgathervMaxPieces));
     auto* out = static_cast<std::uint8_t*>(recv);
     const auto me = static_cast<std::size_t>(context->rank);
@@ -68,12 +68,13 @@ class Layout {
 }  // namespace
 
 void PipelinedAllgatherv(const std::shared_ptr<gloo::Context>& context, const void* send,
-                         void* recv, std::span<const std::size_t> byte_counts, uint32_t tag) {
+                         void* recv, std::span<const std::size_t> byte_counts, uint32_t tag,
+                         std::size_t piece_bytes) {
   const int w = context->size;
   const int rank = context->rank;
   // Every block in the same number of pieces, so that what a rank forwards
   // at step s is piece for piece what it received at step s-1.
-  const Layout layout(context, send, recv, byte_counts, /*min_pieces=*/2);
+  const Layout layout(context, send, recv, byte_counts, piece_bytes, /*min_pieces=*/2);
   if (w == 1 || layout.total() == 0) return;
 
   std::unique_ptr<gloo::transport::UnboundBuffer> out =
@@ -108,11 +109,12 @@ void PipelinedAllgatherv(const std::shared_ptr<gloo::Context>& context, const vo
 }
 
 void DirectAllgatherv(const std::shared_ptr<gloo::Context>& context, const void* send,
-                      void* recv, std::span<const std::size_t> byte_counts, uint32_t tag) {
+                      void* recv, std::span<const std::size_t> byte_counts, uint32_t tag,
+                      std::size_t piece_bytes) {
   const int w = context->size;
   const int rank = context->rank;
   // Pieces here only interleave the peers: no piece waits for another.
-  const Layout layout(context, send, recv, byte_counts, /*min_pieces=*/1);
+  const Layout layout(context, send, recv, byte_counts, piece_bytes, /*min_pieces=*/1);
   if (w == 1 || layout.total() == 0) return;
 
   std::unique_ptr<gloo::transport::UnboundBuffer> out =

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 
+#include "core/comm/types.h"
 #include "gloo/context.h"
 
 namespace ddp::comm {
@@ -21,8 +22,12 @@ namespace ddp::comm {
 // repetitions (not a committed record; bench/padding/README.md has the
 // committed tables): a 1 MiB + 0.5 MiB pair took 345-353 us whole and
 // 174-184 us in pieces; a 2 MiB + 1 MiB pair 630-675 us whole, 827 us in two
-// halves (Gloo allgather's choice) and 388 us in 512 KiB pieces. Above about
-// 0.75 MiB a loopback message on that machine costs more per byte.
+// halves (Gloo allgather's choice) and 388 us in 512 KiB pieces. That machine
+// runs bbr, under which a burst of 1 MiB or more on one connection costs
+// much more per byte; under cubic larger pieces, or none, did better (both
+// in bench/padding/README.md, "The kernel's share"). So the piece size is a
+// setting: CommOptions::gloo_allgatherv_piece_bytes or
+// DDP_GLOO_ALLGATHERV_PIECE_KIB, default kAllgathervPieceBytes.
 //
 // A ring forwards: at every step each rank passes on the block it has just
 // received, so with skewed counts every step waits for the longest block
@@ -38,12 +43,13 @@ namespace ddp::comm {
 // (byte_counts[rank] bytes) is copied into place first unless it is already
 // there. The whole call is bounded by the context's timeout; throws what
 // Gloo throws (timeouts included).
-inline constexpr std::size_t kAllgathervPieceBytes = 512 * 1024;
 inline constexpr std::size_t kAllgathervMaxPieces = 64;
 
 void PipelinedAllgatherv(const std::shared_ptr<gloo::Context>& context, const void* send,
-                         void* recv, std::span<const std::size_t> byte_counts, uint32_t tag);
+                         void* recv, std::span<const std::size_t> byte_counts, uint32_t tag,
+                         std::size_t piece_bytes = kAllgathervPieceBytes);
 void DirectAllgatherv(const std::shared_ptr<gloo::Context>& context, const void* send,
-                      void* recv, std::span<const std::size_t> byte_counts, uint32_t tag);
+                      void* recv, std::span<const std::size_t> byte_counts, uint32_t tag,
+                      std::size_t piece_bytes = kAllgathervPieceBytes);
 
 }  // namespace ddp::comm

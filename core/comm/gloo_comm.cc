@@ -71,8 +71,8 @@ void Dispatch(DType dtype, F&& f) {
 
 class GlooComm final : public Comm {
  public:
-  GlooComm(CommSetup setup, std::shared_ptr<gloo::Context> context)
-      : Comm(std::move(setup)), context_(std::move(context)) {}
+  GlooComm(CommSetup setup, std::shared_ptr<gloo::Context> context, std::size_t piece_bytes)
+      : Comm(std::move(setup)), context_(std::move(context)), piece_bytes_(piece_bytes) {}
 
  protected:
   void EngineAllgather(const void* send, void* recv, std::size_t count, DType dtype,
@@ -115,9 +115,9 @@ class GlooComm final : public Comm {
     }
     try {
       if (gloo_allgatherv() == GlooAllgathervAlgorithm::kDirect) {
-        DirectAllgatherv(context_, send, recv, bytes, tag);
+        DirectAllgatherv(context_, send, recv, bytes, tag, piece_bytes_);
       } else {
-        PipelinedAllgatherv(context_, send, recv, bytes, tag);
+        PipelinedAllgatherv(context_, send, recv, bytes, tag, piece_bytes_);
       }
     } catch (...) {
       Rethrow();
@@ -212,6 +212,7 @@ class GlooComm final : public Comm {
 
  private:
   std::shared_ptr<gloo::Context> context_;
+  std::size_t piece_bytes_;  // of the allgatherv (options.h)
 };
 
 struct BindChoice {
@@ -318,6 +319,7 @@ std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) 
   // of SIGPIPE instead of seeing the write fail and raising a PeerError.
   std::signal(SIGPIPE, SIG_IGN);
   const GlooAllgathervAlgorithm allgatherv = ResolveGlooAllgatherv(options);
+  const std::size_t piece_bytes = ResolveGlooAllgathervPieceBytes(options);
   gloo::transport::tcp::attr attr;
   const BindChoice bind = DefaultBindAddress(options, *setup.store);
   attr.hostname = CheckedBindAddress(bind, setup.timeout);
@@ -368,7 +370,7 @@ std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) 
     }
     throw CommError(message);
   }
-  auto comm = std::make_unique<GlooComm>(std::move(setup), std::move(context));
+  auto comm = std::make_unique<GlooComm>(std::move(setup), std::move(context), piece_bytes);
   comm->set_gloo_allgatherv(allgatherv);
   return comm;
 }

@@ -72,6 +72,34 @@ GlooAllgathervAlgorithm ResolveGlooAllgatherv(const CommOptions& options,
                             "' must be one of ring|direct");
 }
 
+std::size_t ResolveGlooAllgathervPieceBytes(const CommOptions& options,
+                                            const launch::EnvLookup& env) {
+  constexpr std::size_t kMinKib = 64;
+  constexpr std::size_t kMaxKib = 65536;
+  if (options.gloo_allgatherv_piece_bytes) {
+    const std::size_t b = *options.gloo_allgatherv_piece_bytes;
+    if (b < kMinKib * 1024 || b > kMaxKib * 1024) {
+      throw launch::ConfigError(
+          "CommOptions.gloo_allgatherv_piece_bytes must be in [65536, 67108864]");
+    }
+    return b;
+  }
+  const auto text = env(kEnvGlooAllgathervPieceKib);
+  if (!text) return kAllgathervPieceBytes;
+  const int kib = [&] {
+    try {
+      return launch::ParseInt(*text, kEnvGlooAllgathervPieceKib);
+    } catch (const launch::ConfigError&) {
+      return -1;
+    }
+  }();
+  if (kib < static_cast<int>(kMinKib) || kib > static_cast<int>(kMaxKib)) {
+    throw launch::ConfigError(std::string(kEnvGlooAllgathervPieceKib) + "='" + *text +
+                              "' must be a whole number of KiB in [64, 65536]");
+  }
+  return static_cast<std::size_t>(kib) * 1024;
+}
+
 std::size_t ResolveTraceEntries(const CommOptions& options, const launch::EnvLookup& env) {
   constexpr std::size_t kMax = 1000000;
   if (options.trace_entries) {

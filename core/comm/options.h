@@ -13,6 +13,8 @@
 //                          store, this host's name with Redis)
 //   DDP_GLOO_ALLGATHERV    ring (default) or direct: the Gloo allgatherv's
 //                          algorithm (core/comm/gloo_allgatherv.h)
+//   DDP_GLOO_ALLGATHERV_PIECE_KIB  the size its blocks are cut into, KiB, in
+//                          [64, 65536] (default 512; gloo_allgatherv.h)
 #pragma once
 
 #include <chrono>
@@ -33,6 +35,7 @@ inline constexpr char kEnvTraceEntries[] = "DDP_PITFALLS_TRACE_ENTRIES";
 inline constexpr char kEnvTraceDir[] = "DDP_PITFALLS_TRACE_DIR";
 inline constexpr char kEnvGlooAddr[] = "DDP_GLOO_ADDR";
 inline constexpr char kEnvGlooAllgatherv[] = "DDP_GLOO_ALLGATHERV";
+inline constexpr char kEnvGlooAllgathervPieceKib[] = "DDP_GLOO_ALLGATHERV_PIECE_KIB";
 inline constexpr std::chrono::milliseconds kDefaultTimeout = std::chrono::seconds(60);
 
 struct CommOptions {
@@ -61,6 +64,9 @@ struct CommOptions {
   // Gloo only: the allgatherv algorithm the communicator starts with
   // (Comm::set_gloo_allgatherv changes it); every rank must choose the same.
   std::optional<GlooAllgathervAlgorithm> gloo_allgatherv;
+  // Gloo only: the piece size of both allgatherv algorithms, bytes; every
+  // rank must choose the same (the pieces are the messages).
+  std::optional<std::size_t> gloo_allgatherv_piece_bytes;
 };
 
 // From a launcher's view of the rank (backend: env.backend, else "gloo").
@@ -76,6 +82,8 @@ bool ResolveChecked(const CommOptions& options,
                     const launch::EnvLookup& env = launch::ProcessEnv);
 GlooAllgathervAlgorithm ResolveGlooAllgatherv(const CommOptions& options,
                                               const launch::EnvLookup& env = launch::ProcessEnv);
+std::size_t ResolveGlooAllgathervPieceBytes(const CommOptions& options,
+                                            const launch::EnvLookup& env = launch::ProcessEnv);
 std::size_t ResolveTraceEntries(const CommOptions& options,
                                 const launch::EnvLookup& env = launch::ProcessEnv);
 // `store_description` is the rendezvous store's Describe() ("file:/dir" or

@@ -103,6 +103,15 @@ TEST(Options, EnvironmentFillsUnsetFields) {
   o.gloo_allgatherv = GlooAllgathervAlgorithm::kRing;
   EXPECT_EQ(ResolveGlooAllgatherv(o, Env({{"DDP_GLOO_ALLGATHERV", "direct"}})),
             GlooAllgathervAlgorithm::kRing);
+  EXPECT_EQ(ResolveGlooAllgathervPieceBytes(o, Env({})), 512u * 1024);
+  EXPECT_EQ(ResolveGlooAllgathervPieceBytes(o, Env({{"DDP_GLOO_ALLGATHERV_PIECE_KIB", "4096"}})),
+            4096u * 1024);
+  o.gloo_allgatherv_piece_bytes = 64 * 1024;
+  EXPECT_EQ(ResolveGlooAllgathervPieceBytes(o, Env({{"DDP_GLOO_ALLGATHERV_PIECE_KIB", "4096"}})),
+            64u * 1024);
+  o.gloo_allgatherv_piece_bytes = 1024;
+  EXPECT_THROW(ResolveGlooAllgathervPieceBytes(o, Env({})), launch::ConfigError);
+  o.gloo_allgatherv_piece_bytes.reset();
   o.timeout = std::chrono::milliseconds(700);
   o.checked = false;
   EXPECT_EQ(ResolveTimeout(o, Env({{"DDP_PITFALLS_TIMEOUT", "9"}})), std::chrono::milliseconds(700));
@@ -115,6 +124,15 @@ TEST(Options, BadEnvironmentValuesAreConfigErrors) {
     EXPECT_THROW(ResolveTimeout(o, Env({{"DDP_PITFALLS_TIMEOUT", bad}})), launch::ConfigError) << bad;
   }
   EXPECT_THROW(ResolveChecked(o, Env({{"DDP_PITFALLS_CHECK", "true"}})), launch::ConfigError);
+  for (const char* bad : {"", "63", "65537", "512K", "-1", "abc"}) {
+    try {
+      ResolveGlooAllgathervPieceBytes(o, Env({{"DDP_GLOO_ALLGATHERV_PIECE_KIB", bad}}));
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const launch::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("DDP_GLOO_ALLGATHERV_PIECE_KIB"), std::string::npos);
+      EXPECT_NE(std::string(e.what()).find("[64, 65536]"), std::string::npos);
+    }
+  }
   for (const char* bad : {"", "Ring", "tree"}) {
     try {
       ResolveGlooAllgatherv(o, Env({{"DDP_GLOO_ALLGATHERV", bad}}));
