@@ -24,8 +24,8 @@ namespace ddp::comm {
 // 174-184 us in pieces; a 2 MiB + 1 MiB pair 630-675 us whole, 827 us in two
 // halves (Gloo allgather's choice) and 388 us in 512 KiB pieces. That machine
 // runs bbr, under which a burst of 1 MiB or more on one connection costs
-// much more per byte; under cubic larger pieces, or none, did better (both
-// in bench/padding/README.md, "The kernel's share"). So the piece size is a
+// much more per byte; under cubic 4 MiB pieces did better at 16 MiB per
+// rank, not at 1 MiB (both in bench/padding/README.md, "The kernel's share"). So the piece size is a
 // setting: CommOptions::gloo_allgatherv_piece_bytes or
 // DDP_GLOO_ALLGATHERV_PIECE_KIB, default kAllgathervPieceBytes.
 //
