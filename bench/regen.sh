@@ -3,7 +3,7 @@
 # benchmark JSON (results/bench_padding_w{2,4}.json,
 # results/bench_peers_w{2,4}.json, results/bench_torch_norm_split.json,
 # results/bench_profile_small.json, results/bench_cpu_split.json,
-# results/bench_padding_congestion_{bbr,cubic}.json) and the
+# results/bench_padding_congestion_{bbr,cubic,cubic_piece4096KiB}.json) and the
 # README tables made from them (bench/tables.py --update).
 #
 # Timings are only worth committing from a quiet machine: before each run

@@ -70,6 +70,12 @@ def payload_bytes(name):
     raise InputError(f"unknown payload {name!r}")
 
 
+def congestion(ctx):
+    """The TCP congestion control a run of Gloo over loopback had: its
+    timings depend on it (bench/padding/README.md, "The kernel's share")."""
+    return f"TCP congestion control {ctx.get('ddp_tcp_congestion', 'not recorded')}"
+
+
 def context_line(ctx, what):
     return (f"{what}: host `{ctx.get('host_name', '?')}` ({ctx.get('num_cpus', '?')} CPUs, "
             f"{ctx.get('ddp_cpu', '?')}), {ctx.get('date', '?')}, commit "
@@ -78,7 +84,7 @@ def context_line(ctx, what):
             f"{ctx.get('ddp_reps', '?')} interleaved repetitions; our ranks "
             f"SCHED_{ctx.get('ddp_sched', '?').upper()}"
             f"{', pinned (rank r on CPU r mod CPUs)' if ctx.get('ddp_pin_cpus') == 'yes' else ''}; "
-            f"TCP congestion control {ctx.get('ddp_tcp_congestion', 'not recorded')}; "
+            f"{congestion(ctx)}; "
             + (f"allgatherv pieces {ctx['ddp_gloo_allgatherv_piece_kib']} KiB; "
                if "ddp_gloo_allgatherv_piece_kib" in ctx else "")
             + f"load average at the start "
@@ -365,7 +371,7 @@ def tool_line(path, ctx, middle):
     commit = f", commit `{ctx['ddp_commit'][:12]}`" if "ddp_commit" in ctx else ""
     return (f"`{os.path.basename(path)}`: host `{ctx.get('host_name', '?')}` "
             f"({ctx.get('num_cpus', '?')} CPUs), {ctx.get('date', '?')}{commit}; {middle}; "
-            f"TCP congestion control {ctx.get('ddp_tcp_congestion', 'not recorded')}; load average "
+            f"load average "
             f"{ctx.get('ddp_loadavg_start', '?')} at the start, "
             f"{ctx.get('ddp_loadavg_end', '?')} at the end\n\n")
 
@@ -427,7 +433,7 @@ def main(argv):
                          f"2N iterations per side (N = {ctx.get('ddp_iters', '?')} at "
                          f"1 KiB, fewer for larger payloads, at least 30; per-iteration "
                          f"values are the difference); oversubscribed: "
-                         f"{ctx.get('ddp_oversubscribed', '?')}",
+                         f"{ctx.get('ddp_oversubscribed', '?')}; {congestion(ctx)}",
              profile_table),
             ("bench_torch_norm_split.json", "bench/peers/README.md", "torch_split",
              lambda ctx: f"torch {ctx.get('ddp_torch', '?')}, CPU capability "
@@ -441,7 +447,8 @@ def main(argv):
                          f"{ctx.get('ddp_reps', '?')} interleaved repetitions of N and 2N "
                          f"iterations (N about 1.5 s of them; per-iteration values are "
                          f"the difference, from /proc/stat at "
-                         f"{ctx.get('ddp_user_hz', '?')} ticks per second)",
+                         f"{ctx.get('ddp_user_hz', '?')} ticks per second); "
+                         f"{congestion(ctx)}",
              cpu_split_table))
         for name, readme, marker, middle, table in tools:
             path = os.path.join(results, name)

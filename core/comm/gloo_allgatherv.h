@@ -25,9 +25,10 @@ namespace ddp::comm {
 // halves (Gloo allgather's choice) and 388 us in 512 KiB pieces. That machine
 // runs bbr, under which a burst of 1 MiB or more on one connection costs
 // much more per byte; under cubic 4 MiB pieces did better at 16 MiB per
-// rank, not at 1 MiB (both in bench/padding/README.md, "The kernel's share"). So the piece size is a
-// setting: CommOptions::gloo_allgatherv_piece_bytes or
-// DDP_GLOO_ALLGATHERV_PIECE_KIB, default kAllgathervPieceBytes.
+// rank, not at 1 MiB (both in bench/padding/README.md, "The kernel's
+// share"). So the piece size is a setting:
+// CommOptions::gloo_allgatherv_piece_bytes or DDP_GLOO_ALLGATHERV_PIECE_KIB,
+// default kAllgathervPieceBytes.
 //
 // A ring forwards: at every step each rank passes on the block it has just
 // received, so with skewed counts every step waits for the longest block
