@@ -9,8 +9,9 @@
 # Timings are only worth committing from a quiet machine: before each run
 # the script waits until the 1-minute load average is below MAX_LOAD
 # (default 0.7), for at most WAIT_S seconds (default 1800), and then gives
-# up (exit 1) unless FORCE=1. The load at the start of every run and next to
-# every entry is recorded in the JSON either way.
+# up (exit 1) unless FORCE=1 (bench/quiet.sh; congestion.sh waits the same
+# way before each of its runs). The load at the start of every run and next
+# to every entry is recorded in the JSON either way.
 #
 # Run from anywhere; about 25 minutes for padding (9 repetitions, then
 # bench/padding/cpu_split.py and bench/padding/congestion.sh), 13 for peers,
@@ -23,58 +24,35 @@ case "$what" in
   padding | peers | profile | all) ;;
   *) echo "regen: unknown target '$what' (allowed: padding, peers, profile, all)" >&2; exit 2 ;;
 esac
-max_load="${MAX_LOAD:-0.7}"
-wait_s="${WAIT_S:-1800}"
-
-load1() { cut -d' ' -f1 /proc/loadavg; }
-
-wait_quiet() {
-  local waited=0
-  while awk -v l="$(load1)" -v m="$max_load" 'BEGIN { exit !(l >= m) }'; do
-    if [ "$waited" -ge "$wait_s" ]; then
-      if [ "${FORCE:-0}" = 1 ]; then
-        echo "regen: load $(load1) >= $max_load after ${waited}s; FORCE=1, measuring anyway" >&2
-        return
-      fi
-      echo "regen: load $(load1) >= $max_load after ${waited}s; not measuring (FORCE=1 to" \
-           "measure anyway, MAX_LOAD/WAIT_S to change the limits)" >&2
-      exit 1
-    fi
-    [ $((waited % 60)) -eq 0 ] && echo "regen: waiting for a quiet machine (load $(load1))" >&2
-    sleep 10
-    waited=$((waited + 10))
-  done
-  echo "regen: load $(load1), measuring" >&2
-}
+source bench/quiet.sh  # wait_quiet regen
 
 bazel build -c opt //bench/padding //bench/peers //bench/peers:gather_loop
 
 if [ "$what" = padding ] || [ "$what" = all ]; then
   for w in 2 4; do
-    wait_quiet
+    wait_quiet regen
     tmp="results/.bench_padding_w$w.json.tmp"
     bazel-bin/bench/padding/padding --world_size "$w" --reps 9 --pin_cpus --benchmark_out="$PWD/$tmp" \
       --benchmark_out_format=json
     mv "$tmp" "results/bench_padding_w$w.json"
   done
-  wait_quiet
+  wait_quiet regen
   /usr/bin/python3 bench/padding/cpu_split.py --gather_loop bazel-bin/bench/peers/gather_loop \
     --json results/bench_cpu_split.json
-  wait_quiet
-  bench/padding/congestion.sh  # root: a network namespace per congestion control
+  bench/padding/congestion.sh  # root: a netns per congestion control; waits for quiet itself
 fi
 if [ "$what" = peers ] || [ "$what" = all ]; then
   for w in 2 4; do
-    wait_quiet
+    wait_quiet regen
     bazel-bin/bench/peers/peers --world_size "$w" --torch_batch_control \
       --json "results/bench_peers_w$w.json"
   done
-  wait_quiet
+  wait_quiet regen
   (cd bench/peers && /usr/bin/python3 torch_norm_split.py \
     --json "$OLDPWD/results/bench_torch_norm_split.json")
 fi
 if [ "$what" = profile ] || [ "$what" = all ]; then
-  wait_quiet
+  wait_quiet regen
   /usr/bin/python3 bench/peers/profile_small.py --gather_loop bazel-bin/bench/peers/gather_loop \
     --json results/bench_profile_small.json
 fi

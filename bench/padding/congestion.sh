@@ -19,7 +19,9 @@
 # Writes results/bench_padding_congestion_<cc>[_piece<K>KiB].json (Google
 # Benchmark JSON; ddp_tcp_congestion and ddp_gloo_allgatherv_piece_kib in
 # its context); bench/tables.py renders them in bench/padding/README.md.
-# Exit 2 on a bad argument, 1 when it cannot run.
+# Before each run it waits for a quiet machine as bench/regen.sh does
+# (bench/quiet.sh: MAX_LOAD, WAIT_S, FORCE). Exit 2 on a bad argument, 1
+# when it cannot run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 runs=("$@")
@@ -44,6 +46,7 @@ if [ "$(id -u)" != 0 ] || ! unshare -n true 2>/dev/null; then
   echo "congestion: needs root and unshare -n (a network namespace per run)" >&2
   exit 1
 fi
+source bench/quiet.sh  # wait_quiet: one run's own load must not start the next
 bazel build -c opt //bench/padding
 bin="$PWD/bazel-bin/bench/padding/padding"
 for run in "${runs[@]}"; do
@@ -56,7 +59,8 @@ for run in "${runs[@]}"; do
   fi
   out="results/bench_padding_congestion_$name.json"
   tmp="results/.bench_padding_congestion_$name.json.tmp"
-  echo "congestion: $run (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+  wait_quiet congestion
+  echo "congestion: $run (load $(load1))" >&2
   unshare -n bash -c '
     set -e
     ip link set lo up
