@@ -343,7 +343,44 @@ def cpu_split_table(data, path):
                                 for k in ("real_time", "rank0_cpu_busy_us", "rank0_cpu_softirq_us",
                                           "rank1_cpu_busy_us", "rank1_cpu_softirq_us"))
                    + f" | {spread(busiest, '{:.2f}')} |")
+    skew = skew_over_floor(cases)
+    if skew:
+        out.append("\nA skew over its floor (the same total bytes), repetition by repetition, "
+                   "each net of the loop's fixed cost (`none` of the same repetition): " +
+                   "; ".join(skew) + ".")
     return "\n".join(out)
+
+
+# cpu_split's skewed cases and their floors (the same total bytes, equal counts).
+SKEW_FLOORS = {"straggler": "equal", "short_tail": "short_tail_floor"}
+
+
+def skew_over_floor(cases):
+    """["PAYLOAD SKEW / FLOOR: wall W [..], busiest CPU B [..]"] where the
+    record has the skew, its floor and `none`: the wall time and the busiest
+    CPU's busy time of the skewed exchange over its floor's, per repetition,
+    each less `none`'s, so that only the gathers are compared."""
+    def by_rep(payload, case):
+        return {b["rep"]: b for b in cases.get((payload, case), [])}
+
+    def busiest(b):
+        return max(b["rank0_cpu_busy_us"], b["rank1_cpu_busy_us"])
+
+    out = []
+    for payload in dict.fromkeys(p for p, _ in cases):
+        none = by_rep(payload, "none")
+        for skew, floor in SKEW_FLOORS.items():
+            s, f = by_rep(payload, skew), by_rep(payload, floor)
+            reps = sorted(set(s) & set(f) & set(none))
+            if not reps:
+                continue
+            wall = [(s[r]["real_time"] - none[r]["real_time"]) /
+                    (f[r]["real_time"] - none[r]["real_time"]) for r in reps]
+            cpu = [(busiest(s[r]) - busiest(none[r])) / (busiest(f[r]) - busiest(none[r]))
+                   for r in reps]
+            out.append(f"{payload} `{skew}` / `{floor}`: wall {spread(wall, '{:.2f}')}, "
+                       f"busiest CPU {spread(cpu, '{:.2f}')}")
+    return out
 
 
 # ------------------------------------------------------------------ output

@@ -48,6 +48,10 @@ grep -q 'twice measures: 64KiB 1.200 \[1.100, 1.200\]\.' "$pad" || fail "resolut
 grep -q '| 1MiB | straggler | 131072, 262144 | 550 \[500, 600\] | 310 \[300, 320\] | 60 \[50, 70\] | 525 \[450, 600\] | 100 \[90, 110\] | 0.95 \[0.90, 1.00\] |' \
   "$pad" || fail "cpu_split row: $(grep straggler "$pad" | tail -1)"
 grep -q 'ranks pinned to CPUs 0,1' "$pad" || fail "cpu_split heading"
+# Skew over floor net of none: wall (500-100)/(400-100), (600-100)/(500-100);
+# busiest CPU (450-50)/(300-50), (600-60)/(360-60).
+grep -q '1MiB `straggler` / `equal`: wall 1.29 \[1.25, 1.33\], busiest CPU 1.70 \[1.60, 1.80\]\.' \
+  "$pad" || fail "cpu_split skew line: $(grep 'A skew' "$pad")"
 peers="$root/bench/peers/README.md"
 # The PyTorch side in our ranks' class (SCHED_BATCH, the control) comes first.
 grep -q '| workload | ours (us) | PyTorch, SCHED_BATCH (same class as ours) (us) | ours / that | PyTorch, SCHED_OTHER (as PyTorch runs by default) (us) | ours / that |' \

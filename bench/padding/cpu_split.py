@@ -7,10 +7,12 @@ run bench/padding's known_counts call in a loop (//bench/peers:gather_loop
 --counts: barrier; allgatherv with counts every rank knows; all_reduce of
 one double) for these per-rank float64 counts, n = payload / 8:
 
-  none       0, 0         the loop's fixed cost (barrier, all_reduce)
-  equal      1.5n, 1.5n   the floor of `straggler`: the same total bytes
-  straggler  n, 2n        bench/padding's straggler profile at W = 2
-  one_way    0, 2n        rank 1 only sends, rank 0 only receives
+  none              0, 0          the loop's fixed cost (barrier, all_reduce)
+  equal             1.5n, 1.5n    the floor of `straggler`: the same total bytes
+  straggler         n, 2n         bench/padding's straggler profile at W = 2
+  short_tail_floor  0.75n, 0.75n  the floor of `short_tail`
+  short_tail        n, 0.5n       bench/padding's short_tail profile at W = 2
+  one_way           0, 2n         rank 1 only sends, rank 0 only receives
 
 Each case runs twice (N and 2N iterations, N sized to about 1.5 s) and the
 difference of the two, per iteration, is what one iteration costs each CPU
@@ -18,7 +20,9 @@ difference of the two, per iteration, is what one iteration costs each CPU
 free of start-up costs. Cases run interleaved, the order rotating per
 repetition. `one_way` splits a byte's cost between the CPU that sends it
 and the CPU that receives it; `straggler` against `equal` shows whether the
-rank with the longer block makes its CPU the busiest.
+rank with the longer block makes its CPU the busiest, and `short_tail`
+against `short_tail_floor` the same for the skew whose 1 MiB row misses
+issue 19's target (there the longer block is rank 0's).
 
 Needs 2 CPUs or more, and nothing else busy on them. --json writes
 Google-Benchmark-shaped JSON for bench/tables.py. Exit 2 for bad usage, 1
@@ -36,7 +40,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from peers import (git_commit, load1, loadavg_text, payload_bytes, payload_name,  # noqa: E402
                    tcp_congestion, write_json)
 
-CASES = (("none", (0, 0)), ("equal", (1.5, 1.5)), ("straggler", (1, 2)), ("one_way", (0, 2)))
+CASES = (("none", (0, 0)), ("equal", (1.5, 1.5)), ("straggler", (1, 2)),
+         ("short_tail_floor", (0.75, 0.75)), ("short_tail", (1, 0.5)), ("one_way", (0, 2)))
 USER_HZ = os.sysconf("SC_CLK_TCK")
 
 
