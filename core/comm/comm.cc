@@ -191,6 +191,7 @@ void Comm::Allgatherv(const void* send, std::size_t count, void* recv,
   fp.dtype = dtype;
   fp.count = count;
   fp.counts_hash = HashCounts(counts);
+  fp.engine_variant = AllgathervEngineVariant();
   Run(fp, counts, site,
       [&](uint32_t tag) { EngineAllgatherv(send, count, recv, counts, dtype, tag); });
 }

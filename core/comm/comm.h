@@ -87,8 +87,9 @@ class Comm {
   // ring rank and a direct rank wait for messages the other never sends
   // (the deadline), or a piece arrives larger than the one posted and
   // Gloo aborts the process, as with mismatched counts in raw mode
-  // (failure_test MismatchedAlgorithm); checked mode does not compare the
-  // choice. Lets one communicator time both
+  // (failure_test MismatchedAlgorithm). Checked mode compares the choice
+  // and the piece size with the rest of the call's fingerprint, and a
+  // mismatch is a CheckError on every rank. Lets one communicator time both
   // algorithms on the same connections (bench/padding).
   void set_gloo_allgatherv(GlooAllgathervAlgorithm a) { gloo_allgatherv_ = a; }
   GlooAllgathervAlgorithm gloo_allgatherv() const { return gloo_allgatherv_; }
@@ -178,6 +179,9 @@ class Comm {
   // What the watchdog runs when this communicator's thread is stuck inside
   // the engine past the deadline (NCCL: ncclCommAbort). None by default.
   virtual std::function<void()> WatchdogAbortHook() { return nullptr; }
+  // The engine_variant of this rank's next allgatherv (fingerprint.h): how
+  // the engine will run it, which checked mode compares. None by default.
+  virtual uint64_t AllgathervEngineVariant() const { return 0; }
 
   // Engine calls. `tag` is unique per call and equal on every rank for the
   // same sequence number. Failures: throw EngineFailure.

@@ -303,6 +303,46 @@ TEST(Checked, MismatchedAllgatherCountsFailOnEveryRankWithOneMessage) {
   }
 }
 
+// What raw mode leaves to the deadline or to Gloo's abort (MismatchedAlgorithm
+// above), checked mode names before the engine is touched: a different
+// algorithm, or a different piece size (DDP_GLOO_ALLGATHERV_PIECE_KIB set on
+// one host only).
+class CheckedAllgathervVariant : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CheckedAllgathervVariant, MismatchFailsEveryRankWithOneMessage) {
+  const bool pieces = GetParam();  // else the algorithm differs
+  const auto result = launch::SpawnRanks(3, [pieces](const launch::RankEnv& env) {
+    CommOptions o = OptionsFromRankEnv(env);
+    o.timeout = kDeadline;
+    o.checked = true;
+    if (pieces && env.rank == 2) o.gloo_allgatherv_piece_bytes = 4096 * 1024;
+    auto comm = MakeComm(o);
+    const std::vector<std::size_t> counts = {1, 2, 3};
+    const std::vector<float> mine(counts[static_cast<std::size_t>(env.rank)], 1.0f);
+    return Guarded([&] {
+      comm->Allgatherv(std::span<const float>(mine), counts);  // collective #0
+      if (!pieces && env.rank == 0) comm->set_gloo_allgatherv(GlooAllgathervAlgorithm::kDirect);
+      comm->Allgatherv(std::span<const float>(mine), counts);  // collective #1
+    });
+  });
+  const std::string expected =
+      pieces ? "checked mode: ranks disagree on the Gloo allgatherv algorithm and piece size of "
+               "collective #0 (allgatherv on rank 0): ring in 512 KiB pieces on ranks [0, 1]; "
+               "ring in 4096 KiB pieces on rank [2]."
+             : "checked mode: ranks disagree on the Gloo allgatherv algorithm and piece size of "
+               "collective #1 (allgatherv on rank 0): direct in 512 KiB pieces on rank [0]; "
+               "ring in 512 KiB pieces on ranks [1, 2].";
+  for (const auto& r : result.ranks) {
+    ASSERT_EQ(r.exit_code, kCaughtCheck) << result.Summary() << r.stdout_text;
+    EXPECT_NE(r.stdout_text.find(expected), std::string::npos) << r.stdout_text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Checked, CheckedAllgathervVariant, ::testing::Bool(),
+                         [](const auto& info) {
+                           return info.param ? std::string("PieceSize") : std::string("Algorithm");
+                         });
+
 TEST(Checked, MismatchedOpsFailOnEveryRank) {
   const auto result = launch::SpawnRanks(3, [](const launch::RankEnv& env) {
     auto comm = Make(env, /*checked=*/true);

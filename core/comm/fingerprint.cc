@@ -48,17 +48,18 @@ bool NeedsEqualCounts(OpKind op) {
 }  // namespace
 
 std::array<char, Fingerprint::kBytes> Fingerprint::Serialize() const {
-  const int64_t words[7] = {static_cast<int64_t>(op),    static_cast<int64_t>(dtype),
+  const int64_t words[8] = {static_cast<int64_t>(op),          static_cast<int64_t>(dtype),
                             seq,
-                            static_cast<int64_t>(count), root,
-                            reduce,                      static_cast<int64_t>(counts_hash)};
+                            static_cast<int64_t>(count),       root,
+                            reduce,                            static_cast<int64_t>(counts_hash),
+                            static_cast<int64_t>(engine_variant)};
   std::array<char, kBytes> out{};
   std::memcpy(out.data(), words, kBytes);
   return out;
 }
 
 Fingerprint Fingerprint::Deserialize(const char* bytes) {
-  int64_t w[7];
+  int64_t w[8];
   std::memcpy(w, bytes, kBytes);
   Fingerprint f;
   f.op = static_cast<OpKind>(w[0]);
@@ -68,6 +69,7 @@ Fingerprint Fingerprint::Deserialize(const char* bytes) {
   f.root = w[4];
   f.reduce = w[5];
   f.counts_hash = static_cast<uint64_t>(w[6]);
+  f.engine_variant = static_cast<uint64_t>(w[7]);
   return f;
 }
 
@@ -77,6 +79,27 @@ std::string Fingerprint::ToString() const {
   if (op != OpKind::kBarrier) out << " " << Name(dtype) << " count=" << count;
   if (root >= 0) out << " root=" << root;
   if (reduce >= 0) out << " op=" << Name(static_cast<ReduceOp>(reduce));
+  return out.str();
+}
+
+uint64_t GlooAllgathervVariant(GlooAllgathervAlgorithm algorithm, std::size_t piece_bytes) {
+  return static_cast<uint64_t>(piece_bytes) * 2 +
+         (algorithm == GlooAllgathervAlgorithm::kDirect ? 1 : 0);
+}
+
+std::string GlooAllgathervVariantName(uint64_t variant) {
+  if (variant == 0) return "no Gloo allgatherv settings";
+  const auto algorithm =
+      variant % 2 ? GlooAllgathervAlgorithm::kDirect : GlooAllgathervAlgorithm::kRing;
+  const uint64_t piece = variant / 2;
+  std::ostringstream out;
+  out << Name(algorithm) << " in ";
+  if (piece % 1024 == 0) {
+    out << piece / 1024 << " KiB";
+  } else {
+    out << piece << " B";
+  }
+  out << " pieces";
   return out.str();
 }
 
@@ -145,6 +168,15 @@ std::optional<std::string> FindMismatch(const std::vector<Fingerprint>& all,
                PerRankLines(all);
       }
     }
+  }
+  // Last: the call itself agrees, but the engine would run it two ways (a
+  // ring rank and a direct one, or different piece sizes, e.g. from
+  // DDP_GLOO_ALLGATHERV_PIECE_KIB set on one host only), and the ranks would
+  // wait for pieces that never come or Gloo would abort on an oversized one.
+  if (differs([](const Fingerprint& f) { return f.engine_variant; })) {
+    return report("Gloo allgatherv algorithm and piece size", [](const Fingerprint& f) {
+      return GlooAllgathervVariantName(f.engine_variant);
+    });
   }
   return std::nullopt;
 }

@@ -190,6 +190,10 @@ class GlooComm final : public Comm {
     }
   }
 
+  uint64_t AllgathervEngineVariant() const override {
+    return GlooAllgathervVariant(gloo_allgatherv(), piece_bytes_);
+  }
+
   std::vector<Fingerprint> EngineExchangeFingerprints(const Fingerprint& mine,
                                                       uint32_t tag) override {
     auto bytes = mine.Serialize();

@@ -62,10 +62,12 @@ struct CommOptions {
   std::string bind_address;
   bool share_gpu = false;  // NCCL: several local ranks on one GPU (functional only)
   // Gloo only: the allgatherv algorithm the communicator starts with
-  // (Comm::set_gloo_allgatherv changes it); every rank must choose the same.
+  // (Comm::set_gloo_allgatherv changes it); every rank must choose the same
+  // (checked mode compares it).
   std::optional<GlooAllgathervAlgorithm> gloo_allgatherv;
   // Gloo only: the piece size of both allgatherv algorithms, bytes; every
-  // rank must choose the same (the pieces are the messages).
+  // rank must choose the same (the pieces are the messages; checked mode
+  // compares it).
   std::optional<std::size_t> gloo_allgatherv_piece_bytes;
 };
 

@@ -25,6 +25,7 @@ TEST(Fingerprint, SerializeRoundTrips) {
   f.root = 3;
   f.reduce = 2;
   f.counts_hash = 0xdeadbeefcafef00dull;
+  f.engine_variant = GlooAllgathervVariant(GlooAllgathervAlgorithm::kDirect, 4u << 20);
   const auto bytes = f.Serialize();
   EXPECT_EQ(Fingerprint::Deserialize(bytes.data()), f);
 }
@@ -79,6 +80,33 @@ TEST(Fingerprint, AllgathervCountsMustMatchContributions) {
   all[1].counts_hash = HashCounts(std::vector<std::size_t>{2, 4});
   EXPECT_NE(FindMismatch(all, counts)->find("the counts vectors passed differ between ranks"),
             std::string::npos);
+}
+
+TEST(Fingerprint, AllgathervEngineVariantsMustAgree) {
+  const std::vector<std::size_t> counts = {2, 3, 4};
+  std::vector<Fingerprint> all = {Fp(OpKind::kAllgatherv, 2), Fp(OpKind::kAllgatherv, 3),
+                                  Fp(OpKind::kAllgatherv, 4)};
+  for (auto& f : all) {
+    f.counts_hash = HashCounts(counts);
+    f.engine_variant = GlooAllgathervVariant(GlooAllgathervAlgorithm::kRing, 512 * 1024);
+  }
+  EXPECT_FALSE(FindMismatch(all, counts).has_value());
+  all[0].engine_variant = GlooAllgathervVariant(GlooAllgathervAlgorithm::kDirect, 512 * 1024);
+  all[2].engine_variant = GlooAllgathervVariant(GlooAllgathervAlgorithm::kRing, 4096 * 1024);
+  const std::string msg = *FindMismatch(all, counts);
+  EXPECT_EQ(msg.rfind(
+                "checked mode: ranks disagree on the Gloo allgatherv algorithm and piece size of "
+                "collective #4 (allgatherv on rank 0): direct in 512 KiB pieces on rank [0]; "
+                "ring in 512 KiB pieces on rank [1]; ring in 4096 KiB pieces on rank [2].\n",
+                0),
+            0u)
+      << msg;
+  // The counts come first: they are the caller's mistake, the variant the set-up's.
+  all[1].counts_hash = 7;
+  EXPECT_NE(FindMismatch(all, counts)->find("the counts vectors passed differ"),
+            std::string::npos);
+  EXPECT_EQ(GlooAllgathervVariantName(GlooAllgathervVariant(GlooAllgathervAlgorithm::kRing, 100)),
+            "ring in 100 B pieces");
 }
 
 launch::EnvLookup Env(std::map<std::string, std::string> vars) {
