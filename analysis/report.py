@@ -81,7 +81,7 @@ def provenance_rows(files):
         else:
             c = data.get("context", {})
             rows.append([os.path.basename(path), f"{len(data['benchmarks'])} benchmarks",
-                         str(c.get("commit", "-"))[:12], str(c.get("date", "?")),
+                         str(c.get("ddp_commit", "-"))[:12], str(c.get("date", "?")),
                          str(c.get("host_name", "?")), str(c.get("ddp_backend", "-")), ""])
     return rows
 

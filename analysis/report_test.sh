@@ -16,6 +16,11 @@ export BUILD_WORKING_DIRECTORY="$work" MPLCONFIGDIR="$TEST_TMPDIR/mpl"
 /usr/bin/python3 "$check" "$work/out" "$claims" || { echo "report structure: see above"; exit 1; }
 grep -q "wrong_all_gather_repro.json" "$work/out/report.md" || { echo "record file not named"; exit 1; }
 grep -q "| 757bbf3228b4 |" "$work/out/report.md" || { echo "provenance missing"; exit 1; }
+# A benchmark file's commit is its context's ddp_commit (older files: "-").
+grep -q "| bench_padding_w2.json | [0-9]* benchmarks | feedc0ffee12 |" "$work/out/report.md" \
+  || { echo "benchmark commit missing: $(grep 'bench_padding_w2.json |' "$work/out/report.md")"; exit 1; }
+grep -q "| bench_sync_bn.json | [0-9]* benchmarks | - |" "$work/out/report.md" \
+  || { echo "benchmark without a commit: $(grep 'bench_sync_bn.json |' "$work/out/report.md")"; exit 1; }
 # A record without the fields a finding reads still builds (the finding
 # says less); numbers are never typed into the specs.
 python3 - "$src/mean_of_means_fix.json" > "$work/results/mean_of_means_fix.json" <<'PY'
