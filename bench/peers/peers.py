@@ -389,11 +389,14 @@ def ours_norm(binary, w, norm, channels, ns, iters, warmup, sched, context):
 
 
 def git_commit():
+    """HEAD, "+dirty" when tracked code outside results/ differs from it (as
+    core/results/provenance.h: a regeneration rewrites results/ as it runs)."""
     where = os.environ.get("BUILD_WORKSPACE_DIRECTORY", os.getcwd())
     try:
         head = subprocess.run(["git", "-C", where, "rev-parse", "HEAD"], check=True,
                               capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", where, "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "-C", where, "status", "--porcelain", "--untracked-files=no",
+                                "--", ".", ":(exclude)results"],
                                check=True, capture_output=True, text=True).stdout.strip()
         return head + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):

@@ -39,7 +39,8 @@ import sys
 import tempfile
 import time
 
-from peers import load1, loadavg_text, payload_bytes, payload_name, tcp_congestion, write_json  # the same folder
+from peers import (git_commit, load1, loadavg_text, payload_bytes, payload_name,  # the same folder
+                   tcp_congestion, write_json)
 
 EVENTS = ("task-clock", "context-switches", "page-faults", "syscalls:sys_enter_epoll_wait",
           "syscalls:sys_enter_writev")
@@ -191,6 +192,7 @@ def main(argv):
     data = {"context": {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host_name": socket.gethostname(), "num_cpus": cpus, "ddp_tool": "bench/peers/profile",
+        "ddp_commit": git_commit(),
         "ddp_world_sizes": args.world_sizes, "ddp_payloads": args.payloads,
         "ddp_reps": str(args.reps),
         "ddp_iters": str(args.iters), "ddp_loadavg_start": load_start,

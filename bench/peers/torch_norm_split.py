@@ -32,7 +32,7 @@ import socket
 import sys
 import time
 
-from peers import CHANNELS, GROUPS, HW, NS, loadavg_text, write_json  # the same folder
+from peers import CHANNELS, GROUPS, HW, NS, git_commit, loadavg_text, write_json  # the same folder
 
 
 def build_facts(torch):
@@ -105,7 +105,8 @@ def main(argv):
     context = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "host_name": socket.gethostname(), "num_cpus": os.cpu_count() or 1,
-        "ddp_tool": "bench/peers/torch_norm_split", "ddp_torch": torch.__version__,
+        "ddp_tool": "bench/peers/torch_norm_split", "ddp_commit": git_commit(),
+        "ddp_torch": torch.__version__,
         "ddp_torch_cpu_capability": capability, "ddp_torch_opt": opt,
         "ddp_reps": str(args.reps), "ddp_iters": str(args.iters),
         "ddp_loadavg_start": loadavg_text()}

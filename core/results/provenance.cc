@@ -28,11 +28,7 @@ std::string FirstLine(const std::string& cmd) {
 std::string GitCommit() {
   if (const char* c = std::getenv("DDP_PITFALLS_COMMIT")) return c;
   const char* ws = std::getenv("BUILD_WORKSPACE_DIRECTORY");
-  const std::string git = std::string("git -C '") + (ws != nullptr ? ws : ".") + "' ";
-  const std::string head = FirstLine(git + "rev-parse HEAD 2>/dev/null");
-  if (head.empty()) return "unknown";
-  const std::string dirty = FirstLine(git + "status --porcelain --untracked-files=no 2>/dev/null");
-  return dirty.empty() ? head : head + "+dirty";
+  return GitCommitOf(ws != nullptr ? ws : ".");
 }
 
 std::string UtcNow() {
@@ -45,6 +41,15 @@ std::string UtcNow() {
 }
 
 }  // namespace
+
+std::string GitCommitOf(const std::string& dir) {
+  const std::string git = "git -C '" + dir + "' ";
+  const std::string head = FirstLine(git + "rev-parse HEAD 2>/dev/null");
+  if (head.empty()) return "unknown";
+  const std::string dirty = FirstLine(
+      git + "status --porcelain --untracked-files=no -- . ':(exclude)results' 2>/dev/null");
+  return dirty.empty() ? head : head + "+dirty";
+}
 
 Provenance CollectProvenance() {
   Provenance p;

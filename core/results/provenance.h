@@ -9,7 +9,7 @@
 namespace ddp::results {
 
 struct Provenance {
-  std::string commit;  // git HEAD of the workspace, "+dirty" if modified
+  std::string commit;  // git HEAD of the workspace, "+dirty" if its code is modified
   std::string date;    // UTC, ISO 8601
   std::string host;
   std::string cpu;
@@ -24,6 +24,13 @@ struct Provenance {
 // set, else `git` in $BUILD_WORKSPACE_DIRECTORY (set by `bazel run`) or the
 // current directory; "unknown" when neither works.
 Provenance CollectProvenance();
+
+// `git rev-parse HEAD` of the work tree at `dir`, with "+dirty" when a
+// tracked file outside results/ differs from it; "unknown" outside a git
+// tree. results/ is left out because a regeneration writes there while it
+// runs: the records it has already rewritten say nothing about the code
+// that made the next one.
+std::string GitCommitOf(const std::string& dir);
 
 Json ToJson(const Provenance& p);
 
