@@ -9,8 +9,8 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
-#include <thread>
 
+#include "bench/common/report.h"
 #include "bench/common/sched.h"
 #include "bench/padding/gather.h"
 #include "bench/padding/memory.h"
@@ -25,29 +25,6 @@ namespace ddp::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Ranks > 0 run the same benchmarks silently.
-class NullReporter final : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
-};
-
-// /proc/loadavg's 1-, 5- and 15-minute load averages (empty where unreadable).
-std::vector<double> LoadAverages() {
-  std::vector<double> out(3);
-  std::FILE* f = std::fopen("/proc/loadavg", "r");
-  if (f == nullptr) return {};
-  const int got = std::fscanf(f, "%lf %lf %lf", &out[0], &out[1], &out[2]);
-  std::fclose(f);
-  return got == 3 ? out : std::vector<double>{};
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 class Runner {
  public:
@@ -288,27 +265,7 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
   benchmark::AddCustomContext(
       "ddp_gloo_allgatherv_piece_kib",
       std::to_string(comm::ResolveGlooAllgathervPieceBytes(comm::CommOptions{}) / 1024));
-  if (env.rank == 0) {  // provenance, as every result record carries it
-    const results::Provenance provenance = results::CollectProvenance();
-    benchmark::AddCustomContext("ddp_commit", provenance.commit);
-    benchmark::AddCustomContext("ddp_cpu", provenance.cpu);
-    benchmark::AddCustomContext("ddp_gloo", provenance.gloo);
-    benchmark::AddCustomContext("ddp_tcp_congestion", provenance.tcp_congestion);
-  }
-  // Rows with more ranks than cores measure the scheduler as much as the
-  // engine: say so where the numbers are.
-  const unsigned cpus = std::thread::hardware_concurrency();
-  benchmark::AddCustomContext("ddp_cpus", std::to_string(cpus));
-  benchmark::AddCustomContext(
-      "ddp_oversubscribed",
-      static_cast<unsigned>(env.world_size) > cpus
-          ? "yes: " + std::to_string(env.world_size) + " ranks on " + std::to_string(cpus) + " CPUs"
-          : "no");
-  if (const std::vector<double> load = LoadAverages(); !load.empty()) {
-    char text[64];
-    std::snprintf(text, sizeof(text), "%.2f %.2f %.2f", load[0], load[1], load[2]);
-    benchmark::AddCustomContext("ddp_loadavg_start", text);
-  }
+  if (env.rank == 0) AddRunContext(env.world_size);
   if (env.rank == 0) {
     benchmark::RunSpecifiedBenchmarks();
     if (config.console_summary) runner.PrintSummary(stdout);

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/report.h"
 #include "bench/recorder/cases.h"
 #include "bench/recorder/two_ranks.h"
 #include "core/cli/flags.h"
@@ -150,9 +151,7 @@ int Main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(gb_argc, gb_argv.data())) return 2;
 
   const results::Provenance p = results::CollectProvenance();
-  for (const auto& [k, v] : {std::pair{"commit", p.commit}, {"cpu", p.cpu}, {"gloo", p.gloo}}) {
-    benchmark::AddCustomContext(k, v);
-  }
+  AddRunContext(2);  // provenance, CPUs, load: as every benchmark's JSON (the largest world is 2)
   const std::string rdzv = launch::MakeFreshDir("bench-recorder");
   OneRankWorlds worlds = RegisterCases(rdzv);
   Capture capture;

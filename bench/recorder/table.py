@@ -57,8 +57,9 @@ def main(argv):
     for r in rows:
         print("| " + " | ".join(r) + " |")
     print()
+    commit = p["commit"][:12] + ("+dirty" if p["commit"].endswith("+dirty") else "")
     print("Commit %s, %s, host %s (%s, %s CPUs, load average %.1f during the run), Gloo %s." % (
-        p["commit"][:12], p["date"], p["host"], p["cpu"], s.get("cpus", "?"),
+        commit, p["date"], p["host"], p["cpu"], s.get("cpus", "?"),
         s.get("load_average_1m", float("nan")), p["gloo"]))
     return 0
 

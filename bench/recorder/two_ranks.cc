@@ -60,13 +60,6 @@ int Rank(const launch::RankEnv& env, int repetitions, int calls) {
 
 }  // namespace
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 TwoRankTimes MeasureTwoRanks(int repetitions, int calls) {
   launch::SpawnOptions so;
   so.deadline = std::chrono::seconds(300);

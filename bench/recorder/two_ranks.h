@@ -24,6 +24,4 @@ struct TwoRankTimes {
 
 TwoRankTimes MeasureTwoRanks(int repetitions, int calls);
 
-double Median(std::vector<double> v);
-
 }  // namespace ddp::bench
