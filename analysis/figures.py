@@ -2,6 +2,7 @@
 colour-blind-safe palette, written as PDF and SVG (vector) and PNG."""
 import math
 import os
+import statistics
 
 from pick import Summary, first_metric, is_number, select
 
@@ -156,14 +157,18 @@ def padding_figure(plt, name, bench, outdir):
 
 
 def sync_bn_figure(plt, name, bench, outdir):
-    """bench/sync_bn: SyncBN time over local BN by channel count, per N."""
-    times = {}
+    """bench/sync_bn: SyncBN time over local BN by channel count, per N (the
+    median over repetitions of each one's median iteration; older files have
+    one mean per benchmark)."""
+    runs = {}
     for b in bench["benchmarks"]:
         parts = b["name"].split("/")
         if len(parts) < 3 or not parts[1].startswith("C:") or not parts[2].startswith("N:"):
             continue
-        if is_number(b.get("real_time")):
-            times[(parts[0], int(parts[1][2:]), int(parts[2][2:]))] = float(b["real_time"])
+        t = b.get("median_us", b.get("real_time"))
+        if is_number(t):
+            runs.setdefault((parts[0], int(parts[1][2:]), int(parts[2][2:])), []).append(float(t))
+    times = {k: statistics.median(v) for k, v in runs.items()}
     ns = sorted({k[2] for k in times if k[0] == "sync_bn"})
     if not ns:
         return None

@@ -35,9 +35,11 @@ def metric_text(m, recs):
 
 def bench_cost(spec, benches):
     """(median, min, max, file) of a benchmark ratio, or None. "counter" reads
-    a per-benchmark counter; "over": [num, den] divides the real time of each
+    a per-benchmark counter; "over": [num, den] divides the time of each
     benchmark matching num by the one whose name has den in its place (the
-    iteration counts in the names are ignored)."""
+    iteration counts in the names are ignored, so a repetition is divided by
+    the same repetition): its median iteration (`median_us`) where the file
+    has one, else Google Benchmark's mean (`real_time`)."""
     for path, bench in benches:
         if os.path.splitext(os.path.basename(path))[0] != spec["bench"]:
             continue
@@ -52,8 +54,9 @@ def bench_cost(spec, benches):
                 vals.append(float(b[spec["counter"]]))
             elif "over" in spec:
                 den = by_name.get(re.sub(spec["over"][0], spec["over"][1], strip(b["name"])))
-                if den and is_number(den.get("real_time")) and den["real_time"] > 0:
-                    vals.append(float(b["real_time"]) / float(den["real_time"]))
+                key = "median_us" if "median_us" in b else "real_time"
+                if den and is_number(den.get(key)) and den[key] > 0 and is_number(b.get(key)):
+                    vals.append(float(b[key]) / float(den[key]))
         if vals:
             return statistics.median(vals), min(vals), max(vals), os.path.basename(path)
     return None

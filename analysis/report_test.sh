@@ -15,8 +15,9 @@ export BUILD_WORKING_DIRECTORY="$work" MPLCONFIGDIR="$TEST_TMPDIR/mpl"
 "$report" --results results --out out --latex || { echo "report failed"; exit 1; }
 /usr/bin/python3 "$check" "$work/out" "$claims" || { echo "report structure: see above"; exit 1; }
 grep -q "wrong_all_gather_repro.json" "$work/out/report.md" || { echo "record file not named"; exit 1; }
-grep -q "| 757bbf3228b4 |" "$work/out/report.md" || { echo "provenance missing"; exit 1; }
-# A benchmark file's commit is its context's ddp_commit (older files: "-").
+grep -q "| 757bbf3228b4+dirty |" "$work/out/report.md" || { echo "provenance missing"; exit 1; }
+# A benchmark file's commit is its context's ddp_commit (older recorder
+# files: commit; none: "-").
 grep -q "| bench_padding_w2.json | [0-9]* benchmarks | feedc0ffee12 |" "$work/out/report.md" \
   || { echo "benchmark commit missing: $(grep 'bench_padding_w2.json |' "$work/out/report.md")"; exit 1; }
 grep -q "| bench_sync_bn.json | [0-9]* benchmarks | - |" "$work/out/report.md" \

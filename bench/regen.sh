@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# bench/regen.sh [padding|peers|profile|all] — regenerates the committed
-# benchmark JSON (results/bench_padding_w{2,4}.json,
+# bench/regen.sh [padding|peers|profile|sync_bn|all] — regenerates the
+# committed benchmark JSON (results/bench_padding_w{2,4}.json,
 # results/bench_peers_w{2,4}.json, results/bench_torch_norm_split.json,
 # results/bench_profile_small.json, results/bench_cpu_split.json,
-# results/bench_padding_congestion_{bbr,cubic,cubic_piece4096KiB}.json) and the
-# README tables made from them (bench/tables.py --update).
+# results/bench_padding_congestion_{bbr,cubic,cubic_piece4096KiB}.json,
+# results/bench_sync_bn.json) and the README tables made from them
+# (bench/tables.py --update).
 #
 # Timings are only worth committing from a quiet machine: before each run
 # the script waits until the 1-minute load average is below MAX_LOAD
@@ -15,18 +16,20 @@
 #
 # Run from anywhere; about 25 minutes for padding (9 repetitions, then
 # bench/padding/cpu_split.py and bench/padding/congestion.sh), 13 for peers,
-# 6 for profile, on the 2-core machine this was written on (plus any wait
-# for quiet). profile needs perf and padding network namespaces (root).
+# 6 for profile, 2 for sync_bn (W = 2), on the 2-core machine this was
+# written on (plus any wait for quiet). profile needs perf and padding
+# network namespaces (root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
 case "$what" in
-  padding | peers | profile | all) ;;
-  *) echo "regen: unknown target '$what' (allowed: padding, peers, profile, all)" >&2; exit 2 ;;
+  padding | peers | profile | sync_bn | all) ;;
+  *) echo "regen: unknown target '$what' (allowed: padding, peers, profile, sync_bn, all)" >&2
+     exit 2 ;;
 esac
 source bench/quiet.sh  # wait_quiet regen
 
-bazel build -c opt //bench/padding //bench/peers //bench/peers:gather_loop
+bazel build -c opt //bench/padding //bench/peers //bench/peers:gather_loop //bench:sync_bn
 
 if [ "$what" = padding ] || [ "$what" = all ]; then
   for w in 2 4; do
@@ -55,6 +58,15 @@ if [ "$what" = profile ] || [ "$what" = all ]; then
   wait_quiet regen
   /usr/bin/python3 bench/peers/profile_small.py --gather_loop bazel-bin/bench/peers/gather_loop \
     --json results/bench_profile_small.json
+fi
+if [ "$what" = sync_bn ] || [ "$what" = all ]; then
+  # W = 2: one rank per core on the machine this was written on (the
+  # headline); a larger W on a machine with the cores: --world_size.
+  wait_quiet regen
+  tmp="results/.bench_sync_bn.json.tmp"
+  bazel-bin/bench/sync_bn --world_size 2 --reps 5 --pin_cpus --benchmark_out="$PWD/$tmp" \
+    --benchmark_out_format=json
+  mv "$tmp" results/bench_sync_bn.json
 fi
 /usr/bin/python3 bench/tables.py --update
 echo "regen: done; tables updated in bench/README.md, bench/padding/README.md," \

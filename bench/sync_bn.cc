@@ -9,7 +9,12 @@
 // (a short calibration) and broadcasts — a rank running one iteration more
 // than its peers would wait forever in a collective (the very bug studied
 // in drop_last_hang). Each iteration starts after a barrier and is timed
-// manually; rank 0 reports (console table, --benchmark_format /
+// manually; its time is the slowest rank's (a max all-reduce outside the
+// timed span), as in bench/padding. Per shape the four methods run in
+// interleaved repetitions (--reps; A B A B, not A A B B), each
+// repetition's number is its median iteration, and every ratio is taken
+// within one repetition: a burst of load hits the methods of a repetition
+// alike. Rank 0 reports (console table, --benchmark_format /
 // --benchmark_out), the other ranks discard their reports.
 #include <benchmark/benchmark.h>
 
@@ -23,6 +28,8 @@
 #include <vector>
 
 #include "bench/benchmark_flags.h"
+#include "bench/common/report.h"
+#include "bench/common/sched.h"
 #include "core/cli/flags.h"
 #include "core/comm/make_comm.h"
 #include "core/comm/options.h"
@@ -44,15 +51,11 @@ struct Settings {
   int spatial = 8;
   std::vector<int> channels = {16, 64, 256, 1024};
   std::vector<int> batches = {2, 8, 32};
-  double target_s = 0.25;  // calibration target per benchmark
+  double target_s = 0.25;  // calibration target per benchmark and repetition
   double timeout = 60;
-};
-
-// Discards what non-zero ranks would report.
-class NullReporter : public benchmark::BenchmarkReporter {
- public:
-  bool ReportContext(const Context&) override { return true; }
-  void ReportRuns(const std::vector<Run>&) override {}
+  int reps = 5;                 // interleaved repetitions of every shape's methods
+  std::string sched = "batch";  // scheduling class of the ranks (bench/common/sched.h)
+  bool pin_cpus = false;        // rank r on one CPU (PinToCpu, bench/common/sched.h)
 };
 
 double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
@@ -75,13 +78,18 @@ std::string ShapeTail(int c, int n, int spatial) {
          std::to_string(spatial);
 }
 
-// The names this run registers, in order (Google Benchmark appends
+// The names this run registers, in order: per shape, repetition by
+// repetition, every method (Google Benchmark appends
 // "/iterations:K/manual_time" when it reports them).
 std::vector<std::string> BenchmarkNames(const Settings& s) {
   std::vector<std::string> names;
   for (int c : s.channels) {
     for (int n : s.batches) {
-      for (Kind kind : kKinds) names.push_back(Name(kind) + ShapeTail(c, n, s.spatial));
+      for (int rep = 0; rep < s.reps; ++rep) {
+        for (Kind kind : kKinds) {
+          names.push_back(Name(kind) + ShapeTail(c, n, s.spatial) + "/rep:" + std::to_string(rep));
+        }
+      }
     }
   }
   return names;
@@ -97,6 +105,8 @@ struct Case {
   small_batch_bn::SyncBnTraffic traffic;
 };
 
+// One repetition of one benchmark: its median iteration and the median
+// time inside collectives (each the slowest rank's), seconds.
 struct Summary {
   double time_s = 0, comm_s = 0;
 };
@@ -154,7 +164,60 @@ void Step(comm::Comm& comm, Case& cs, std::vector<S>& gather_in, std::vector<S>&
   benchmark::DoNotOptimize(dx.data.data());
 }
 
+// Per shape: each method's median over the repetitions, and the ratios
+// taken within each repetition, median [min, max].
+void PrintSummary(const Settings& s, int world_size, const std::string& backend,
+                  const std::vector<std::pair<int, int>>& shapes,
+                  const std::map<std::string, std::map<int, Summary>>& times) {
+  std::printf("\nsummary (W=%d, %s, float, HxW %dx%d, %d interleaved repetitions; median [min, max] over "
+              "them, each the repetition's median iteration of the slowest rank): SyncBN overhead over BN, "
+              "and its collective time vs the floor (the same all-gather + all-reduce alone)\n",
+              world_size, backend.c_str(), s.spatial, s.spatial, s.reps);
+  auto spread = [](const std::vector<double>& v, const char* fmt) {
+    char text[96];
+    std::snprintf(text, sizeof(text), fmt, Median(v), *std::min_element(v.begin(), v.end()),
+                  *std::max_element(v.begin(), v.end()));
+    return std::string(text);
+  };
+  for (const auto& [c, n] : shapes) {
+    const std::string tail = ShapeTail(c, n, s.spatial);
+    auto get = [&](Kind k) {
+      const auto it = times.find(Name(k) + tail);
+      return it == times.end() ? std::map<int, Summary>{} : it->second;
+    };
+    const auto bn = get(Kind::kBn), sync = get(Kind::kSyncBn), gn = get(Kind::kGroupNorm),
+               floor = get(Kind::kFloor);
+    std::vector<double> bn_us, sync_us, comm_us, floor_us, gn_us, overhead, comm_floor, gn_bn;
+    for (int rep = 0; rep < s.reps; ++rep) {
+      if (!bn.count(rep) || !sync.count(rep) || !floor.count(rep)) continue;  // filtered out
+      bn_us.push_back(1e6 * bn.at(rep).time_s);
+      sync_us.push_back(1e6 * sync.at(rep).time_s);
+      comm_us.push_back(1e6 * sync.at(rep).comm_s);
+      floor_us.push_back(1e6 * floor.at(rep).time_s);
+      overhead.push_back(sync.at(rep).time_s / bn.at(rep).time_s);
+      comm_floor.push_back(sync.at(rep).comm_s / floor.at(rep).time_s);
+      if (gn.count(rep)) {
+        gn_us.push_back(1e6 * gn.at(rep).time_s);
+        gn_bn.push_back(gn.at(rep).time_s / bn.at(rep).time_s);
+      }
+    }
+    if (bn_us.empty()) continue;
+    std::printf("C=%-5d N=%-3d bn %9.1f us  sync_bn %9.1f us (comm %8.1f us)  overhead %s  floor %8.1f us  "
+                "sync comm/floor %s",
+                c, n, Median(bn_us), Median(sync_us), Median(comm_us),
+                spread(overhead, "x%.2f [%.2f, %.2f]").c_str(), Median(floor_us),
+                spread(comm_floor, "%.2f [%.2f, %.2f]").c_str());
+    if (!gn_us.empty()) {
+      std::printf("  group_norm %9.1f us (x%s bn)", Median(gn_us),
+                  spread(gn_bn, "%.2f [%.2f, %.2f]").c_str());
+    }
+    std::printf("\n");
+  }
+}
+
 int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> gb_args) {
+  UseSchedPolicy(s.sched);  // before Gloo's threads exist: they inherit it
+  if (s.pin_cpus) PinToCpu(env.rank);
   comm::CommOptions opts = comm::OptionsFromRankEnv(env);
   opts.timeout = std::chrono::milliseconds(static_cast<int64_t>(s.timeout * 1000));
   auto comm = comm::MakeComm(opts);
@@ -191,84 +254,95 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
   }
   comm->Broadcast(std::span<int64_t>(iters), 0);  // the one decision every rank follows
 
-  std::map<std::string, Summary> summary;
+  // times[method + shape][rep]; filled as the benchmarks run.
+  std::map<std::string, std::map<int, Summary>> times;
   std::vector<std::unique_ptr<Case>> cases;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const auto [c, n] = shapes[i];
-    for (Kind kind : kKinds) {
-      cases.push_back(MakeCase(*comm, kind, c, n, s.spatial));
-      Case* cs = cases.back().get();
-      const std::string name = Name(kind) + ShapeTail(c, n, s.spatial);
-      comm::Comm* cm = comm.get();
-      const int w = comm->world_size();
-      benchmark::RegisterBenchmark(name.c_str(), [cs, cm, w, name, &summary](benchmark::State& state) {
-        std::vector<S> gather_in(2 * cs->c + 1, 1.0f), reduce_buf(2 * cs->c, 1.0f);
-        cs->comm_s = 0;
-        cs->traffic = {};
-        double total = 0;
-        for (auto _ : state) {
-          cm->Barrier();  // every rank starts the iteration together
-          const auto t0 = Clock::now();
-          Step(*cm, *cs, gather_in, reduce_buf);
-          const double dt = Seconds(t0, Clock::now());
-          total += dt;
-          state.SetIterationTime(dt);
-        }
-        const double it = static_cast<double>(state.iterations());
-        const bool sync = cs->kind == Kind::kSyncBn || cs->kind == Kind::kFloor;
-        const double collectives = sync ? 2 : 0;
-        // Per step: all-gather of 2C+1 (W x that received) + all-reduce of 2C.
-        const double contributed = sync ? (4 * cs->c + 1) * sizeof(S) : 0;
-        const double received = sync ? (w * (2 * cs->c + 1) + 2 * cs->c) * sizeof(S) : 0;
-        if (cs->kind == Kind::kSyncBn && it > 0) {
-          // Cross-check the formula against what the layer really sent.
-          if (cs->traffic.collectives != static_cast<int64_t>(2 * it) ||
-              cs->traffic.bytes_received != static_cast<int64_t>(received * it)) {
-            state.SkipWithError("SyncBN traffic differs from the formula");
+    for (Kind kind : kKinds) cases.push_back(MakeCase(*comm, kind, c, n, s.spatial));
+    // This shape's four cases; a case keeps its layer and data over the
+    // repetitions (each repetition resets its counters).
+    const std::unique_ptr<Case>* first = &cases[cases.size() - std::size(kKinds)];
+    for (int rep = 0; rep < s.reps; ++rep) {
+      for (std::size_t k = 0; k < std::size(kKinds); ++k) {
+        Case* cs = first[k].get();
+        const std::string key = Name(kKinds[k]) + ShapeTail(c, n, s.spatial);
+        const std::string name = key + "/rep:" + std::to_string(rep);
+        comm::Comm* cm = comm.get();
+        const int w = comm->world_size();
+        benchmark::RegisterBenchmark(name.c_str(), [cs, cm, w, key, rep, &times](benchmark::State& state) {
+          std::vector<S> gather_in(2 * cs->c + 1, 1.0f), reduce_buf(2 * cs->c, 1.0f);
+          cs->comm_s = 0;
+          cs->traffic = {};
+          std::vector<double> dts, comms, computes;
+          for (auto _ : state) {
+            cm->Barrier();  // every rank starts the iteration together
+            const double comm_before = cs->comm_s;
+            const auto t0 = Clock::now();
+            Step(*cm, *cs, gather_in, reduce_buf);
+            // The slowest rank's step and time in collectives, outside the
+            // timed span (the hooks time SyncBN's own collectives only).
+            double v[2] = {Seconds(t0, Clock::now()), cs->comm_s - comm_before};
+            cm->Allreduce(std::span<double>(v, 2), comm::ReduceOp::kMax);
+            state.SetIterationTime(v[0]);
+            dts.push_back(v[0]);
+            comms.push_back(v[1]);
+            computes.push_back(v[0] - v[1]);  // >= 0: the slowest rank's step covers its own comm
           }
-        }
-        state.counters["comm_us"] = 1e6 * cs->comm_s / it;
-        state.counters["compute_us"] = 1e6 * (total - cs->comm_s) / it;
-        state.counters["collectives"] = collectives;
-        state.counters["bytes_sent"] = contributed;
-        state.counters["bytes_recv"] = received;
-        // PyTorch 1.13 SyncBatchNorm for the same shape (torch/nn/modules/_functions.py):
-        // all_gather of cat(mean, invstd, count) = 2C+1 and all_reduce of
-        // cat(sum_dy, sum_dy_xmu) = 2C: the same two collectives and bytes.
-        if (cs->kind == Kind::kSyncBn) {
-          state.counters["torch_collectives"] = 2;
-          state.counters["torch_bytes_recv"] = (w * (2 * cs->c + 1) + 2 * cs->c) * sizeof(S);
-        }
-        summary[name] = {total / it, cs->comm_s / it};
-      })->Iterations(iters[i])->UseManualTime()->Unit(benchmark::kMicrosecond);
+          const double it = static_cast<double>(state.iterations());
+          const bool sync = cs->kind == Kind::kSyncBn || cs->kind == Kind::kFloor;
+          const double collectives = sync ? 2 : 0;
+          // Per step: all-gather of 2C+1 (W x that received) + all-reduce of 2C.
+          const double contributed = sync ? (4 * cs->c + 1) * sizeof(S) : 0;
+          const double received = sync ? (w * (2 * cs->c + 1) + 2 * cs->c) * sizeof(S) : 0;
+          if (cs->kind == Kind::kSyncBn && it > 0) {
+            // Cross-check the formula against what the layer really sent.
+            if (cs->traffic.collectives != static_cast<int64_t>(2 * it) ||
+                cs->traffic.bytes_received != static_cast<int64_t>(received * it)) {
+              state.SkipWithError("SyncBN traffic differs from the formula");
+            }
+          }
+          if (dts.empty()) return;
+          // A repetition's number is its median iteration: one descheduled
+          // iteration in a few hundred moves a mean and says nothing.
+          const Summary rep_summary{Median(dts), Median(comms)};
+          times[key][rep] = rep_summary;
+          state.counters["W"] = w;
+          state.counters["rep"] = rep;
+          state.counters["median_us"] = 1e6 * rep_summary.time_s;
+          state.counters["comm_us"] = 1e6 * rep_summary.comm_s;
+          state.counters["compute_us"] = 1e6 * Median(computes);
+          state.counters["collectives"] = collectives;
+          state.counters["bytes_sent"] = contributed;
+          state.counters["bytes_recv"] = received;
+          if (const std::vector<double> load = LoadAverages(); !load.empty()) {
+            state.counters["load1"] = load[0];
+          }
+          // PyTorch 1.13 SyncBatchNorm for the same shape (torch/nn/modules/_functions.py):
+          // all_gather of cat(mean, invstd, count) = 2C+1 and all_reduce of
+          // cat(sum_dy, sum_dy_xmu) = 2C: the same two collectives and bytes.
+          if (cs->kind == Kind::kSyncBn) {
+            state.counters["torch_collectives"] = 2;
+            state.counters["torch_bytes_recv"] = (w * (2 * cs->c + 1) + 2 * cs->c) * sizeof(S);
+          }
+        })->Iterations(iters[i])->UseManualTime()->Unit(benchmark::kMicrosecond);
+      }
     }
   }
-  NullReporter null_reporter;
   if (leader) {
+    benchmark::AddCustomContext("ddp_backend", comm->backend());
+    benchmark::AddCustomContext("ddp_world_size", std::to_string(comm->world_size()));
+    benchmark::AddCustomContext("ddp_reps", std::to_string(s.reps));
+    benchmark::AddCustomContext("ddp_sched", s.sched);
+    benchmark::AddCustomContext("ddp_pin_cpus", s.pin_cpus ? "yes" : "no");
+    AddRunContext(comm->world_size());
     benchmark::RunSpecifiedBenchmarks();
   } else {
+    NullReporter null_reporter;
     benchmark::RunSpecifiedBenchmarks(&null_reporter);
   }
   benchmark::Shutdown();
-  if (leader) {
-    std::printf("\nsummary (W=%d, %s, float, HxW %dx%d): SyncBN overhead over BN, and its collective time vs "
-                "the floor (the same all-gather + all-reduce alone)\n",
-                comm->world_size(), comm->backend().c_str(), s.spatial, s.spatial);
-    for (const auto& [c, n] : shapes) {
-      const std::string tail = ShapeTail(c, n, s.spatial);
-      if (!summary.count("bn" + tail) || !summary.count("sync_bn" + tail) || !summary.count("comm_floor" + tail)) {
-        continue;  // filtered out
-      }
-      const Summary bn = summary["bn" + tail], sync = summary["sync_bn" + tail];
-      const Summary gn = summary.count("group_norm" + tail) ? summary["group_norm" + tail] : Summary{};
-      const Summary floor = summary["comm_floor" + tail];
-      std::printf(
-          "C=%-5d N=%-3d bn %9.1f us  sync_bn %9.1f us (comm %8.1f us)  overhead x%.2f  floor %8.1f us  "
-          "sync comm/floor %.2f  group_norm %9.1f us\n",
-          c, n, 1e6 * bn.time_s, 1e6 * sync.time_s, 1e6 * sync.comm_s, sync.time_s / bn.time_s,
-          1e6 * floor.time_s, sync.comm_s / floor.time_s, 1e6 * gn.time_s);
-    }
-  }
+  if (leader) PrintSummary(s, comm->world_size(), comm->backend(), shapes, times);
   comm->Finish();
   return 0;
 }
@@ -292,7 +366,8 @@ int main(int argc, char** argv) {
   for (auto& a : bf.args) gb.push_back(a.data());
   ddp::cli::Flags flags("sync_bn",
                         "Google Benchmark of BatchNorm, SyncBatchNorm and GroupNorm forward+backward on W spawned\n"
-                        "ranks, collectives separated from compute, with the one-collective floor.\n"
+                        "ranks, collectives separated from compute, with the one-collective floor, in\n"
+                        "interleaved repetitions (each the slowest rank's median iteration).\n"
                         "--benchmark_* flags (format, out, filter) are passed to Google Benchmark.");
   flags.Int("world_size", &s.world_size, "number of ranks to spawn", 1, 64);
   flags.Choice("backend", &s.backend, "collective engine", {"gloo", "nccl"});
@@ -302,6 +377,16 @@ int main(int argc, char** argv) {
   flags.Double("target_s", &s.target_s, "calibration: seconds per benchmark (sets the shared iteration count)",
                1e-4, 60);
   flags.Double("timeout", &s.timeout, "deadline of every collective, seconds", 0.05, 3600);
+  flags.Int("reps", &s.reps,
+            "interleaved repetitions of every shape's methods (the summary gives their median, min, max)",
+            1, 100);
+  flags.Choice("sched", &s.sched,
+               "scheduling class of the rank processes (batch: no wakeup preemption; see "
+               "bench/common/sched.h)",
+               ddp::bench::SchedPolicies());
+  flags.Bool("pin_cpus", &s.pin_cpus,
+             "pin rank r (and its Gloo threads) to the (r mod n)-th allowed CPU (bench/regen.sh sets it; "
+             "off by default, as a rank runs in a job)");
   flags.ParseOrExit(static_cast<int>(ours.size()), ours.data());
   // A filter that selects none of this run's benchmarks would spawn the ranks
   // for an empty table: a usage error instead.

@@ -10,6 +10,7 @@ bench/padding/ and bench/peers/ (nothing in them is typed by hand):
   results/bench_torch_norm_split.json (bench/peers/torch_norm_split.py)
   results/bench_cpu_split.json       (bench/padding/cpu_split.py)
   results/bench_padding_congestion_*.json (bench/padding/congestion.sh)
+  results/bench_sync_bn.json         (bazel run -c opt //bench:sync_bn)
 
 Every number is a median over the interleaved repetitions of one run, with
 the min and max beside it; a ratio is computed per repetition (the method
@@ -76,10 +77,16 @@ def congestion(ctx):
     return f"TCP congestion control {ctx.get('ddp_tcp_congestion', 'not recorded')}"
 
 
+def short_commit(commit):
+    """The first 12 hex digits, keeping "+dirty" (a tree with uncommitted
+    changes ran: the commit alone does not say what code that was)."""
+    return commit[:12] + ("+dirty" if commit.endswith("+dirty") else "")
+
+
 def context_line(ctx, what):
     return (f"{what}: host `{ctx.get('host_name', '?')}` ({ctx.get('num_cpus', '?')} CPUs, "
             f"{ctx.get('ddp_cpu', '?')}), {ctx.get('date', '?')}, commit "
-            f"`{ctx.get('ddp_commit', '?')[:12]}`; W = {ctx.get('ddp_world_size', '?')} "
+            f"`{short_commit(ctx.get('ddp_commit', '?'))}`; W = {ctx.get('ddp_world_size', '?')} "
             f"(oversubscribed: {ctx.get('ddp_oversubscribed', '?')}); "
             f"{ctx.get('ddp_reps', '?')} interleaved repetitions; our ranks "
             f"SCHED_{ctx.get('ddp_sched', '?').upper()}"
@@ -383,6 +390,46 @@ def skew_over_floor(cases):
     return out
 
 
+# ------------------------------------------------------------------ sync_bn
+
+SYNC_BN_KINDS = ("bn", "sync_bn", "group_norm", "comm_floor")
+
+
+def sync_bn_table(data, path):
+    """Per shape: each method's time and SyncBN's time in collectives (median
+    over repetitions of each repetition's median iteration), and the ratios
+    taken within each repetition: SyncBN over local BN, SyncBN's collectives
+    over the floor (the same two collectives alone), GroupNorm over BN."""
+    shapes = {}
+    for b in data["benchmarks"]:
+        if b.get("run_type", "iteration") != "iteration":
+            continue
+        parts = b["name"].split("/")  # sync_bn/C:16/N:2/HW:8x8/rep:0/iterations:...
+        if len(parts) < 5 or parts[0] not in SYNC_BN_KINDS or not parts[4].startswith("rep:") \
+                or "median_us" not in b:
+            raise InputError(f"{path}: unexpected benchmark {b['name']!r} (a file from before "
+                             f"the interleaved repetitions? rerun bench/regen.sh sync_bn)")
+        shapes.setdefault((parts[1][2:], parts[2][2:]), {}).setdefault(parts[0], {})[
+            int(parts[4][4:])] = b
+    out = ["| C | N | bn (us) | sync_bn (us) | of it collectives (us) | floor (us) | group_norm (us) "
+           "| sync_bn / bn | collectives / floor | group_norm / bn |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for (c, n), kinds in shapes.items():
+        if any(k not in kinds for k in SYNC_BN_KINDS):
+            raise InputError(f"{path}: C={c} N={n} lacks a method")
+        reps = sorted(set.intersection(*(set(kinds[k]) for k in SYNC_BN_KINDS)))
+        t = {k: [kinds[k][r]["median_us"] for r in reps] for k in SYNC_BN_KINDS}
+        comm = [kinds["sync_bn"][r]["comm_us"] for r in reps]
+        ratio = lambda a, b: [x / y for x, y in zip(a, b)]  # noqa: E731
+        out.append(f"| {c} | {n} | " + " | ".join(
+            [spread(t["bn"], "{:.1f}"), spread(t["sync_bn"], "{:.1f}"), spread(comm, "{:.1f}"),
+             spread(t["comm_floor"], "{:.1f}"), spread(t["group_norm"], "{:.1f}"),
+             spread(ratio(t["sync_bn"], t["bn"]), "{:.2f}"),
+             spread(ratio(comm, t["comm_floor"]), "{:.2f}"),
+             spread(ratio(t["group_norm"], t["bn"]), "{:.2f}")]) + " |")
+    return "\n".join(out)
+
+
 # ------------------------------------------------------------------ output
 
 def overview(padding, peers):
@@ -405,7 +452,7 @@ def overview(padding, peers):
 def tool_line(path, ctx, middle):
     """The heading line of a table from a helper script's JSON: file, host,
     date, `middle`, the load average; then a blank line."""
-    commit = f", commit `{ctx['ddp_commit'][:12]}`" if "ddp_commit" in ctx else ""
+    commit = f", commit `{short_commit(ctx['ddp_commit'])}`" if "ddp_commit" in ctx else ""
     return (f"`{os.path.basename(path)}`: host `{ctx.get('host_name', '?')}` "
             f"({ctx.get('num_cpus', '?')} CPUs), {ctx.get('date', '?')}{commit}; {middle}; "
             f"load average "
@@ -462,6 +509,12 @@ def main(argv):
             blocks.append((os.path.join(root, "bench/padding/README.md"), f"padding_cc_{run}",
                            context_line(data["context"], f"`{os.path.basename(path)}`") +
                            "\n\n" + padding_table(data, path)))
+        path = os.path.join(results, "bench_sync_bn.json")
+        data = load(path)
+        blocks.append((os.path.join(root, "bench/README.md"), "sync_bn",
+                       context_line(data["context"], f"`{os.path.basename(path)}`") +
+                       f"; {data['context'].get('ddp_backend', '?')}, float\n\n" +
+                       sync_bn_table(data, path)))
         # Tables of the helper scripts' JSON: (file, README, marker, the
         # heading's middle from the context, the table).
         tools = (

@@ -9,8 +9,8 @@ root="$TEST_TMPDIR/root"
 fail() { echo "FAIL: $*"; exit 1; }
 mkdir -p "$root/results" "$root/bench/padding" "$root/bench/peers"
 cp "$src"/*.json "$root/results/"
-printf 'top\n<!-- table:overview:begin -->\nold\n<!-- table:overview:end -->\nbottom\n' \
-  > "$root/bench/README.md"
+printf 'top\n<!-- table:overview:begin -->\nold\n<!-- table:overview:end -->\nbottom\n%s\n' \
+  '<!-- table:sync_bn:begin -->' '<!-- table:sync_bn:end -->' > "$root/bench/README.md"
 { for w in 2 4; do
     printf 'x\n<!-- table:padding_w%s:begin -->\n<!-- table:padding_w%s:end -->\n' $w $w
   done
@@ -64,6 +64,14 @@ grep -q '| batch_norm C=16 N=2 8x8 | 25.0 \[20.0, 30.0\] | 11.0 \[10.0, 12.0\] |
   "$peers" || fail "torch split row: $(grep 'C=16 N=2 8x8 |' "$peers")"
 grep -q 'CPU capability AVX2, built -O2' "$peers" || fail "torch build facts"
 over="$root/bench/README.md"
+# sync_bn: medians of the repetitions' medians, ratios per repetition
+# (100/10, 132/12 = 10, 11; comm 80/40, 90/45 = 2, 2; GN 5/10, 6/12).
+grep -q '| 16 | 2 | 11.0 \[10.0, 12.0\] | 116.0 \[100.0, 132.0\] | 85.0 \[80.0, 90.0\] | 42.5 \[40.0, 45.0\] | 5.5 \[5.0, 6.0\] | 10.50 \[10.00, 11.00\] | 2.00 \[2.00, 2.00\] | 0.50 \[0.50, 0.50\] |' \
+  "$over" || fail "sync_bn row: $(grep '^| 16 ' "$over")"
+grep -q 'bench_sync_bn.json`: .*W = 2 (oversubscribed: no); 2 interleaved repetitions' "$over" \
+  || fail "sync_bn heading"
+# A run from a tree with uncommitted changes says so.
+grep -q 'commit `abcdef123456+dirty`' "$over" || fail "+dirty lost: $(grep 'bench_sync_bn' "$over")"
 grep -q '^top$' "$over" && grep -q '^bottom$' "$over" || fail "text outside the markers changed"
 grep -q 'old' "$over" && fail "old block kept"
 grep -q '| 2 | peers | rows with ours / PyTorch, SCHED_BATCH (same class as ours) ≤ 1.0 | 1 of 2; worst 1.20 (group_norm C=256 N=32 8x8 fwd+bwd) |' \
