@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# bench/regen.sh [padding|peers|profile|sync_bn|all] — regenerates the
+# bench/regen.sh [padding|peers|profile|sync_bn|recorder|all] — regenerates the
 # committed benchmark JSON (results/bench_padding_w{2,4}.json,
 # results/bench_peers_w{2,4}.json, results/bench_torch_norm_split.json,
 # results/bench_profile_small.json, results/bench_cpu_split.json,
 # results/bench_padding_congestion_{bbr,cubic,cubic_piece4096KiB}.json,
-# results/bench_sync_bn.json) and the README tables made from them
-# (bench/tables.py --update).
+# results/bench_sync_bn.json, results/bench_recorder.json) and the README
+# tables made from them (bench/tables.py --update; the recorder's table by
+# bench/recorder/table.py --update).
 #
 # Timings are only worth committing from a quiet machine: before each run
 # the script waits until the 1-minute load average is below MAX_LOAD
@@ -16,20 +17,21 @@
 #
 # Run from anywhere; about 25 minutes for padding (9 repetitions, then
 # bench/padding/cpu_split.py and bench/padding/congestion.sh), 13 for peers,
-# 6 for profile, 2 for sync_bn (W = 2), on the 2-core machine this was
-# written on (plus any wait for quiet). profile needs perf and padding
-# network namespaces (root).
+# 6 for profile, 2 for sync_bn (W = 2), 1 for recorder, on the 2-core
+# machine this was written on (plus any wait for quiet). profile needs perf
+# and padding network namespaces (root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
 case "$what" in
-  padding | peers | profile | sync_bn | all) ;;
-  *) echo "regen: unknown target '$what' (allowed: padding, peers, profile, sync_bn, all)" >&2
+  padding | peers | profile | sync_bn | recorder | all) ;;
+  *) echo "regen: unknown target '$what' (allowed: padding, peers, profile, sync_bn, recorder, all)" >&2
      exit 2 ;;
 esac
 source bench/quiet.sh  # wait_quiet regen
 
-bazel build -c opt //bench/padding //bench/peers //bench/peers:gather_loop //bench:sync_bn
+bazel build -c opt //bench/padding //bench/peers //bench/peers:gather_loop //bench:sync_bn \
+  //bench/recorder
 
 if [ "$what" = padding ] || [ "$what" = all ]; then
   for w in 2 4; do
@@ -67,6 +69,13 @@ if [ "$what" = sync_bn ] || [ "$what" = all ]; then
   bazel-bin/bench/sync_bn --world_size 2 --reps 5 --pin_cpus --benchmark_out="$PWD/$tmp" \
     --benchmark_out_format=json
   mv "$tmp" results/bench_sync_bn.json
+fi
+if [ "$what" = recorder ] || [ "$what" = all ]; then
+  wait_quiet regen
+  tmp="results/.bench_recorder.json.tmp"
+  bazel-bin/bench/recorder/recorder --benchmark_out="$PWD/$tmp" --benchmark_out_format=json
+  mv "$tmp" results/bench_recorder.json
+  /usr/bin/python3 bench/recorder/table.py results/bench_recorder.json --update bench/README.md
 fi
 /usr/bin/python3 bench/tables.py --update
 echo "regen: done; tables updated in bench/README.md, bench/padding/README.md," \
