@@ -314,28 +314,38 @@ std::string Watchdog::DumpNow(const std::string& reason, const std::string& requ
   return WriteDumpFile(dir, dump);
 }
 
-RankDump Watchdog::BuildDump(const std::string& reason, const std::string& request,
-                             const Entry* primary) {
+RankDump ComposeDump(const std::string& reason, const std::string& request,
+                     const FlightRecorder* primary, const std::string& primary_run_id,
+                     const std::vector<std::pair<const FlightRecorder*, std::string>>& others) {
   RankDump d;
   d.host = HostName();
   d.pid = ::getpid();
   d.reason = reason;
   d.request = request;
-  auto entries = Entries();
-  if (primary != nullptr) {
-    std::stable_partition(entries.begin(), entries.end(),
-                          [primary](const auto& e) { return e.get() == primary; });
-  }
-  for (const auto& e : entries) {
-    d.comms.push_back(e->reg.recorder->Snapshot());
+  auto add = [&d](const FlightRecorder& recorder, const std::string& run_id) {
+    d.comms.push_back(recorder.Snapshot());
     if (d.comms.size() == 1) {
       d.rank = d.comms[0].rank;
       d.world_size = d.comms[0].world_size;
-      d.run_id = e->reg.run_id;
+      d.run_id = run_id;
     }
+  };
+  if (primary != nullptr) add(*primary, primary_run_id);
+  for (const auto& [recorder, run_id] : others) {
+    if (recorder != primary) add(*recorder, run_id);
   }
   d.dump_unix_s = UnixNow();
   return d;
+}
+
+RankDump Watchdog::BuildDump(const std::string& reason, const std::string& request,
+                             const Entry* primary) {
+  // The primary's own recorder, not its place in entries_: the main thread
+  // may have unregistered it a moment ago (the caller's shared_ptr keeps it).
+  std::vector<std::pair<const FlightRecorder*, std::string>> others;
+  for (const auto& e : Entries()) others.emplace_back(e->reg.recorder.get(), e->reg.run_id);
+  return ComposeDump(reason, request, primary ? primary->reg.recorder.get() : nullptr,
+                     primary ? primary->reg.run_id : "", others);
 }
 
 std::shared_ptr<Watchdog::Entry> Watchdog::Find(int id) {

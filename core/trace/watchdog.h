@@ -23,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/trace/exchange.h"
@@ -30,6 +31,20 @@
 #include "core/trace/recorder.h"
 
 namespace ddp::trace {
+
+// A rank's dump from its communicators' flight recorders: `primary` first
+// (it may be null), then `others` (any entry equal to `primary` skipped).
+// The dump's rank, world size and run id are the first communicator's. A
+// dump published through a communicator's channel lands under that
+// communicator's rank, so it must say that rank, whatever else the process
+// holds and even when the communicator has just been unregistered: a
+// watchdog thread answering a request while its main thread destroyed the
+// communicator once built its dump from no communicators at all, which then
+// said rank 0 under rank 1's key (the flaky netns failure "dump of rank 1
+// says rank 0").
+RankDump ComposeDump(const std::string& reason, const std::string& request,
+                     const FlightRecorder* primary, const std::string& primary_run_id,
+                     const std::vector<std::pair<const FlightRecorder*, std::string>>& others);
 
 class Watchdog {
  public:
@@ -94,12 +109,9 @@ class Watchdog {
   void Tick();
   void Answer(const std::shared_ptr<Entry>& e, const std::string& request);
   void HandleStuck(const std::shared_ptr<Entry>& e, const FlightRecorder::InFlight& f);
-  // Every registered communicator's entries. The dump's rank, world size
-  // and run id are `primary`'s, and its communicator comes first: a dump
-  // published through a communicator's channel (under that communicator's
-  // rank) must say that rank even when the process has several
-  // communicators with different ranks. Without a primary (SIGUSR1): the
-  // first registered communicator's.
+  // This rank's dump: `primary`'s communicator, then every other one still
+  // registered (ComposeDump). Without a primary (SIGUSR1): the registered
+  // ones, the first registered communicator's rank.
   RankDump BuildDump(const std::string& reason, const std::string& request,
                      const Entry* primary = nullptr);
   std::shared_ptr<Entry> Find(int id);

@@ -121,7 +121,8 @@ TEST(Watchdog, AnswersARequestThroughTheStore) {
 // A process with two communicators of different ranks (a subgroup, or the
 // communicator of an earlier world still open): each communicator's
 // published dumps say its own rank, so a peer reading rank 1's key finds a
-// dump of rank 1 ("dump of rank 1 says rank 0" was a flaky netns failure).
+// dump of rank 1. (First suspected for the flaky netns failure "dump of
+// rank 1 says rank 0"; its cause was the race in the next test.)
 TEST(Watchdog, PublishedDumpsCarryTheirCommunicatorsRank) {
   const std::string rdzv = launch::MakeFreshDir("wd-two");
   const std::string dir = launch::MakeFreshDir("wd-two-files");
@@ -145,6 +146,32 @@ TEST(Watchdog, PublishedDumpsCarryTheirCommunicatorsRank) {
   EXPECT_EQ(d.comms[0].name, "comm1");  // its own communicator first
   wd.Unregister(b);
   wd.Unregister(a);
+}
+
+// The flaky netns failure's real cause: rank 1's watchdog thread answered
+// a dump request while its main thread was destroying the communicator, so
+// the registry was already empty and the dump said rank 0 (the default)
+// under rank 1's key. A dump is now composed from the answering
+// communicator's own recorder, registered or not.
+TEST(Watchdog, DumpSaysTheAnsweringCommunicatorsRankEvenWhenUnregistered) {
+  auto mine = Recorder(1, 2, 60s);
+  RankDump d = ComposeDump("request r", "r", mine.get(), "run", {});  // nothing registered
+  EXPECT_EQ(d.rank, 1);
+  EXPECT_EQ(d.world_size, 2);
+  EXPECT_EQ(d.run_id, "run");
+  ASSERT_EQ(d.comms.size(), 1u);
+  // With other communicators registered, this one first and not twice.
+  auto other = std::make_shared<FlightRecorder>(
+      FlightRecorder::Identity{"comm1", "gloo", 0, 3, 60s, false}, 16);
+  d = ComposeDump("request r", "r", mine.get(), "run", {{other.get(), "run2"}, {mine.get(), "run"}});
+  EXPECT_EQ(d.rank, 1);
+  ASSERT_EQ(d.comms.size(), 2u);
+  EXPECT_EQ(d.comms[0].rank, 1);
+  EXPECT_EQ(d.comms[1].name, "comm1");
+  // No primary (SIGUSR1): the first registered communicator's rank.
+  d = ComposeDump("SIGUSR1", "", nullptr, "", {{other.get(), "run2"}, {mine.get(), "run"}});
+  EXPECT_EQ(d.rank, 0);
+  EXPECT_EQ(d.run_id, "run2");
 }
 
 }  // namespace
