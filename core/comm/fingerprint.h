@@ -45,8 +45,8 @@ uint64_t HashCounts(std::span<const std::size_t> counts);
 
 // Compares the fingerprints of all ranks (index = rank). Returns the message
 // for the first disagreement (op, seq, dtype, count, root, reduction,
-// allgatherv counts, then how the engine runs it), naming the ranks on each side and their values; or
-// nullopt when they agree. `counts` is this rank's allgatherv counts (used to
+// allgatherv counts, then how the engine runs it), naming the ranks on each
+// side and their values; or nullopt when they agree. `counts` is this rank's allgatherv counts (used to
 // check counts[r] against rank r's contribution), empty otherwise. The result
 // is the same on every rank, since every rank sees the same fingerprints.
 std::optional<std::string> FindMismatch(const std::vector<Fingerprint>& all,

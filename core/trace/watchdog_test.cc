@@ -163,7 +163,8 @@ TEST(Watchdog, DumpSaysTheAnsweringCommunicatorsRankEvenWhenUnregistered) {
   // With other communicators registered, this one first and not twice.
   auto other = std::make_shared<FlightRecorder>(
       FlightRecorder::Identity{"comm1", "gloo", 0, 3, 60s, false}, 16);
-  d = ComposeDump("request r", "r", mine.get(), "run", {{other.get(), "run2"}, {mine.get(), "run"}});
+  d = ComposeDump("request r", "r", mine.get(), "run",
+                  {{other.get(), "run2"}, {mine.get(), "run"}});
   EXPECT_EQ(d.rank, 1);
   ASSERT_EQ(d.comms.size(), 2u);
   EXPECT_EQ(d.comms[0].rank, 1);
