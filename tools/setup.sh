@@ -1,27 +1,36 @@
 #!/usr/bin/env bash
-# Installs what ddp-pitfalls needs from Debian's packages (apt only; nothing
-# else is downloaded, ever). Idempotent: installs only what is missing and
-# says what. Run as root, or with sudo.
+# Installs what ddp-pitfalls needs from Debian's packages (apt only, except
+# --torch2.15). Idempotent: installs only what is missing and says what. Run
+# as root, or with sudo.
 #
-#   sudo tools/setup.sh           # build + test dependencies
-#   sudo tools/setup.sh --dev     # also PyTorch and scikit-learn (golden
-#                                 # vectors, bench/peers side-by-side)
+#   sudo tools/setup.sh             # build + test dependencies
+#   sudo tools/setup.sh --dev       # also PyTorch 1.13 and scikit-learn (golden
+#                                   # vectors, bench/peers side-by-side)
+#   tools/setup.sh --torch2.15      # also the second PyTorch stack: a venv
+#       .venv-torch2.15 with tools/vs_pytorch/requirements-torch2.15.txt
+#       (torch 2.15.0, torchmetrics 1.9.0, pytorch-lightning 2.6.6) from the
+#       Python package index: about 5.6 GB, about 2 minutes. Only the
+#       evidence scripts under */pytorch/ use it; bazel test //... never does.
 #
 # CUDA and NCCL are not Debian packages here: when present (CUDA_PATH, nvcc
 # on PATH, or /usr/local/cuda) the build uses them, otherwise GPU targets are
 # skipped. See README.md.
 set -euo pipefail
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
 
 dev=0
+torch215=0
 for arg in "$@"; do
   case "$arg" in
     --dev) dev=1 ;;
+    --torch2.15) torch215=1 ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "setup.sh: unknown argument '$arg' (allowed: --dev, --help)" >&2; exit 2 ;;
+    *) echo "setup.sh: unknown argument '$arg' (allowed: --dev, --torch2.15, --help)" >&2
+       exit 2 ;;
   esac
 done
+root="$(cd "$(dirname "$0")/.." && pwd)"
 
 # Build and test: Bazel 4.2.3 with its Java rules, a C++20 compiler, the
 # system libraries the WORKSPACE finds, and what the tests and report run
@@ -36,6 +45,26 @@ packages=(
 if [ "$dev" = 1 ]; then
   packages+=(python3-torch python3-sklearn python3-numpy)
 fi
+if [ "$torch215" = 1 ]; then
+  packages+=(python3-venv python3-pip)
+fi
+
+# The second PyTorch stack (--torch2.15): a venv in the ignored folder
+# .venv-torch2.15 with every package pinned; kept when it already imports
+# torch 2.15.0 (delete the folder to reinstall).
+torch215_venv() {
+  local venv="$root/.venv-torch2.15"
+  local req="$root/tools/vs_pytorch/requirements-torch2.15.txt"
+  if "$venv/bin/python" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2.15.0")' \
+      >/dev/null 2>&1; then
+    echo "setup.sh: $venv already has torch 2.15.0; nothing to do."
+    return 0
+  fi
+  echo "setup.sh: creating $venv from $req (about 5.6 GB, about 2 minutes)"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q -r "$req"
+  "$venv/bin/python" -c 'import torch, torchmetrics, pytorch_lightning, sklearn; print("setup.sh: torch", torch.__version__, "torchmetrics", torchmetrics.__version__, "pytorch-lightning", pytorch_lightning.__version__)'
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -46,6 +75,7 @@ done
 
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "setup.sh: all ${#packages[@]} packages already installed; nothing to do."
+  if [ "$torch215" = 1 ]; then torch215_venv; fi
   exit 0
 fi
 
@@ -64,4 +94,5 @@ echo "setup.sh: installing ${#missing[@]} missing package(s): ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${as_root[@]}" apt-get update -q
 "${as_root[@]}" apt-get install -y -q "${missing[@]}"
+if [ "$torch215" = 1 ]; then torch215_venv; fi
 echo "setup.sh: done. Next: bazel run //:suite   (tests: bazel test //...)"
