@@ -12,8 +12,18 @@ mean() of a path, `count`, or `verdicts` ("12 reproduced, 4 control").
 --update replaces the text between `<!-- table:ID:begin -->` and
 `<!-- table:ID:end -->` in the file (atomically) instead of printing; a
 missing marker is an error (exit 2).
+
+  python3 analysis/pair_table.py --all [--check] [--root DIR]
+
+--all makes every pair README table listed in analysis/pair_tables.json (the
+one way they are made): a flag-style table as above, or a named renderer of
+analysis/pair_render/ for tables no column list can say. --check writes
+nothing and exits 1, printing the difference, when a README's tables are not
+what the committed records give (//analysis:tables_current_test).
 """
 import argparse
+import difflib
+import importlib
 import json
 import os
 import re
@@ -21,7 +31,11 @@ import statistics
 import sys
 import tempfile
 
-from pick import get  # the field-path lookup the report uses too
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pick import get  # noqa: E402 (the field-path lookup the report uses too)
+
+SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pair_tables.json")
+RENDER_MODULES = ["autograd_lost_gather", "drop_last_hang", "missing_set_epoch", "small_batch_bn"]
 
 AGG = re.compile(r"^(min|median|max|mean)\((.+)\)$")
 
@@ -90,60 +104,144 @@ def table(records, columns, group_by):
     return "\n".join(out)
 
 
-def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--records", action="append", required=True)
-    ap.add_argument("--columns", required=True)
-    ap.add_argument("--group-by", default="")
-    ap.add_argument("--where", action="append", default=[],
-                    help="path=value filters (all must hold)")
-    ap.add_argument("--update")
-    ap.add_argument("--id", default="main")
-    args = ap.parse_args(argv)
-    here = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
+class UsageError(Exception):
+    """Bad input: exit 2 with the message."""
+
+
+def load_records(root, paths):
     records = []
-    for path in args.records:
-        full = os.path.join(here, path)
+    for path in paths:
         try:
-            with open(full) as f:
+            with open(os.path.join(root, path)) as f:
                 data = json.load(f)
         except (OSError, ValueError) as e:
-            print(f"pair_table: {path}: {e}", file=sys.stderr)
-            return 2
+            raise UsageError(f"{path}: {e}")
         if not isinstance(data, list):
-            print(f"pair_table: {path}: not a JSON array of records", file=sys.stderr)
-            return 2
+            raise UsageError(f"{path}: not a JSON array of records")
         records += data
-    for cond in args.where:
+    return records
+
+
+def select(records, conditions):
+    for cond in conditions:
         if "=" not in cond:
-            print(f"pair_table: --where needs path=value, got {cond!r}", file=sys.stderr)
-            return 2
+            raise UsageError(f"--where needs path=value, got {cond!r}")
         path, value = cond.split("=", 1)
         records = [r for r in records if str(get(r, path)) == value]
-    text = table(records, args.columns, args.group_by)
-    if not args.update:
-        print(text)
-        return 0
-    target = os.path.join(here, args.update)
-    begin, end = f"<!-- table:{args.id}:begin -->", f"<!-- table:{args.id}:end -->"
-    try:
-        with open(target) as f:
-            doc = f.read()
-    except OSError as e:
-        print(f"pair_table: {args.update}: {e.strerror}", file=sys.stderr)
-        return 2
+    return records
+
+
+def replace_section(doc, name, ident, text):
+    begin, end = f"<!-- table:{ident}:begin -->", f"<!-- table:{ident}:end -->"
     if begin not in doc or end not in doc:
-        print(f"pair_table: {args.update}: markers {begin} / {end} not found", file=sys.stderr)
-        return 2
+        raise UsageError(f"{name}: markers {begin} / {end} not found")
     head, rest = doc.split(begin, 1)
     _, tail = rest.split(end, 1)
-    doc = head + begin + "\n" + text + "\n" + end + tail
+    return head + begin + "\n" + text + "\n" + end + tail
+
+
+def write_atomically(target, doc):
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target) or ".", prefix=".table-")
     with os.fdopen(fd, "w") as f:
         f.write(doc)
     os.chmod(tmp, os.stat(target).st_mode & 0o777)  # mkstemp's 0600 would hide the README
     os.replace(tmp, target)
+
+
+def renderers():
+    out = {}
+    for name in RENDER_MODULES:
+        out.update(importlib.import_module("pair_render." + name).RENDERERS)
+    return out
+
+
+def render(entry, records, named):
+    if "render" in entry:
+        if entry["render"] not in named:
+            raise UsageError(f"{entry['readme']} {entry['id']}: no renderer {entry['render']!r} "
+                             f"(known: {', '.join(sorted(named))})")
+        return named[entry["render"]](records)
+    return table(select(records, entry.get("where", [])), entry["columns"], entry.get("group_by", ""))
+
+
+def update_all(root, spec_path, check):
+    """Every table of the spec: rewritten, or (check) compared. Returns the exit status."""
+    try:
+        with open(spec_path) as f:
+            spec = json.load(f)["tables"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise UsageError(f"{spec_path}: {e}")
+    named = renderers()
+    docs = {}
+    for entry in spec:
+        name = entry["readme"]
+        if name not in docs:
+            try:
+                with open(os.path.join(root, name)) as f:
+                    docs[name] = [f.read(), None]
+            except OSError as e:
+                raise UsageError(f"{name}: {e.strerror}")
+            docs[name][1] = docs[name][0]
+        text = render(entry, load_records(root, entry["records"]), named)
+        docs[name][1] = replace_section(docs[name][1], name, entry["id"], text)
+    stale = [name for name, (old, new) in docs.items() if old != new]
+    if check:
+        for name in stale:
+            old, new = docs[name]
+            sys.stdout.writelines(difflib.unified_diff(
+                old.splitlines(True), new.splitlines(True), name, name + " (from the records)"))
+            print(f"pair_table: {name}: its tables differ from what the records give "
+                  "(python3 analysis/pair_table.py --all)", file=sys.stderr)
+        return 1 if stale else 0
+    for name in stale:
+        write_atomically(os.path.join(root, name), docs[name][1])
+    print(f"pair_table: {len(spec)} tables in {len(docs)} READMEs, {len(stale)} README(s) rewritten",
+          file=sys.stderr)
     return 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--records", action="append")
+    ap.add_argument("--columns")
+    ap.add_argument("--group-by", default="")
+    ap.add_argument("--where", action="append", default=[],
+                    help="path=value filters (all must hold)")
+    ap.add_argument("--update")
+    ap.add_argument("--id", default="main")
+    ap.add_argument("--all", action="store_true",
+                    help="every table of analysis/pair_tables.json")
+    ap.add_argument("--check", action="store_true",
+                    help="with --all: write nothing; exit 1 when a table is not current")
+    ap.add_argument("--root", help="with --all: the repository root (default: the working directory)")
+    ap.add_argument("--spec", default=SPEC, help="with --all: the table list")
+    args = ap.parse_args(argv)
+    here = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
+    try:
+        if args.all:
+            if args.records or args.columns or args.update:
+                raise UsageError("--all takes its tables from --spec, not --records/--columns/--update")
+            return update_all(os.path.join(here, args.root or "."), args.spec, args.check)
+        if args.check or args.root:
+            raise UsageError("--check and --root go with --all")
+        if not args.records or not args.columns:
+            raise UsageError("--records and --columns are required (or --all)")
+        records = select(load_records(here, args.records), args.where)
+        text = table(records, args.columns, args.group_by)
+        if not args.update:
+            print(text)
+            return 0
+        target = os.path.join(here, args.update)
+        try:
+            with open(target) as f:
+                doc = f.read()
+        except OSError as e:
+            raise UsageError(f"{args.update}: {e.strerror}")
+        write_atomically(target, replace_section(doc, args.update, args.id, text))
+        return 0
+    except UsageError as e:
+        print(f"pair_table: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -7,16 +7,17 @@ Usage: /usr/bin/python3 repro/small_batch_bn/plot_figure.py results/small_batch_
 The shape of the GroupNorm paper's Figure 1 (Wu & He, ECCV 2018) on this pair's
 task: per-rank BatchNorm, SyncBatchNorm (the per_rank_bn records' reference),
 GroupNorm and PreciseBN, error bars the 95% intervals over seeds. Needs
-matplotlib (Debian: python3-matplotlib); the numbers come from gen_table.py's
-figure1 table, so the figure and the README table cannot disagree.
+matplotlib (Debian: python3-matplotlib); the numbers come from the renderer of
+the README's figure1 table (analysis/pair_render/small_batch_bn.py), so the
+figure and the README table cannot disagree.
 """
 import argparse
 import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gen_table  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "analysis"))
+from pair_render.small_batch_bn import figure1_series  # noqa: E402
 
 
 def main(argv):
@@ -30,7 +31,7 @@ def main(argv):
     import matplotlib.pyplot as plt
 
     with open(a.records) as f:
-        series = gen_table.figure1_series(json.load(f))
+        series = figure1_series(json.load(f))
     if not series:
         print("plot_figure: no digits rows in the records", file=sys.stderr)
         return 1

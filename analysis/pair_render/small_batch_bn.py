@@ -1,22 +1,12 @@
-#!/usr/bin/python3
-"""Markdown tables of small_batch_bn records (repro or fix JSON).
-
-Usage:
-  repro/small_batch_bn/gen_table.py RECORDS.json [--table all|figure1|fix] [--update README.md --id ID]
-
---table all      every record (repro: error, reference, gap, secondary columns; fix: per-step check)
---table figure1  repro sweep: validation error against the per-rank batch, one column per norm
-                 (the table behind figure1.png; plot_figure.py draws it)
---update FILE --id ID replaces the text between `<!-- table:ID:begin -->` and
-`<!-- table:ID:end -->` in FILE (atomically) instead of printing.
-Stdlib only. Errors print in percent; -1 in a record means "not applicable" ("-").
+"""small_batch_bn's README tables, moved from the pair's former gen_table.py
+unchanged. Errors print in percent; -1 in a record means "not applicable"
+("-").
+  small_batch_bn          every repro record (error, reference, gap, secondary columns)
+  small_batch_bn_figure1  the repro sweep: validation error against the per-rank
+                          batch, one column per norm (the table behind figure1.png;
+                          repro/small_batch_bn/plot_figure.py draws it)
+  small_batch_bn_fix      the fix records: per setting, per fix the worst per-step error
 """
-import argparse
-import json
-import os
-import re
-import sys
-import tempfile
 
 
 def fmt(v, digits=3):
@@ -121,45 +111,8 @@ def fix_all(rows):
     return out
 
 
-def update(path, ident, lines):
-    with open(path) as f:
-        text = f.read()
-    pat = re.compile(rf"(<!-- table:{re.escape(ident)}:begin -->\n)(.*?)(<!-- table:{re.escape(ident)}:end -->)",
-                     re.S)
-    if not pat.search(text):
-        print(f"gen_table: no <!-- table:{ident}:begin/end --> markers in {path}", file=sys.stderr)
-        sys.exit(2)
-    text = pat.sub(lambda m: m.group(1) + "\n".join(lines) + "\n" + m.group(3), text)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)))
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
-def main(argv):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("records")
-    p.add_argument("--table", choices=["all", "figure1"], default="all")
-    p.add_argument("--update")
-    p.add_argument("--id")
-    a = p.parse_args(argv)
-    if bool(a.update) != bool(a.id):
-        p.error("--update and --id go together")
-    with open(a.records) as f:
-        rows = json.load(f)
-    if not rows:
-        print("gen_table: no records", file=sys.stderr)
-        return 1
-    if rows[0]["kind"] == "fix":
-        lines = fix_all(rows)
-    else:
-        lines = repro_figure1(rows) if a.table == "figure1" else repro_all(rows)
-    if a.update:
-        update(a.update, a.id, lines)
-    else:
-        print("\n".join(lines))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+RENDERERS = {
+    "small_batch_bn": lambda rows: "\n".join(repro_all(rows)),
+    "small_batch_bn_figure1": lambda rows: "\n".join(repro_figure1(rows)),
+    "small_batch_bn_fix": lambda rows: "\n".join(fix_all(rows)),
+}

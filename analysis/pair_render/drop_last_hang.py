@@ -1,15 +1,5 @@
-#!/usr/bin/python3
-"""Prints the Markdown table of drop_last_hang result records.
-
-    repro/drop_last_hang/gen_table.py results/drop_last_hang_repro.json
-    repro/drop_last_hang/gen_table.py results/drop_last_hang_fix.json
-
-Reads a JSON array written by the repro or fix binary with --json (stdlib
-only) and prints one row per record; the README pastes the output between
-its table markers.
-"""
-import json
-import sys
+"""drop_last_hang's README tables (repro and fix records): one row per
+record, moved from the pair's former gen_table.py unchanged."""
 
 
 def steps(v):
@@ -66,24 +56,16 @@ def cells(r):
     return [r["kind"], r["variant"], str(r["world_size"]), config, refc, meas, verdict]
 
 
-def main(paths):
-    if not paths:
-        print(__doc__, file=sys.stderr)
-        return 2
-    print("| kind | variant | W | config | reference | measured | verdict |")
-    print("|---|---|---|---|---|---|---|")
-    for path in paths:
-        with open(path) as f:
-            for r in json.load(f):
-                if r["verdict"] == "error":
-                    err = r.get("error", "")
-                    print("| %s | %s | %s | | | error: %s | error |" % (
-                        r["kind"], r["variant"], r["world_size"],
-                        err.splitlines()[0] if err else ""))
-                    continue
-                print("| " + " | ".join(cells(r)) + " |")
-    return 0
+def table(records):
+    out = ["| kind | variant | W | config | reference | measured | verdict |", "|---|---|---|---|---|---|---|"]
+    for r in records:
+        if r["verdict"] == "error":
+            err = r.get("error", "")
+            out.append("| %s | %s | %s | | | error: %s | error |" % (
+                r["kind"], r["variant"], r["world_size"], err.splitlines()[0] if err else ""))
+            continue
+        out.append("| " + " | ".join(cells(r)) + " |")
+    return "\n".join(out)
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+RENDERERS = {"drop_last_hang": table}

@@ -1,15 +1,5 @@
-#!/usr/bin/python3
-"""Prints the Markdown table of missing_set_epoch result records.
-
-    repro/missing_set_epoch/gen_table.py results/missing_set_epoch_repro.json
-    repro/missing_set_epoch/gen_table.py results/missing_set_epoch_fix.json
-
-Reads a JSON array written by the repro or fix binary with --json (stdlib
-only) and prints one row per record; the README pastes the output between
-its table markers.
-"""
-import json
-import sys
+"""missing_set_epoch's README tables (repro and fix records): one row per
+record, moved from the pair's former gen_table.py unchanged."""
 
 
 def fmt(v):
@@ -64,23 +54,16 @@ def cells(r):
     return [r["kind"], v, str(r["world_size"]), config, refc, meas, r["verdict"]]
 
 
-def main(paths):
-    if not paths:
-        print(__doc__, file=sys.stderr)
-        return 2
-    print("| kind | variant | W | config | reference | measured | verdict |")
-    print("|---|---|---|---|---|---|---|")
-    for path in paths:
-        with open(path) as f:
-            for r in json.load(f):
-                if r["verdict"] == "error":
-                    print("| %s | %s | %s | | | error: %s | error |" % (
-                        r["kind"], r["variant"], r["world_size"],
-                        r.get("error", "").splitlines()[0] if r.get("error") else ""))
-                    continue
-                print("| " + " | ".join(cells(r)) + " |")
-    return 0
+def table(records):
+    out = ["| kind | variant | W | config | reference | measured | verdict |", "|---|---|---|---|---|---|---|"]
+    for r in records:
+        if r["verdict"] == "error":
+            out.append("| %s | %s | %s | | | error: %s | error |" % (
+                r["kind"], r["variant"], r["world_size"],
+                r.get("error", "").splitlines()[0] if r.get("error") else ""))
+            continue
+        out.append("| " + " | ".join(cells(r)) + " |")
+    return "\n".join(out)
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+RENDERERS = {"missing_set_epoch": table}

@@ -1,9 +1,5 @@
-#!/usr/bin/python3
-"""Markdown tables from autograd_lost_gather result records (--json output).
-
-Usage: gen_table.py RECORDS.json [RECORDS.json ...]
-
-Prints, for the records of every file together:
+"""autograd_lost_gather's README tables (repro and fix records), moved from
+the pair's former gen_table.py unchanged:
   1. gradient checks: per variant, loss and batch layout, for each W the
      relative error |g - g*| / |g*| of the DDP-averaged gradient against the
      one-process gradient, the part no rescaling can remove
@@ -15,10 +11,7 @@ Prints, for the records of every file together:
      (trajectory_rel_err, information);
   3. the training grid (fix --sweep): per W, per-rank batch and layout, the
      worst per-step error over variants and losses.
-Stdlib only; the output depends only on the records.
 """
-import json
-import sys
 
 
 def fmt(x):
@@ -111,25 +104,20 @@ def grid_table(records):
     return "\n".join(out)
 
 
-def main(paths):
-    if not paths or any(p in ("-h", "--help") for p in paths):
-        print(__doc__.strip())
-        return 0 if paths else 2
-    records = []
-    for p in paths:
-        with open(p) as f:
-            records += json.load(f)
+def tables(records):
+    """Every table of the records, as the README holds them."""
+    out = []
     grad = [r for r in records if r["config"]["experiment"] == "gradient"]
     train = [r for r in records if r["config"]["experiment"] == "training"
              and not r["config"].get("grid")]
     grid = [r for r in records if r["config"]["experiment"] == "training"
             and r["config"].get("grid")]
-    print("Gradient checks (max over %s seeds; cells: |g - g*|/|g*| / min_c |c g - g*|/|g*| "
+    out.append("Gradient checks (max over %s seeds; cells: |g - g*|/|g*| / min_c |c g - g*|/|g*| "
           "/ |g|/|g*|)\n" % ", ".join(sorted({str(r["config"]["seeds"]) for r in grad})))
-    print(gradient_table(grad))
+    out.append(gradient_table(grad))
     if train:
         c = train[0]["config"]
-        print("\nTraining (%d SGD steps, lr %g, momentum %g, %d rows per rank per step; "
+        out.append("\nTraining (%d SGD steps, lr %g, momentum %g, %d rows per rank per step; "
               "cells: held-out loss / accuracy on %d rows, accuracy = ROC AUC for the global "
               "loss, top-1 retrieval for the per-rank loss; per step: the worst |g - g*|/|g*| of "
               "the engine's averaged gradient against the one-process true gradient at the same "
@@ -137,13 +125,12 @@ def main(paths):
               "mechanism; final distance = |theta - theta*|/|theta*| after the last step of "
               "free-running training)\n" % (
                   c["steps"], c["lr"], c["momentum"], c["batch_size"], c["held_out"]))
-        print(training_table(train))
+        out.append(training_table(train))
     if grid:
-        print("\nTraining grid (%d steps each, every variant and loss; errors as above)\n" %
+        out.append("\nTraining grid (%d steps each, every variant and loss; errors as above)\n" %
               grid[0]["config"]["steps"])
-        print(grid_table(grid))
-    return 0
+        out.append(grid_table(grid))
+    return "\n".join(out).rstrip("\n")
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+RENDERERS = {"autograd_lost_gather": tables}

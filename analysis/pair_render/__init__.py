@@ -1,0 +1,1 @@
+"""Renderers of pair README tables that no column list can say (pair_table.py --all)."""
