@@ -1,6 +1,7 @@
 #include "core/trace/dump_json.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace ddp::trace {
 namespace {
@@ -87,13 +86,17 @@ class Reader {
     if (!v.IsNumber()) Fail(key, "not a number");
     return v.AsDouble();
   }
-  int64_t Int(const std::string& key, int64_t min) const {
+  int64_t Int(const std::string& key, int64_t min, int64_t max = kMaxInt) const {
     const double d = Number(key);
-    if (d != std::floor(d) || d < static_cast<double>(min) || d > 9.0e15) {
-      Fail(key, "not an integer >= " + std::to_string(min));
+    if (d != std::floor(d) || d < static_cast<double>(min) || d > static_cast<double>(max)) {
+      Fail(key, "not an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
     }
     return static_cast<int64_t>(d);
   }
+  // Sizes that become allocations or loop bounds are checked against these
+  // before use (issue 35: world_size 2^31-1 in one dump was a bad_alloc).
+  static constexpr int64_t kMaxInt = 9'000'000'000'000'000;
+  static constexpr int64_t kMaxInt32 = 2'147'483'647;
   bool Bool(const std::string& key) const {
     const Json& v = Get(key);
     if (!v.IsBool()) Fail(key, "not a boolean");
@@ -140,7 +143,7 @@ TraceEntry EntryFromJson(const Json& j, const std::string& path) {
       e.counts.push_back(static_cast<uint64_t>(counts[i].AsDouble()));
     }
   }
-  if (r.Has("root")) e.root = static_cast<int>(r.Int("root", 0));
+  if (r.Has("root")) e.root = static_cast<int>(r.Int("root", 0, kMaxWorldSize - 1));
   if (r.Has("reduce")) {
     e.reduce = static_cast<int>(Parsed<comm::ReduceOp>(r, "reduce", &comm::ParseReduceOp));
   }
@@ -148,7 +151,7 @@ TraceEntry EntryFromJson(const Json& j, const std::string& path) {
   e.enter_unix_s = r.Number("enter_unix_s");
   if (r.Has("exit_unix_s")) e.exit_unix_s = r.Number("exit_unix_s");
   e.site.file = r.String("file");
-  e.site.line = static_cast<int>(r.Int("line", 0));
+  e.site.line = static_cast<int>(r.Int("line", 0, Reader::kMaxInt32));
   e.site.function = r.String("function");
   return e;
 }
@@ -158,19 +161,32 @@ CommTrace CommFromJson(const Json& j, const std::string& path) {
   CommTrace c;
   c.name = r.String("name");
   c.backend = r.String("backend");
-  c.rank = static_cast<int>(r.Int("rank", 0));
-  c.world_size = static_cast<int>(r.Int("world_size", 1));
+  c.rank = static_cast<int>(r.Int("rank", 0, kMaxWorldSize - 1));
+  c.world_size = static_cast<int>(r.Int("world_size", 1, kMaxWorldSize));
+  if (c.rank >= c.world_size) r.Fail("rank", "not below world_size");
   c.deadline_s = r.Number("deadline_s");
   c.checked = r.Bool("checked");
   c.state = r.String("state");
   c.next_seq = r.Int("next_seq", 0);
   c.capacity = r.Int("capacity", 0);
   const auto& entries = r.Array("entries");
+  if (c.capacity > 0 && entries.size() > static_cast<std::size_t>(c.capacity)) {
+    r.Fail("entries", "more than capacity (" + std::to_string(c.capacity) + ")");
+  }
   for (std::size_t i = 0; i < entries.size(); ++i) {
     c.entries.push_back(EntryFromJson(entries[i], r.Path("entries[" + std::to_string(i) + "]")));
     if (i > 0 && c.entries[i].seq != c.entries[i - 1].seq + 1) {
       r.Fail("entries[" + std::to_string(i) + "].seq", "not consecutive");
     }
+    if (c.entries[i].counts.size() > static_cast<std::size_t>(c.world_size)) {
+      r.Fail("entries[" + std::to_string(i) + "].counts", "more counts than world_size");
+    }
+  }
+  // The analyzer walks sequence numbers between the entries: the newest
+  // entry must be the last collective entered, or next_seq is a lie.
+  if (!c.entries.empty() && c.entries.back().seq != c.next_seq - 1) {
+    r.Fail("next_seq", "not one past the newest entry's seq (" +
+                           std::to_string(c.entries.back().seq) + ")");
   }
   return c;
 }
@@ -203,8 +219,8 @@ RankDump DumpFromJson(const Json& j, const std::string& where) {
       r.Fail("version", "unsupported (this build reads version " + std::to_string(kVersion) + ")");
     }
     RankDump d;
-    d.rank = static_cast<int>(r.Int("rank", 0));
-    d.world_size = static_cast<int>(r.Int("world_size", 1));
+    d.rank = static_cast<int>(r.Int("rank", 0, kMaxWorldSize - 1));
+    d.world_size = static_cast<int>(r.Int("world_size", 1, kMaxWorldSize));
     if (d.rank >= d.world_size) r.Fail("rank", "not below world_size");
     d.host = r.String("host");
     d.pid = r.Int("pid", 0);
@@ -266,14 +282,49 @@ std::string WriteDumpFile(const std::string& dir, const RankDump& dump) {
   return path;
 }
 
-RankDump ReadDumpFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DumpError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in.good() && !in.eof()) throw DumpError(path + ": read failed");
-  return ParseDump(text.str(), path);
+std::string ReadDumpBytes(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; the type is
+  // checked on the open descriptor, so a swapped file cannot slip through.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw DumpError(path + ": cannot open: " + std::strerror(errno));
+  struct stat st {};
+  std::string why;
+  if (::fstat(fd, &st) != 0) {
+    why = std::string("cannot stat: ") + std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    why = "not a regular file (a device, FIFO, socket or folder); dumps are plain files";
+  } else if (static_cast<std::size_t>(st.st_size) > kMaxDumpBytes) {
+    why = "larger than " + std::to_string(kMaxDumpBytes >> 20) + " MiB (" +
+          std::to_string(st.st_size) + " bytes); not a flight recorder dump?";
+  }
+  std::string bytes;
+  if (why.empty()) {
+    // Read at most one byte past the cap: a file that grows meanwhile is refused too.
+    bytes.resize(static_cast<std::size_t>(st.st_size) + 1);
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        why = std::string("read failed: ") + std::strerror(errno);
+        break;
+      }
+      if (n == 0) break;
+      done += static_cast<std::size_t>(n);
+      if (done > kMaxDumpBytes) {
+        why = "larger than " + std::to_string(kMaxDumpBytes >> 20) + " MiB";
+        break;
+      }
+      if (done == bytes.size()) bytes.resize(std::min(bytes.size() * 2, kMaxDumpBytes + 1));
+    }
+    bytes.resize(done);
+  }
+  ::close(fd);
+  if (!why.empty()) throw DumpError(path + ": " + why);
+  return bytes;
 }
+
+RankDump ReadDumpFile(const std::string& path) { return ParseDump(ReadDumpBytes(path), path); }
 
 std::vector<std::optional<RankDump>> ReadDumpDir(const std::string& dir) {
   std::error_code ec;

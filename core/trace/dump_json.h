@@ -41,6 +41,17 @@ std::string DumpPath(const std::string& dir, int rank);
 // rename: a reader sees the old dump or the new one, never half. Returns the
 // path; throws DumpError on failure.
 std::string WriteDumpFile(const std::string& dir, const RankDump& dump);
+// What a reader accepts before allocating for it: a dump file (ours or
+// PyTorch's) is at most this big, and no world is larger. A hostile or
+// corrupt dump (a link to /dev/zero, world_size 2^31-1) is refused by these
+// rather than read forever or allocated for.
+inline constexpr std::size_t kMaxDumpBytes = std::size_t{64} << 20;  // 64 MiB
+inline constexpr int kMaxWorldSize = 1 << 16;
+
+// The bytes of `path` if it is a regular file (a link to one counts) of at
+// most kMaxDumpBytes; else DumpError naming it ("not a regular file", "larger
+// than 64 MiB", "cannot open"). Never blocks on a FIFO.
+std::string ReadDumpBytes(const std::string& path);
 // Throws DumpError naming the file.
 RankDump ReadDumpFile(const std::string& path);
 

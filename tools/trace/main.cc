@@ -7,6 +7,7 @@
 // entries with their call sites (--json: the same as one JSON object).
 // Exit status: 0 when the dumps agree, 1 when they show a mismatch, 2 for
 // bad usage or an unreadable dump (the message names the file).
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -38,7 +39,9 @@ int main(int argc, char** argv) {
       "deadline, a peer failure, a dump request or SIGUSR1; see core/comm/README.md):\n"
       "the first collective where the ranks part ways, its mismatch class, and each\n"
       "rank's last collectives with their call sites. Usage: trace DIR [flags].\n"
-      "Exit: 0 the dumps agree, 1 mismatch, 2 bad usage or unreadable dump.");
+      "Exit: 0 the dumps agree, 1 mismatch, 2 bad usage or unreadable dump.\n"
+      "Reads only regular files of at most 64 MiB each, from worlds of at most 65536 ranks;\n"
+      "anything else (a device, a FIFO, a larger file or world) is bad input.");
   flags.Bool("json", &json, "print the analysis as one JSON object");
   flags.Int("entries", &entries, "last entries shown per rank", 0, 2000);
   flags.String("comm", &comm, "communicator to analyse first (default: the first found)");
@@ -75,6 +78,22 @@ int main(int argc, char** argv) {
   } catch (const ddp::trace::DumpError& e) {
     std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
     return 2;
+  }
+  if (!comm.empty()) {
+    // An unknown name must not quietly fall back to the first communicator.
+    std::vector<std::string> names;
+    for (const auto& d : dumps) {
+      if (!d) continue;
+      for (const auto& c : d->comms) {
+        if (std::find(names.begin(), names.end(), c.name) == names.end()) names.push_back(c.name);
+      }
+    }
+    if (std::find(names.begin(), names.end(), comm) == names.end()) {
+      std::string allowed;
+      for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
+      return Usage("--comm: '" + comm + "' is no communicator of these dumps (allowed: " +
+                   (allowed.empty() ? "none recorded" : allowed) + ")");
+    }
   }
   ddp::trace::AnalyzeOptions options;
   options.prefer_comm = comm;

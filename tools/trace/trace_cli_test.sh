@@ -53,5 +53,33 @@ err=$("$trace" "$skip" --entries 99999 2>&1); code=$?
 [[ $code == 2 && "$err" == *"--entries"* ]] || fail "bad --entries: exit $code '$err'"
 "$trace" "$skip" "$agree" > /dev/null 2>&1; [[ $? == 2 ]] || fail "two DIRs: exit"
 
+# Hostile input (issue 35): a huge world_size in one small dump, a dump that
+# is a link to an endless device or a FIFO, an unknown --comm. Each must end
+# promptly with exit 2 and one line naming the file and field, or the flag.
+for ws in 2147483647 10000000; do
+  huge="$tmp/huge$ws"; mkdir -p "$huge"; cp "$skip"/rank*.json "$huge"/
+  # Every file says it (consistent dumps of a world that large), top level only.
+  for f in "$huge"/rank*.json; do sed -i '0,/"world_size": 3/s//"world_size": '"$ws"'/' "$f"; done
+  err=$(timeout 20 "$trace" "$huge" 2>&1 >/dev/null); code=$?
+  [[ $code == 2 ]] || fail "world_size $ws: exit $code, want 2 ($err)"
+  [[ "$err" == *"$huge/rank"[0-2]".json: world_size: "* ]] || fail "world_size $ws: message '$err'"
+done
+zero="$tmp/zero"; mkdir -p "$zero"; cp "$skip"/rank*.json "$zero"/
+rm "$zero/rank1.json"; ln -s /dev/zero "$zero/rank1.json"
+err=$(timeout 20 "$trace" "$zero" 2>&1 >/dev/null); code=$?
+[[ $code == 2 && "$err" == *"$zero/rank1.json: not a regular file"* ]] || fail "/dev/zero link: exit $code '$err'"
+fifo="$tmp/fifo"; mkdir -p "$fifo"; cp "$skip"/rank*.json "$fifo"/
+rm "$fifo/rank1.json"; mkfifo "$fifo/rank1.json"
+err=$(timeout 20 "$trace" "$fifo" 2>&1 >/dev/null); code=$?
+[[ $code == 2 && "$err" == *"$fifo/rank1.json: not a regular file"* ]] || fail "FIFO: exit $code '$err'"
+big="$tmp/big"; mkdir -p "$big"; cp "$skip"/rank*.json "$big"/
+truncate -s 65M "$big/rank1.json"
+err=$(timeout 20 "$trace" "$big" 2>&1 >/dev/null); code=$?
+[[ $code == 2 && "$err" == *"$big/rank1.json: larger than"* ]] || fail "65 MiB dump: exit $code '$err'"
+"$trace" --help | grep -q "64 MiB" || fail "--help does not state the size cap"
+err=$("$trace" "$skip" --comm nosuch 2>&1 >/dev/null); code=$?
+[[ $code == 2 && "$err" == *"--comm"*"nosuch"*"comm0"* ]] || fail "--comm nosuch: exit $code '$err'"
+"$trace" "$skip" --comm comm0 > /dev/null; [[ $? == 1 ]] || fail "--comm comm0: exit"
+
 echo "$failures failure(s)"
 [[ $failures == 0 ]]
