@@ -57,7 +57,7 @@ grep -q '^FAIL  pkg/fail_test (exit 1; ' <<<"$output" || fail "fail line"
 grep -q '^FAIL  pkg/hang_test (timeout after 2 s; ' <<<"$output" || fail "timeout line"
 grep -q '^OK .* repro/bug/bug -> records/repro_bug.json' <<<"$output" || fail "repro line"
 grep -q '^UNEXPECTED .* fixes/bug/bug' <<<"$output" || fail "fix line"
-grep -qx 'pairs: 1 as expected, 1 not' <<<"$output" || fail "pairs summary"
+grep -qx 'pairs: 1 as expected, 1 not, 0 skipped' <<<"$output" || fail "pairs summary"
 grep -q '"verdict": "reproduced"' "$TEST_TMPDIR/out/records/repro_bug.json" || fail "record not written"
 [[ -f "$TEST_TMPDIR/out/environment.txt" ]] || fail "no environment.txt"
 
@@ -75,5 +75,153 @@ for args in "--timeout 0" "--timeout abc" "--frobnicate" "--nccl-lib /nonexisten
   [[ $rc -eq 2 ]] || fail "'$args' exited $rc, want 2"
   grep -q -- "${args%% *}" <<<"$msg" || fail "'$args' message does not name the flag: $msg"
 done
+
+# --- A fresh fake bundle for the GPU-machine checks below.
+new_bundle() {
+  rm -rf "$root"
+  mkdir -p "$root/bin/pkg" "$root/lib"
+  cp "$run_all" "$root/run_all.sh"
+  printf 'ddp-pitfalls GPU-runner bundle (fake)\ncommit: x\nbuilt: y\ncuda: 13.0 (runtime linked statically)\n' >"$root/MANIFEST.txt"
+  : >"$root/tests.txt"
+  : >"$root/pairs.txt"
+  : >"$root/bench.txt"
+}
+fakebin="$TEST_TMPDIR/fakebin"
+mkdir -p "$fakebin"
+fake_smi() {  # driver version, number of GPUs
+  printf '#!/usr/bin/env bash\ncase "$*" in\n  *driver_version\\ *|*=driver_version\\ *) echo %s ;;\n  -L) for i in $(seq 0 $(( %s - 1 ))); do echo "GPU $i: NVIDIA H100 (UUID: GPU-$i)"; done ;;\n  *) echo "NVIDIA H100, %s, 81559 MiB" ;;\nesac\n' "$1" "$2" "$1" >"$fakebin/nvidia-smi"
+  chmod +x "$fakebin/nvidia-smi"
+}
+run() {  # runs the fake bundle; output in $output, status in $rc
+  set +e
+  output="$(PATH="$fakebin:$PATH" "$root/run_all.sh" --nccl-lib "$TEST_TMPDIR/nccl" --out "$TEST_TMPDIR/o" "$@" 2>&1)"
+  rc=$?
+  set -e
+}
+
+# --allow-skip on a machine without a GPU: a pair that refuses NCCL (exit 2,
+# as every pair binary does there) and a gpu test that skips are SKIPs,
+# quickly, with their reasons, and leave no records.
+new_bundle
+rm -f "$fakebin/nvidia-smi"
+mkdir -p "$root/bin/repro/bug" "$root/bin/fixes/bug" "$root/bin/bench"
+make_bin pkg/skip_test 'echo "x.cc:3: Skipped"; echo "skipped, no GPU: fake reason"; echo "[  SKIPPED ] A.One (0 ms)"'
+refuse='echo "prog: --backend nccl: no usable GPU here (cudaGetDeviceCount: CUDA driver version is insufficient): use --backend gloo" >&2; exit 2'
+make_bin repro/bug/bug "$refuse"
+make_bin fixes/bug/bug "$refuse"
+make_bin bench/sync_bn '[[ "$*" == *"--backend nccl"* ]] && { echo "rank 0: backend '"'"'nccl'"'"' needs a GPU, but none is usable here" >&2; exit 1; }; for a; do [[ "$a" == --benchmark_out=* ]] && echo "{}" >"${a#*=}"; done; true'
+echo pkg/skip_test >"$root/tests.txt"
+printf '%s\n' repro/bug/bug fixes/bug/bug >"$root/pairs.txt"
+echo bench/sync_bn >"$root/bench.txt"
+mkdir -p "$TEST_TMPDIR/o/records"
+echo stale >"$TEST_TMPDIR/o/records/repro_bug.json"
+start=$SECONDS
+run --allow-skip --bench
+echo "$output"
+[[ $rc -eq 0 ]] || fail "--allow-skip without a GPU exited $rc, want 0"
+((SECONDS - start < 60)) || fail "--allow-skip took $((SECONDS - start)) s"
+grep -q '^SKIP  *repro/bug/bug (--backend nccl: no usable GPU here' <<<"$output" || fail "pair SKIP line"
+grep -qx 'pairs: 0 as expected, 0 not, 2 skipped' <<<"$output" || fail "pairs summary with skips"
+grep -q "^SKIP  bench/sync_bn on nccl (backend 'nccl' needs a GPU" <<<"$output" || fail "bench nccl SKIP"
+grep -q '^OK    bench/sync_bn on gloo -> records/bench_sync_bn.gloo.bench.json' <<<"$output" || fail "bench gloo run"
+[[ -z "$(ls "$TEST_TMPDIR/o/records" | grep -v '\.gloo\.')" ]] || fail "NCCL records written: $(ls "$TEST_TMPDIR/o/records")"
+# Without --allow-skip the same refusals are failures.
+run
+[[ $rc -eq 1 ]] || fail "refusals without --allow-skip exited $rc, want 1"
+grep -q '^USAGE .* repro/bug/bug' <<<"$output" || fail "refusal without --allow-skip is not USAGE"
+
+# The driver is checked before anything runs: one line, exit 1.
+new_bundle
+make_bin pkg/pass_test 'echo "[       OK ] A.One (1 ms)"'
+echo pkg/pass_test >"$root/tests.txt"
+fake_smi 535.104.05 1
+run
+[[ $rc -eq 1 ]] || fail "old driver exited $rc, want 1"
+want="run_all.sh: this bundle's CUDA 13.0 runtime needs driver >= 580; this machine has 535.104.05: rebuild with CUDA_PATH pointing at a CUDA 12 toolkit"
+[[ "$output" == "$want" ]] || fail "old driver output: '$output'"
+fake_smi 580.159.04 1
+run
+[[ $rc -eq 0 ]] || fail "driver 580 exited $rc: $output"
+sed -i 's/^cuda: 13.0/cuda: 12.4/' "$root/MANIFEST.txt"
+fake_smi 535.104.05 1
+run
+[[ $rc -eq 0 ]] || fail "CUDA 12.4 on driver 535 exited $rc: $output"
+fake_smi 470.57.02 1
+run
+grep -q "CUDA 12.4 runtime needs driver >= 525; this machine has 470.57.02: rebuild with CUDA_PATH pointing at a CUDA 11 toolkit" <<<"$output" ||
+  fail "CUDA 12 on 470: $output"
+
+# Binaries that do not load: one line, exit 1.
+new_bundle
+mkdir -p "$root/bin/repro/bug"
+make_bin repro/bug/bug "echo \"bug: /lib/x86_64-linux-gnu/libstdc++.so.6: version \\\`GLIBCXX_3.4.30' not found (required by lib/libgloo.so.0)\" >&2; exit 1"
+echo repro/bug/bug >"$root/pairs.txt"
+rm -f "$fakebin/nvidia-smi"
+run
+[[ $rc -eq 1 ]] || fail "unloadable binaries exited $rc"
+grep -q "^run_all.sh: the bundle's binaries do not load here: .*GLIBCXX_3.4.30' not found" <<<"$output" || fail "load line: $output"
+[[ "$(grep -c . <<<"$output")" -eq 1 ]] || fail "more than one line for a load error: $output"
+
+# --bench on one GPU: each benchmark on NCCL and on Gloo with regen.sh's
+# flags; padding shares the GPU; peers' helpers are skipped.
+new_bundle
+fake_smi 580.159.04 1
+mkdir -p "$root/bin/bench/padding" "$root/bin/bench/recorder" "$root/bin/bench/peers"
+args_file="$TEST_TMPDIR/bench_args.txt"
+record_args='echo "$*" >>"'"$args_file"'"; for a; do [[ "$a" == --benchmark_out=* ]] && echo "{}" >"${a#*=}"; done; true'
+for b in bench/sync_bn bench/padding/padding bench/recorder/recorder bench/peers/gather_loop; do make_bin "$b" "$record_args"; done
+printf '%s\n' bench/sync_bn bench/padding/padding bench/recorder/recorder bench/peers/gather_loop >"$root/bench.txt"
+rm -f "$args_file"
+run --bench --no-pairs
+echo "$output"
+[[ $rc -eq 0 ]] || fail "--bench exited $rc"
+grep -q -- '^--backend nccl --world_size 4 --reps 5 --pin_cpus --benchmark_out=.*/records/bench_sync_bn.nccl.bench.json' "$args_file" || fail "sync_bn on nccl: $(cat "$args_file")"
+grep -q -- '^--backend gloo --world_size 4 --reps 5 --pin_cpus --benchmark_out=' "$args_file" || fail "sync_bn on gloo"
+grep -q -- '^--backend nccl --world_size 4 --reps 9 --pin_cpus --share_gpu --benchmark_out=.*padding.nccl' "$args_file" || fail "padding on nccl must share the GPU"
+grep -q -- '^--backend gloo --world_size 4 --reps 9 --pin_cpus --benchmark_out=.*padding.gloo' "$args_file" || fail "padding on gloo"
+[[ "$(wc -l <"$args_file")" -eq 5 ]] || fail "5 benchmark runs expected: $(cat "$args_file")"
+grep -q '^SKIP  bench/peers/gather_loop (a helper' <<<"$output" || fail "peers helper not skipped"
+for f in bench_sync_bn.nccl bench_sync_bn.gloo bench_padding_padding.nccl bench_padding_padding.gloo bench_recorder_recorder.gloo; do
+  [[ -f "$TEST_TMPDIR/o/records/$f.bench.json" ]] || fail "no records/$f.bench.json"
+done
+fake_smi 580.159.04 4
+rm -f "$args_file"
+run --bench --no-pairs --only padding
+! grep -q -- '--share_gpu' "$args_file" || fail "4 GPUs: padding must not share"
+
+# Where libnccl.so.2 is found (--find-nccl), on a fake folder layout: in
+# order $VIRTUAL_ENV, $CONDA_PREFIX, a python3.N on PATH, ldconfig -p; none
+# found -> the --nccl-lib hint and exit 1.
+lay="$TEST_TMPDIR/layout"
+mkdir -p "$lay/venv/lib/python3.12/site-packages/nvidia/nccl/lib" "$lay/conda/lib" "$lay/pyenv/nvidia/nccl/lib" \
+  "$lay/ldconf/lib" "$lay/bin"
+for d in "$lay/venv/lib/python3.12/site-packages/nvidia/nccl/lib" "$lay/conda/lib" "$lay/pyenv/nvidia/nccl/lib" "$lay/ldconf/lib"; do
+  touch "$d/libnccl.so.2"
+done
+printf '#!/bin/sh\necho "%s"\n' "$lay/pyenv/nvidia/nccl/lib" >"$lay/bin/python3.99"
+printf '#!/bin/sh\necho "/nonexistent/for/config"\n' >"$lay/bin/python3.99-config"
+printf '#!/bin/sh\nprintf "\\tlibnccl.so.2 (libc6,x86-64) => %s/libnccl.so.2\\n"\n' "$lay/ldconf/lib" >"$lay/ldconfig"
+chmod +x "$lay/bin/python3.99" "$lay/bin/python3.99-config" "$lay/ldconfig"
+find_nccl() {
+  env -u NCCL_HOME -u CUDA_HOME RUN_ALL_SYSTEM_NCCL_DIRS="" RUN_ALL_LDCONFIG="$lay/ldconfig" \
+    PATH="$lay/bin:/usr/bin:/bin" "$@" "$root/run_all.sh" --find-nccl 2>&1
+}
+got="$(find_nccl env VIRTUAL_ENV="$lay/venv" CONDA_PREFIX="$lay/conda")"
+[[ "$got" == "libnccl: $lay/venv/lib/python3.12/site-packages/nvidia/nccl/lib (under $lay/venv)" ]] || fail "venv: $got"
+got="$(find_nccl env -u VIRTUAL_ENV CONDA_PREFIX="$lay/conda")"
+[[ "$got" == "libnccl: $lay/conda/lib (under $lay/conda)" ]] || fail "conda: $got"
+got="$(find_nccl env -u VIRTUAL_ENV -u CONDA_PREFIX)"
+[[ "$got" == "libnccl: $lay/pyenv/nvidia/nccl/lib (nvidia.nccl of $lay/bin/python3.99)" ]] || fail "python3.99: $got"
+rm "$lay/bin/python3.99"
+got="$(find_nccl env -u VIRTUAL_ENV -u CONDA_PREFIX)"
+[[ "$got" == "libnccl: $lay/ldconf/lib (ldconfig -p)" ]] || fail "ldconfig: $got"
+printf '#!/bin/sh\ntrue\n' >"$lay/ldconfig"
+set +e
+got="$(find_nccl env -u VIRTUAL_ENV -u CONDA_PREFIX)"
+rc=$?
+set -e
+[[ $rc -eq 1 ]] || fail "nothing found: exit $rc, want 1"
+grep -q 'no libnccl.so.2 found .*give --nccl-lib DIR' <<<"$got" || fail "no hint: $got"
+
 "$root/run_all.sh" --help | grep -q '^usage: run_all.sh' || fail "--help"
 echo "run_all_test: all checks passed"
