@@ -16,21 +16,26 @@ leads with the findings:
 
 The words and the fields each finding reads come from analysis/bugs.json, the
 claims from analysis/claims.json; every number comes from the records.
-Missing or malformed input is an error naming the file (exit 2), and nothing
-is half-written: the report is built in a temporary folder and renamed into
-place only when complete.
+Missing, malformed or unreadable input is an error naming the file (exit 2,
+one line), and nothing is half-written: the report is built in a hidden
+temporary folder and put in place only when complete. The report deletes
+nothing it did not write (analysis/outdir.py): --out may not be or contain
+--results, and an existing --out is replaced (atomically) only when it is a
+previous report holding nothing else. Ctrl-C (exit 130) and SIGTERM (exit
+143) leave --out as it was.
 """
 import argparse
 import json
 import os
-import shutil
+import signal
+import stat
 import sys
-import tempfile
 import textwrap
 
 import figures
 import findings
 import ledger
+import outdir
 import tables
 from pick import Summary, first_metric, num, select
 from records import InputError, check_benchmarks, check_records
@@ -41,14 +46,41 @@ BUG_ORDER = ["wrong_all_gather", "mean_of_means", "missing_set_epoch", "drop_las
              "small_batch_bn", "autograd_lost_gather"]
 
 
+# Limits on an input file: the largest record file is ~1.5 MB; nesting
+# deeper than this is no record (and would exhaust Python's recursion).
+MAX_INPUT_BYTES = 256 << 20
+MAX_DEPTH = 64
+
+
+def depth(data):
+    """How deeply arrays and objects nest in `data`, without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (list, dict)):
+            deepest = max(deepest, d)
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
 def load(path):
     try:
-        with open(path) as f:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{path}: not a regular file")
+        if st.st_size > MAX_INPUT_BYTES:
+            raise InputError(f"{path}: {st.st_size} bytes, more than the "
+                             f"{MAX_INPUT_BYTES >> 20} MiB an input may have")
+        with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror}")
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to be a record file")
     except ValueError as e:
         raise InputError(f"{path}: not valid JSON: {e}")
+    if depth(data) > MAX_DEPTH:
+        raise InputError(f"{path}: nested more than {MAX_DEPTH} levels deep; not a record file")
     if isinstance(data, dict) and "benchmarks" in data:
         check_benchmarks(path, data)
         return "benchmark", data
@@ -264,12 +296,26 @@ def build(results_dir, outdir, latex):
     return summary, failed
 
 
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP: unwinds like Ctrl-C so the staging folder goes."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum, _frame):
+    raise Terminated(signum)
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", default="results/latest",
                     help="folder of result records and benchmark JSON (default results/latest)")
-    ap.add_argument("--out", default="report", help="output folder (default report)")
+    ap.add_argument("--out", default="report",
+                    help="output folder (default report): a new folder or a previous report, "
+                         "not the --results folder nor one that contains it")
     ap.add_argument("--latex", action="store_true",
                     help="also write booktabs LaTeX tables to OUT/latex/")
     args = ap.parse_args(argv)
@@ -278,28 +324,36 @@ def main(argv):
     out = os.path.normpath(os.path.join(here, args.out))
     parent = os.path.dirname(out) or "."
     try:
-        os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".report-", dir=parent)
-    except OSError as e:
-        print(f"report: cannot write under {parent}: {e.strerror}", file=sys.stderr)
-        return 2
-    try:
-        _, failed = build(results, tmp, args.latex)
-    except InputError as e:
-        shutil.rmtree(tmp, ignore_errors=True)
+        outdir.check_target(results, out)
+    except outdir.OutError as e:
         print(f"report: {e}", file=sys.stderr)
         return 2
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = None
-    if os.path.exists(out):
-        old = out + ".old"
-        shutil.rmtree(old, ignore_errors=True)
-        os.rename(out, old)
-    os.rename(tmp, out)
-    if old:
-        shutil.rmtree(old, ignore_errors=True)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminate)
+    tmp = None
+    try:
+        tmp = outdir.stage(parent)
+        _, failed = build(results, tmp, args.latex)
+        # No signal between marking the report complete and the exchange.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+        outdir.commit(tmp, out)
+        tmp = None
+    except InputError as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"report: cannot write {e.filename or parent}: {e.strerror}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("report: interrupted; --out left as it was", file=sys.stderr)
+        return 130
+    except Terminated as e:
+        print(f"report: terminated by signal {e.signum}; --out left as it was", file=sys.stderr)
+        return 128 + e.signum
+    finally:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+        if tmp:
+            outdir.discard(tmp)
     for c in failed:
         print(f"report: claim no longer supported by the records: {c['bug']}: {c['claim']}",
               file=sys.stderr)
@@ -308,4 +362,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        print("report: interrupted; --out left as it was", file=sys.stderr)
+        sys.exit(130)
