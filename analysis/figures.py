@@ -4,6 +4,7 @@ import math
 import os
 import statistics
 
+from pair_render.small_batch_bn import figure1_series
 from pick import Summary, first_metric, is_number, select
 
 # Okabe & Ito (2008), "Color Universal Design"; yellow last (faint as a line
@@ -53,6 +54,39 @@ def finish(plt, fig, ax, labels, outdir, name):
     return save(plt, fig, outdir, name)
 
 
+def spread(values):
+    """(median, min, max) of a list of numbers."""
+    return statistics.median(values), min(values), max(values)
+
+
+def errorbar(ax, xs, points, offset=1.0, **kw):
+    """Dots at the medians, bars from min to max; points: [(median, min, max)]."""
+    ys = [m for m, _, _ in points]
+    err = [[m - lo for m, lo, _ in points], [hi - m for m, _, hi in points]]
+    return ax.errorbar([x * offset for x in xs] if offset != 1.0 else xs, ys, yerr=err,
+                       marker="o", capsize=3, **kw)
+
+
+def oversubscribed(bench):
+    """The context's oversubscription note ('4 ranks on 2 CPUs'), or ''."""
+    note = str(bench.get("context", {}).get("ddp_oversubscribed", ""))
+    if not note.startswith("yes"):
+        return ""
+    return note[len("yes"):].lstrip(": ") or "yes"
+
+
+def mark_oversubscribed(fig, ax, bench):
+    """Oversubscribed runs (more ranks than CPUs) say so on the figure itself:
+    their times include waiting for a CPU."""
+    note = oversubscribed(bench)
+    if note:
+        ax.text(0.5, 0.5, "OVERSUBSCRIBED", transform=ax.transAxes, ha="center", va="center",
+                fontsize=28, color=OKABE_ITO[4], alpha=0.18, rotation=20, zorder=0)
+        fig.text(0.01, 0.005, f"Oversubscribed run: {note}; times include waiting for a CPU.",
+                 fontsize=7, color=OKABE_ITO[4], ha="left", va="bottom")
+    return note
+
+
 def style(i):
     """Colour and line style of the i-th series (distinct beyond 8 series)."""
     return {"color": OKABE_ITO[i % len(OKABE_ITO)],
@@ -61,7 +95,10 @@ def style(i):
 
 def bug_figure(plt, bug, spec, recs, outdir):
     """The symptom's size per variant next to the fix's: median (dot) and
-    range over configurations (bar) of the headline measure, log scale."""
+    range over configurations (bar) of the headline measure, log scale.
+    A spec with "figure": "by_batch" gets small_batch_figure instead."""
+    if spec.get("figure") == "by_batch":
+        return small_batch_figure(plt, bug, recs, outdir)
     metric = first_metric(select(recs, {"kind": "repro", "verdict": "reproduced"}),
                           spec["symptom_metrics"])
     if not metric:
@@ -129,57 +166,130 @@ def accuracy_spread_figure(plt, bug, recs, outdir):
                   outdir, f"{bug}_accuracy_spread")
 
 
-def padding_figure(plt, name, bench, outdir):
-    """bench/padding: time over the equal-size all_gather by skew profile,
-    one line per method, at the largest payload of the run."""
+def small_batch_figure(plt, bug, recs, outdir):
+    """small_batch_bn: validation error against the per-rank batch, one line
+    per norm (the README's figure1 table, from the same function), SyncBN at
+    the same global batch as the reference line; a log2 batch axis (every
+    batch >= 1, so no zero on it) and a linear error axis."""
+    series = figure1_series([r for _, r in recs if r.get("kind") == "repro"])
+    if not series:
+        return None
+    batches = list(series)
+    fig, ax = plt.subplots(figsize=(6.4, 4))
+    sync = [b for b in batches if "SyncBN" in series[b]]
+    if sync:
+        ys = [100 * series[b]["SyncBN"][0] for b in sync]
+        es = [100 * series[b]["SyncBN"][1] for b in sync]
+        ax.errorbar(sync, ys, yerr=es, color=OKABE_ITO[6], linestyle="--", marker="s",
+                    capsize=3, linewidth=1.5, zorder=3,
+                    label="SyncBN, same global batch (reference, one process)")
+    for i, name in enumerate(("per-rank BN", "GroupNorm", "PreciseBN")):
+        xs = [b for b in batches if name in series[b]]
+        if not xs:
+            continue
+        ax.errorbar(xs, [100 * series[b][name][0] for b in xs],
+                    yerr=[100 * series[b][name][1] for b in xs], marker="o", capsize=3,
+                    label=name, color=OKABE_ITO[(4, 2, 0)[i]])
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(batches)
+    ax.set_xticklabels([str(b) for b in batches])
+    ax.xaxis.set_minor_locator(matplotlib_ticker().NullLocator())
+    ax.invert_xaxis()  # as the GroupNorm paper's Figure 1: the batch shrinks to the right
+    first = series[batches[0]]
+    world = first["global"] // batches[0] if first.get("global") else None
+    seeds = first.get("seeds", "?")
+    return finish(plt, fig, ax, (
+        f"samples per rank (log scale; W = {world} ranks)" if world else "samples per rank (log scale)",
+        f"validation error (%)\nmean over {seeds} seeds, bars: 95% interval",
+        f"{bug}: error against the per-rank batch, SyncBN as reference"), outdir, f"{bug}_headline")
+
+
+def payload_of(size):
     unit = {"KiB": 1024, "MiB": 1048576, "GiB": 1073741824}
+    return float(size[:-3]) * unit[size[-3:]] if size[-3:] in unit else 0.0
+
+
+def padding_points(bench):
+    """{method: {profile: (median, min, max)}} of the per-repetition ratio over
+    the floor (each repetition's own ratio, as bench/tables.py's table) at the
+    largest payload of the run, and that payload in bytes."""
     rows = []
     for b in bench["benchmarks"]:
         parts = b["name"].split("/")
         if len(parts) < 6 or parts[0] != "padding" or not is_number(b.get("ratio_over_floor")):
             continue
-        size = parts[4]
-        nominal = float(size[:-3]) * unit[size[-3:]] if size[-3:] in unit else 0.0
-        rows.append((parts[3], parts[5], float(b["ratio_over_floor"]), nominal))
+        rows.append((parts[3], parts[5], float(b["ratio_over_floor"]), payload_of(parts[4])))
     if not rows:
-        return None
+        return {}, 0.0
     top = max(r[3] for r in rows)
-    profiles = list(dict.fromkeys(r[0] for r in rows))
-    fig, ax = plt.subplots(figsize=(6.4, 4))
-    for i, method in enumerate(dict.fromkeys(r[1] for r in rows)):
-        ys = {r[0]: r[2] for r in rows if r[1] == method and r[3] == top}
-        ax.plot(profiles, [ys.get(p, float("nan")) for p in profiles], marker="o",
-                label=method, **style(i))
+    reps = {}
+    for profile, method, ratio, payload in rows:
+        if payload == top:
+            reps.setdefault(method, {}).setdefault(profile, []).append(ratio)
+    return {m: {p: spread(v) for p, v in by.items()} for m, by in reps.items()}, top
+
+
+def padding_figure(plt, name, bench, outdir):
+    """bench/padding: time over the fastest equal-size gather (the floor) by
+    skew profile, one line per method, at the largest payload of the run:
+    the median over the repetitions, bars from the smallest to the largest."""
+    points, top = padding_points(bench)
+    if not points:
+        return None
+    profiles = list(dict.fromkeys(p for by in points.values() for p in by))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    n = len(points)
+    for i, (method, by) in enumerate(points.items()):
+        xs = [k + 0.06 * (i - (n - 1) / 2) for k, p in enumerate(profiles) if p in by]
+        errorbar(ax, xs, [by[p] for p in profiles if p in by], label=method, **style(i))
+    ax.set_xticks(range(len(profiles)))
+    ax.set_xticklabels(profiles)
+    note = mark_oversubscribed(fig, ax, bench)
     return finish(plt, fig, ax, ("skew profile of the per-rank lengths",
-                                 "time / equal-size all_gather time (ratio)",
-                                 f"{name}: cost of a variable-length gather, {top / 1048576:g} MiB per rank"),
+                                 "time / floor time (ratio)\nmedian over repetitions, bars: min to max",
+                                 f"{name}: cost of a variable-length gather, {top / 1048576:g} MiB per rank"
+                                 + (f"\noversubscribed: {note}" if note else "")),
                   outdir, f"{name}_overhead")
 
 
-def sync_bn_figure(plt, name, bench, outdir):
-    """bench/sync_bn: SyncBN time over local BN by channel count, per N (the
-    median over repetitions of each one's median iteration; older files have
-    one mean per benchmark)."""
-    runs = {}
+def sync_bn_points(bench):
+    """{N: {C: (median, min, max)}} of SyncBN time over local BN time, each
+    ratio within one repetition (as bench/tables.py's table); older files with
+    one row per benchmark give one ratio per shape."""
+    times = {}
     for b in bench["benchmarks"]:
         parts = b["name"].split("/")
         if len(parts) < 3 or not parts[1].startswith("C:") or not parts[2].startswith("N:"):
             continue
         t = b.get("median_us", b.get("real_time"))
+        rep = next((int(x[4:]) for x in parts if x.startswith("rep:")), 0)
         if is_number(t):
-            runs.setdefault((parts[0], int(parts[1][2:]), int(parts[2][2:])), []).append(float(t))
-    times = {k: statistics.median(v) for k, v in runs.items()}
-    ns = sorted({k[2] for k in times if k[0] == "sync_bn"})
-    if not ns:
+            times[(parts[0], int(parts[1][2:]), int(parts[2][2:]), rep)] = float(t)
+    out = {}
+    for (kind, c, n, rep), t in times.items():
+        bn = times.get(("bn", c, n, rep))
+        if kind == "sync_bn" and bn:
+            out.setdefault(n, {}).setdefault(c, []).append(t / bn)
+    return {n: {c: spread(v) for c, v in sorted(by.items())} for n, by in sorted(out.items())}
+
+
+def sync_bn_figure(plt, name, bench, outdir):
+    """bench/sync_bn: SyncBN time over local BN by channel count, per N: the
+    median over repetitions of the ratio within each, bars min to max."""
+    points = sync_bn_points(bench)
+    if not points:
         return None
-    fig, ax = plt.subplots(figsize=(6.4, 4))
-    for i, n in enumerate(ns):
-        cs = sorted(c for (kind, c, nn) in times if kind == "sync_bn" and nn == n
-                    and times.get(("bn", c, n)))
-        ax.plot(cs, [times[("sync_bn", c, n)] / times[("bn", c, n)] for c in cs],
-                marker="o", label=f"N={n} samples per rank", **style(i))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for i, (n, by) in enumerate(points.items()):
+        cs = list(by)
+        errorbar(ax, cs, [by[c] for c in cs], offset=1 + 0.04 * (i - (len(points) - 1) / 2),
+                 label=f"N={n} samples per rank", **style(i))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    return finish(plt, fig, ax, ("channels C (count, log scale)", "SyncBN time / local BN time (ratio)",
-                                 f"{name}: SyncBN costs a multiple of local BN"),
+    note = mark_oversubscribed(fig, ax, bench)
+    return finish(plt, fig, ax, ("channels C (count, log scale)",
+                                 "SyncBN time / local BN time (ratio)\n"
+                                 "median over repetitions, bars: min to max",
+                                 f"{name}: SyncBN costs a multiple of local BN"
+                                 + (f"\noversubscribed: {note}" if note else "")),
                   outdir, f"{name}_overhead")
