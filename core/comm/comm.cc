@@ -1,5 +1,6 @@
 #include "core/comm/comm.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -32,6 +33,10 @@ Comm::Comm(CommSetup setup)
       world_size_(setup.world_size),
       backend_(std::move(setup.backend)),
       timeout_(setup.timeout),
+      startup_timeout_(setup.startup_timeout),
+      first_deadline_(setup.lazy_connect ? std::max(setup.timeout, setup.startup_timeout)
+                                         : setup.timeout),
+      call_deadline_(first_deadline_),
       checked_(setup.checked),
       store_(std::move(setup.store)),
       run_id_(std::move(setup.run_id)),
@@ -39,7 +44,8 @@ Comm::Comm(CommSetup setup)
       host_(std::move(setup.host)) {
   if (setup.trace_entries > 0) {
     recorder_ = std::make_shared<trace::FlightRecorder>(
-        trace::FlightRecorder::Identity{setup.name, backend_, rank_, world_size_, timeout_, checked_},
+        trace::FlightRecorder::Identity{setup.name, backend_, rank_, world_size_, timeout_,
+                                        checked_, first_deadline_},
         setup.trace_entries);
   }
 }
@@ -102,6 +108,7 @@ void Comm::Run(Fingerprint fp, std::span<const std::size_t> counts, const Site& 
                EngineCall&& call) {
   ThrowIfBroken(fp.op);
   fp.seq = seq_++;
+  call_deadline_ = fp.seq == 0 ? first_deadline_ : timeout_;
   const auto start = Clock::now();
   if (recorder_) recorder_->Enter(fp, counts, site, start);
   if (checked_) {
@@ -140,7 +147,7 @@ void Comm::Fail(const Fingerprint& fp, const EngineFailure& failure,
   ctx.op = fp.op;
   ctx.seq = fp.seq;
   ctx.elapsed = elapsed;
-  ctx.deadline = timeout_;
+  ctx.deadline = call_deadline_;
   ctx.engine_message = failure.what();
   if (recorder_) {
     recorder_->Exit(fp.seq, timeout ? trace::State::kTimedOut : trace::State::kPeerFailed,
@@ -163,8 +170,10 @@ void Comm::Fail(const Fingerprint& fp, const EngineFailure& failure,
   std::ostringstream msg;
   msg << (timeout ? "deadline exceeded" : "peer failure") << " on rank " << rank_ << "/"
       << world_size_ << ": " << fp.ToString() << (in_check ? " (checked-mode fingerprint exchange)" : "")
-      << " on " << backend_ << " after " << Seconds(elapsed) << " (deadline "
-      << Seconds(timeout_) << ")\n"
+      << " on " << backend_ << " after " << Seconds(elapsed)
+      << (fp.seq == 0 && first_deadline_ != timeout_ ? " (first collective: start-up bound "
+                                                      : " (deadline ")
+      << Seconds(call_deadline_) << ")\n"
       << "  engine: " << failure.what() << "\n"
       << ctx.report;
   broken_reason_ = msg.str().substr(0, msg.str().find('\n'));

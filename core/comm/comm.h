@@ -56,6 +56,13 @@ struct CommSetup {
   int world_size = 1;
   std::string backend;
   std::chrono::milliseconds timeout{60000};
+  // The start-up bound: the rendezvous and the engine's connection, which
+  // may take longer than a short collective deadline (options.h).
+  std::chrono::milliseconds startup_timeout{60000};
+  // The engine connects to its peers inside the first collective (NCCL
+  // does, lazily; Gloo connects before): that collective then gets the
+  // start-up bound too.
+  bool lazy_connect = false;
   bool checked = false;
   std::shared_ptr<launch::Store> store;  // namespaced for this communicator
   std::string name;                      // the communicator's name (its store namespace)
@@ -78,6 +85,7 @@ class Comm {
   const std::string& backend() const { return backend_; }
   bool checked() const { return checked_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  std::chrono::milliseconds startup_timeout() const { return startup_timeout_; }
   // Sequence number the next collective will get (0 for the first).
   int64_t next_seq() const { return seq_; }
 
@@ -182,6 +190,10 @@ class Comm {
   // The engine_variant of this rank's next allgatherv (fingerprint.h): how
   // the engine will run it, which checked mode compares. None by default.
   virtual uint64_t AllgathervEngineVariant() const { return 0; }
+  // The bound of the collective in progress: timeout(), or
+  // startup_timeout() for the first one (sequence number 0) of an engine
+  // that connects inside it (CommSetup::lazy_connect).
+  std::chrono::milliseconds call_deadline() const { return call_deadline_; }
 
   // Engine calls. `tag` is unique per call and equal on every rank for the
   // same sequence number. Failures: throw EngineFailure.
@@ -214,6 +226,9 @@ class Comm {
   int world_size_;
   std::string backend_;
   std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds startup_timeout_;
+  std::chrono::milliseconds first_deadline_;  // of collective #0
+  std::chrono::milliseconds call_deadline_;
   bool checked_;
   std::shared_ptr<launch::Store> store_;
   std::string run_id_;

@@ -326,7 +326,7 @@ std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) 
   const std::size_t piece_bytes = ResolveGlooAllgathervPieceBytes(options);
   gloo::transport::tcp::attr attr;
   const BindChoice bind = DefaultBindAddress(options, *setup.store);
-  attr.hostname = CheckedBindAddress(bind, setup.timeout);
+  attr.hostname = CheckedBindAddress(bind, setup.startup_timeout);
   {
     char name[256] = {0};
     if (::gethostname(name, sizeof(name) - 1) != 0) std::strcpy(name, "unknown");
@@ -340,18 +340,28 @@ std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) 
                               "): " + e.what());
   }
   auto context = std::make_shared<gloo::rendezvous::Context>(setup.rank, setup.world_size);
+  // The collectives' bound, and the pairs' (which keep the timeout they are
+  // created with): the collective deadline. Gloo connects every pair here,
+  // so its first collective is an ordinary one. The rendezvous waits up to
+  // the start-up bound instead (the store view's floor).
   context->setTimeout(setup.timeout);
   try {
     // Our prefixed view, not Gloo's PrefixStore: its waits would ignore the
     // deadline (Gloo's default is 30 s).
-    auto gloo_store = launch::PrefixedStore(setup.store, "gloo");
+    auto gloo_store = launch::PrefixedStore(setup.store, "gloo", setup.startup_timeout);
     context->connectFullMesh(*gloo_store, device);
   } catch (const std::exception& e) {
     const std::string what = e.what();
+    // Which phase: waiting in the store for a peer's address (rendezvous)
+    // or connecting to a peer that has published one (init).
+    const bool rendezvous = dynamic_cast<const launch::StoreError*>(&e) != nullptr;
     const std::string message =
-        "gloo rendezvous of rank " + std::to_string(setup.rank) + " of " +
-        std::to_string(setup.world_size) + " through " + setup.store->Describe() +
-        " failed (deadline " + std::to_string(setup.timeout.count()) + " ms): " + what;
+        "gloo " + std::string(rendezvous ? "rendezvous" : "init (connecting to peers)") +
+        " of rank " + std::to_string(setup.rank) + " of " + std::to_string(setup.world_size) +
+        " through " + setup.store->Describe() + " failed (" +
+        (rendezvous ? "start-up bound " + std::to_string(setup.startup_timeout.count())
+                    : "deadline " + std::to_string(setup.timeout.count())) +
+        " ms): " + what;
     // A peer that closed or reset its connection while this rank was still
     // connecting has died (e.g. Gloo aborted it in a collective with a rank
     // that had already connected): its failure, not this rank's. Said so, the

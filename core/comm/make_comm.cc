@@ -57,16 +57,22 @@ std::unique_ptr<Comm> MakeComm(const CommOptions& options) {
   setup.world_size = options.world_size;
   setup.backend = options.backend;
   setup.timeout = ResolveTimeout(options);
+  setup.startup_timeout = ResolveStartupTimeout(options, setup.timeout);
   setup.checked = ResolveChecked(options);
   setup.trace_entries = ResolveTraceEntries(options);
   const std::string name =
       options.name.empty() ? "comm" + std::to_string(g_comm_counter++) : options.name;
-  auto base = options.store ? options.store : launch::OpenStore(options.rdzv, setup.timeout);
+  auto base =
+      options.store ? options.store : launch::OpenStore(options.rdzv, setup.startup_timeout);
   setup.name = name;
   setup.run_id = options.run_id;
   setup.trace_dir = ResolveTraceDir(options, base->Describe());
   setup.store = launch::PrefixedStore(base, options.run_id + "/" + name);
-  setup.store->set_timeout(setup.timeout);
+  // The rendezvous waits up to the start-up bound; once connected, the
+  // store serves failure-time dump requests, bounded by the deadline.
+  setup.store->set_timeout(setup.startup_timeout);
+  const auto store = setup.store;
+  const auto deadline = setup.timeout;
 
 #ifdef DDP_HAVE_NCCL
   std::unique_ptr<Comm> comm = options.backend == "nccl" ? MakeNcclComm(options, std::move(setup))
@@ -75,6 +81,7 @@ std::unique_ptr<Comm> MakeComm(const CommOptions& options) {
   std::unique_ptr<Comm> comm = MakeGlooComm(options, std::move(setup));
 #endif
   // Connected: from now on the store serves only failure-time dump requests.
+  store->set_timeout(deadline);
   comm->StartWatchdog();
   return comm;
 }

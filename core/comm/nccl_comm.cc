@@ -3,19 +3,15 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <thread>
 
 #include "core/comm/gloo_comm.h"
+#include "core/comm/nccl_engine.h"
 
 namespace ddp::comm {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 ncclDataType_t NcclType(DType dtype) {
   switch (dtype) {
@@ -37,12 +33,6 @@ ncclRedOp_t NcclOp(ReduceOp op) {
 }
 
 std::string CudaText(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
-
-void CudaCheck(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    throw EngineFailure(EngineFailure::Kind::kPeer, std::string(what) + ": " + CudaText(e));
-  }
-}
 
 // Picks this rank's GPU: one per local rank, or a shared one when allowed.
 int SelectDevice(const CommOptions& options) {
@@ -66,61 +56,25 @@ int SelectDevice(const CommOptions& options) {
 class NcclComm final : public Comm {
  public:
   NcclComm(CommSetup setup, int device, std::unique_ptr<Comm> helper)
-      : Comm(setup), device_(device), helper_(std::move(helper)) {}
+      : Comm(setup),
+        engine_(std::make_unique<NcclEngine>(device, setup.rank, setup.world_size)),
+        helper_(std::move(helper)) {
+    engine_->set_teardown_bound(setup.timeout);
+  }
 
   ~NcclComm() override {
     StopWatchdog();  // no abort hook may run from here on
-    cudaSetDevice(device_);
-    if (comm_ != nullptr) {
-      if (aborted_.load()) {
-        // Already aborted.
-      } else if (broken_engine_) {
-        ncclCommAbort(comm_);
-      } else {
-        // Flush, then destroy; abort if a peer makes the flush hang.
-        ncclCommFinalize(comm_);
-        ncclResult_t state = ncclInProgress;
-        const auto deadline = Clock::now() + timeout();
-        while (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclInProgress &&
-               Clock::now() < deadline) {
-          std::this_thread::sleep_for(std::chrono::microseconds(100));
-        }
-        if (state == ncclSuccess) {
-          ncclCommDestroy(comm_);
-        } else {
-          ncclCommAbort(comm_);
-        }
-      }
-    }
+    engine_.reset();  // finalize or abort (nccl_wait::Close) before the staging memory goes
     for (void* p : scratch_) {
       if (p != nullptr) cudaFree(p);
     }
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
 
-  // Rendezvous (unique id through the store) and non-blocking init, bounded
-  // by the deadline.
-  void Init(launch::Store& store) {
-    CudaCheck(cudaSetDevice(device_), "cudaSetDevice");
-    CudaCheck(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    ncclUniqueId id;
-    if (rank() == 0) {
-      Nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-      store.set("nccl/unique_id",
-                std::vector<char>(reinterpret_cast<char*>(&id), reinterpret_cast<char*>(&id) + sizeof(id)));
-    } else {
-      const auto bytes = store.get("nccl/unique_id");
-      if (bytes.size() != sizeof(id)) {
-        throw EngineFailure(EngineFailure::Kind::kPeer, "bad NCCL unique id in the store");
-      }
-      std::memcpy(&id, bytes.data(), sizeof(id));
-    }
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;  // so a missing peer can be aborted instead of hanging
-    const auto start = Clock::now();
-    const ncclResult_t r = ncclCommInitRankConfig(&comm_, world_size(), id, rank(), &config);
-    if (r != ncclSuccess && r != ncclInProgress) Nccl(r, "ncclCommInitRankConfig");
-    WaitComm(start, "ncclCommInitRankConfig");
+  // Rendezvous (unique id through the store, bounded by the store's
+  // timeout: the start-up bound) and non-blocking init, bounded by
+  // `startup`.
+  void Init(launch::Store& store, std::chrono::milliseconds startup) {
+    engine_->Connect(store, "nccl/unique_id", startup);
   }
 
  protected:
@@ -130,7 +84,7 @@ class NcclComm final : public Comm {
     Staging st(this);
     const void* s = st.In(send, b, 0);
     void* d = st.Out(recv, b * static_cast<std::size_t>(world_size()), 1);
-    Launch([&] { return ncclAllGather(s, d, count, NcclType(dtype), comm_, stream_); },
+    Launch([&] { return ncclAllGather(s, d, count, NcclType(dtype), comm(), stream()); },
            "ncclAllGather", st);
   }
 
@@ -152,7 +106,7 @@ class NcclComm final : public Comm {
           for (int root = 0; root < world_size(); ++root) {
             const void* src = root == rank() ? s : nullptr;
             r = ncclBroadcast(src, static_cast<char*>(d) + offset * es, counts[root],
-                              NcclType(dtype), root, comm_, stream_);
+                              NcclType(dtype), root, comm(), stream());
             if (r != ncclSuccess && r != ncclInProgress) {
               ncclGroupEnd();
               return r;
@@ -168,14 +122,15 @@ class NcclComm final : public Comm {
                        uint32_t) override {
     Staging st(this);
     void* d = st.InOut(data, count * SizeOf(dtype), 0);
-    Launch([&] { return ncclAllReduce(d, d, count, NcclType(dtype), NcclOp(op), comm_, stream_); },
-           "ncclAllReduce", st);
+    Launch(
+        [&] { return ncclAllReduce(d, d, count, NcclType(dtype), NcclOp(op), comm(), stream()); },
+        "ncclAllReduce", st);
   }
 
   void EngineBroadcast(void* data, std::size_t count, DType dtype, int root, uint32_t) override {
     Staging st(this);
     void* d = st.InOut(data, count * SizeOf(dtype), 0);
-    Launch([&] { return ncclBroadcast(d, d, count, NcclType(dtype), root, comm_, stream_); },
+    Launch([&] { return ncclBroadcast(d, d, count, NcclType(dtype), root, comm(), stream()); },
            "ncclBroadcast", st);
   }
 
@@ -186,7 +141,7 @@ class NcclComm final : public Comm {
     const void* s = st.In(send, b * static_cast<std::size_t>(world_size()), 0);
     void* d = st.Out(recv, b, 1);
     Launch([&] {
-      return ncclReduceScatter(s, d, recv_count, NcclType(dtype), ncclSum, comm_, stream_);
+      return ncclReduceScatter(s, d, recv_count, NcclType(dtype), ncclSum, comm(), stream());
     },
            "ncclReduceScatter", st);
   }
@@ -196,14 +151,14 @@ class NcclComm final : public Comm {
     Staging st(this);
     int32_t one = 1;
     void* d = st.InOut(&one, sizeof(one), 0);
-    Launch([&] { return ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_); },
+    Launch([&] { return ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm(), stream()); },
            "ncclAllReduce (barrier)", st);
   }
 
   // The watchdog's last resort when this rank's thread is stuck past the
   // deadline: abort the communicator from the watchdog thread.
   std::function<void()> WatchdogAbortHook() override {
-    return [this] { AbortFromWatchdog(); };
+    return [this] { engine_->AbortFromWatchdog(); };
   }
 
   std::vector<Fingerprint> EngineExchangeFingerprints(const Fingerprint& mine, uint32_t) override {
@@ -228,15 +183,22 @@ class NcclComm final : public Comm {
   }
 
  private:
+  ncclComm_t comm() const { return engine_->comm(); }
+  cudaStream_t stream() const { return engine_->stream(); }
+
   // Host buffers are copied through device scratch memory (one slot per
-  // role); device buffers are used as they are.
+  // role); device buffers are used as they are. Copies in go on the
+  // communicator's stream ahead of the collective; copies out are queued by
+  // CopyBack only once the collective has drained the stream
+  // (nccl_wait::Collective).
   class Staging {
    public:
     explicit Staging(NcclComm* c) : c_(c) {}
     const void* In(const void* p, std::size_t bytes, int slot) {
       if (bytes == 0 || IsDevice(p)) return p;
       void* d = c_->Scratch(slot, bytes);
-      CudaCheck(cudaMemcpyAsync(d, p, bytes, cudaMemcpyHostToDevice, c_->stream_), "cudaMemcpyAsync");
+      c_->engine_->Cuda(
+          cudaMemcpyAsync(d, p, bytes, cudaMemcpyHostToDevice, c_->stream()), "cudaMemcpyAsync");
       return d;
     }
     void* Out(void* p, std::size_t bytes, int slot) {
@@ -250,11 +212,16 @@ class NcclComm final : public Comm {
       In(p, bytes, slot);
       return Out(p, bytes, slot);
     }
-    void CopyBack() {
-      for (const auto& b : back_) {
-        CudaCheck(cudaMemcpyAsync(b.host, b.dev, b.bytes, cudaMemcpyDeviceToHost, c_->stream_),
-                  "cudaMemcpyAsync");
-      }
+    // Empty when nothing is staged out.
+    std::function<void()> CopyBack() {
+      if (back_.empty()) return nullptr;
+      return [this] {
+        for (const auto& b : back_) {
+          c_->engine_->Cuda(cudaMemcpyAsync(b.host, b.dev, b.bytes, cudaMemcpyDeviceToHost,
+                                            c_->stream()),
+                            "cudaMemcpyAsync");
+        }
+      };
     }
 
    private:
@@ -280,112 +247,22 @@ class NcclComm final : public Comm {
       if (scratch_[slot] != nullptr) cudaFree(scratch_[slot]);
       scratch_[slot] = nullptr;
       scratch_bytes_[slot] = 0;
-      CudaCheck(cudaMalloc(&scratch_[slot], bytes), "cudaMalloc (staging)");
+      engine_->Cuda(cudaMalloc(&scratch_[slot], bytes), "cudaMalloc (staging)");
       scratch_bytes_[slot] = bytes;
     }
     return scratch_[slot];
   }
 
-  void Nccl(ncclResult_t r, const char* what) {
-    if (r == ncclSuccess) return;
-    broken_engine_ = true;
-    throw EngineFailure(EngineFailure::Kind::kPeer,
-                        std::string(what) + ": " + ncclGetErrorString(r) + " (" +
-                            (comm_ != nullptr && !aborted_.load() ? ncclGetLastError(comm_) : "") + ")");
-  }
-
-  // Enqueue (which may itself be in progress on a non-blocking comm), then
-  // poll stream completion and the communicator's async error until the
-  // deadline; abort the communicator on expiry or error.
+  // Enqueue, wait for the communicator and the stream (bounded by this
+  // call's deadline: the start-up bound for the first collective), copy
+  // staged results back, check again (NcclEngine::Run).
   template <typename Enqueue>
   void Launch(Enqueue&& enqueue, const char* what, Staging& st) {
-    CudaCheck(cudaSetDevice(device_), "cudaSetDevice");
-    const auto start = Clock::now();
-    const ncclResult_t r = Locked(what, [&] { return enqueue(); });
-    if (r != ncclSuccess && r != ncclInProgress) Nccl(r, what);
-    WaitComm(start, what);
-    st.CopyBack();
-    WaitStream(start, what);
+    engine_->Run(what, enqueue, st.CopyBack(), call_deadline());
   }
 
-  void WaitComm(Clock::time_point start, const char* what) {
-    while (true) {
-      ncclResult_t state = ncclSuccess;
-      Nccl(Locked(what, [&] { return ncclCommGetAsyncError(comm_, &state); }),
-           "ncclCommGetAsyncError");
-      if (state == ncclSuccess) return;
-      if (state != ncclInProgress) Abort(EngineFailure::Kind::kPeer, what, state);
-      if (Clock::now() - start > timeout()) Abort(EngineFailure::Kind::kTimeout, what, state);
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-  }
-
-  void WaitStream(Clock::time_point start, const char* what) {
-    while (true) {
-      const cudaError_t q = cudaStreamQuery(stream_);
-      if (q == cudaSuccess) return;
-      if (q != cudaErrorNotReady) {
-        broken_engine_ = true;
-        throw EngineFailure(EngineFailure::Kind::kPeer, std::string(what) + ": " + CudaText(q));
-      }
-      ncclResult_t state = ncclSuccess;
-      Locked(what, [&] { return ncclCommGetAsyncError(comm_, &state); });
-      if (state != ncclSuccess && state != ncclInProgress) {
-        Abort(EngineFailure::Kind::kPeer, what, state);
-      }
-      if (Clock::now() - start > timeout()) Abort(EngineFailure::Kind::kTimeout, what, state);
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
-  }
-
-  // Runs one NCCL call on comm_ under nccl_mu_, unless the watchdog has
-  // aborted the communicator (then comm_ must not be touched again).
-  template <typename Call>
-  ncclResult_t Locked(const char* what, Call&& call) {
-    std::lock_guard<std::timed_mutex> lock(nccl_mu_);
-    if (aborted_.load()) {
-      broken_engine_ = true;
-      throw EngineFailure(EngineFailure::Kind::kTimeout,
-                          std::string("Timed out in ") + what +
-                              ": communicator aborted by the watchdog (this thread was stuck "
-                              "past the deadline)");
-    }
-    return call();
-  }
-
-  [[noreturn]] void Abort(EngineFailure::Kind kind, const char* what, ncclResult_t state) {
-    const std::string detail = kind == EngineFailure::Kind::kTimeout
-                                   ? "Timed out waiting " + std::to_string(timeout().count()) +
-                                         "ms for " + what + "; communicator aborted"
-                                   : std::string(what) + ": async error " +
-                                         ncclGetErrorString(state) + "; communicator aborted";
-    {
-      std::lock_guard<std::timed_mutex> lock(nccl_mu_);
-      if (!aborted_.exchange(true)) ncclCommAbort(comm_);
-    }
-    broken_engine_ = true;
-    throw EngineFailure(kind, detail);
-  }
-
-  // The watchdog thread. The main thread holds nccl_mu_ only for the length
-  // of one NCCL call; if it cannot be had within a second, that call is
-  // blocked inside NCCL, and ncclCommAbort from another thread is NCCL's way
-  // to release it. Either way the main thread never touches comm_ again
-  // (Locked checks aborted_ first).
-  void AbortFromWatchdog() {
-    std::unique_lock<std::timed_mutex> lock(nccl_mu_, std::defer_lock);
-    [[maybe_unused]] const bool locked = lock.try_lock_for(std::chrono::seconds(1));
-    if (aborted_.exchange(true)) return;
-    ncclCommAbort(comm_);
-  }
-
-  int device_;
+  std::unique_ptr<NcclEngine> engine_;
   std::unique_ptr<Comm> helper_;
-  cudaStream_t stream_ = nullptr;
-  ncclComm_t comm_ = nullptr;
-  bool broken_engine_ = false;
-  std::timed_mutex nccl_mu_;          // main thread's NCCL calls vs the watchdog's abort
-  std::atomic<bool> aborted_{false};  // comm_ was aborted: never touch it again
   void* scratch_[2] = {nullptr, nullptr};
   std::size_t scratch_bytes_[2] = {0, 0};
 };
@@ -415,17 +292,19 @@ std::unique_ptr<Comm> MakeNcclComm(const CommOptions& options, CommSetup setup) 
     h.store = launch::PrefixedStore(setup.store, "check");
     helper = MakeGlooComm(options, std::move(h));
   }
+  setup.lazy_connect = true;  // NCCL connects its peers inside the first collective
   auto store = setup.store;
-  auto comm = std::make_unique<NcclComm>(std::move(setup), device, std::move(helper));
+  const auto startup = setup.startup_timeout;
+  std::unique_ptr<NcclComm> comm;
   try {
-    comm->Init(*store);
+    comm = std::make_unique<NcclComm>(std::move(setup), device, std::move(helper));
+    comm->Init(*store, startup);
   } catch (const EngineFailure& e) {
-    throw CommError("nccl init of rank " + std::to_string(options.rank) + " of " +
+    // The message starts with the phase: "rendezvous" or "init".
+    throw CommError("nccl start-up of rank " + std::to_string(options.rank) + " of " +
                     std::to_string(options.world_size) + " on GPU " + std::to_string(device) +
-                    " failed: " + e.what());
-  } catch (const std::exception& e) {
-    throw CommError("nccl rendezvous of rank " + std::to_string(options.rank) + " through " +
-                    store->Describe() + " failed: " + e.what());
+                    " failed (start-up bound " + std::to_string(startup.count()) +
+                    " ms) in " + e.what());
   }
   return comm;
 }

@@ -1,8 +1,10 @@
 #include "core/comm/options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
+#include "core/cli/number.h"
 #include "core/launch/config_error.h"
 #include "core/trace/model.h"
 
@@ -13,6 +15,27 @@ bool ParseFlag(const std::string& name, const std::string& value) {
   if (value == "1") return true;
   if (value == "0") return false;
   throw launch::ConfigError(name + "='" + value + "' must be 0 or 1");
+}
+
+// An explicit setting (named `field` in messages), else the variable
+// `var` in seconds, else nullopt.
+std::optional<std::chrono::milliseconds> Seconds(
+    const std::optional<std::chrono::milliseconds>& given, const char* field, const char* var,
+    const launch::EnvLookup& env) {
+  if (given) {
+    if (given->count() <= 0) {
+      throw launch::ConfigError(std::string("CommOptions.") + field + " must be positive");
+    }
+    return *given;
+  }
+  const auto text = env(var);
+  if (!text) return std::nullopt;
+  double seconds = 0;  // decimal only: "0x10" is no deadline of 16 s
+  if (!cli::ParseDecimal(*text, &seconds) || seconds <= 0 || seconds > 86400 * 7) {
+    throw launch::ConfigError(std::string(var) + "='" + *text +
+                              "' must be a positive number of seconds (at most a week)");
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
 }
 
 }  // namespace
@@ -36,22 +59,16 @@ CommOptions OptionsFromEnvironment() {
 
 std::chrono::milliseconds ResolveTimeout(const CommOptions& options,
                                          const launch::EnvLookup& env) {
-  if (options.timeout) {
-    if (options.timeout->count() <= 0) {
-      throw launch::ConfigError("CommOptions.timeout must be positive");
-    }
-    return *options.timeout;
+  return Seconds(options.timeout, "timeout", kEnvTimeout, env).value_or(kDefaultTimeout);
+}
+
+std::chrono::milliseconds ResolveStartupTimeout(const CommOptions& options,
+                                                std::chrono::milliseconds deadline,
+                                                const launch::EnvLookup& env) {
+  if (const auto t = Seconds(options.startup_timeout, "startup_timeout", kEnvStartupTimeout, env)) {
+    return *t;
   }
-  const auto text = env(kEnvTimeout);
-  if (!text) return kDefaultTimeout;
-  char* end = nullptr;
-  const double seconds = std::strtod(text->c_str(), &end);
-  if (text->empty() || end != text->c_str() + text->size() || !std::isfinite(seconds) ||
-      seconds <= 0 || seconds > 86400 * 7) {
-    throw launch::ConfigError(std::string(kEnvTimeout) + "='" + *text +
-                              "' must be a positive number of seconds (at most a week)");
-  }
-  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000)));
+  return std::max(deadline, kDefaultStartupTimeout);
 }
 
 bool ResolveChecked(const CommOptions& options, const launch::EnvLookup& env) {

@@ -2,6 +2,14 @@
 //
 // Unset optional fields come from the environment (documented in README.md):
 //   DDP_PITFALLS_TIMEOUT   deadline of every collective, seconds (default 60)
+//   DDP_PITFALLS_STARTUP_TIMEOUT  the start-up bound, seconds: the rendezvous,
+//                          the engine's connection (Gloo's connect, NCCL's
+//                          ncclCommInitRankConfig) and, on NCCL, which
+//                          connects lazily inside it, the first collective
+//                          (Gloo has connected before: its first collective
+//                          has the deadline); default max(deadline, 60 s), so
+//                          a short collective deadline does not also cut
+//                          short a slow start
 //   DDP_PITFALLS_CHECK     1: checked mode (fingerprints first), 0: raw (default)
 //   DDP_PITFALLS_TRACE_ENTRIES  flight recorder ring size per communicator
 //                          (default 2000; 0 turns the recorder off)
@@ -30,6 +38,7 @@
 namespace ddp::comm {
 
 inline constexpr char kEnvTimeout[] = "DDP_PITFALLS_TIMEOUT";
+inline constexpr char kEnvStartupTimeout[] = "DDP_PITFALLS_STARTUP_TIMEOUT";
 inline constexpr char kEnvCheck[] = "DDP_PITFALLS_CHECK";
 inline constexpr char kEnvTraceEntries[] = "DDP_PITFALLS_TRACE_ENTRIES";
 inline constexpr char kEnvTraceDir[] = "DDP_PITFALLS_TRACE_DIR";
@@ -37,6 +46,7 @@ inline constexpr char kEnvGlooAddr[] = "DDP_GLOO_ADDR";
 inline constexpr char kEnvGlooAllgatherv[] = "DDP_GLOO_ALLGATHERV";
 inline constexpr char kEnvGlooAllgathervPieceKib[] = "DDP_GLOO_ALLGATHERV_PIECE_KIB";
 inline constexpr std::chrono::milliseconds kDefaultTimeout = std::chrono::seconds(60);
+inline constexpr std::chrono::milliseconds kDefaultStartupTimeout = std::chrono::seconds(60);
 
 struct CommOptions {
   std::string backend = "gloo";  // "gloo" or "nccl"
@@ -56,6 +66,7 @@ struct CommOptions {
   // when ranks create them in the same order, as torch.distributed assumes).
   std::string name;
   std::optional<std::chrono::milliseconds> timeout;
+  std::optional<std::chrono::milliseconds> startup_timeout;  // the start-up bound (above)
   std::optional<bool> checked;
   std::optional<std::size_t> trace_entries;  // flight recorder ring size; 0: off
   std::string trace_dir;                      // where dumps go (see above)
@@ -80,6 +91,10 @@ CommOptions OptionsFromEnvironment();
 // throws ConfigError naming the variable for an unparsable value.
 std::chrono::milliseconds ResolveTimeout(const CommOptions& options,
                                          const launch::EnvLookup& env = launch::ProcessEnv);
+// `deadline` is ResolveTimeout's: the default is max(deadline, 60 s).
+std::chrono::milliseconds ResolveStartupTimeout(const CommOptions& options,
+                                                std::chrono::milliseconds deadline,
+                                                const launch::EnvLookup& env = launch::ProcessEnv);
 bool ResolveChecked(const CommOptions& options,
                     const launch::EnvLookup& env = launch::ProcessEnv);
 GlooAllgathervAlgorithm ResolveGlooAllgatherv(const CommOptions& options,

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -16,16 +17,16 @@ namespace {
 
 class Prefixed final : public Store {
  public:
-  Prefixed(std::shared_ptr<Store> base, std::string prefix)
-      : base_(std::move(base)), prefix_(std::move(prefix) + "/") {
-    set_timeout(base_->timeout());
+  Prefixed(std::shared_ptr<Store> base, std::string prefix, std::chrono::milliseconds min_wait)
+      : base_(std::move(base)), prefix_(std::move(prefix) + "/"), min_wait_(min_wait) {
+    set_timeout(std::max(base_->timeout(), min_wait_));
   }
   using Store::wait;
   void wait(const std::vector<std::string>& keys,
             const std::chrono::milliseconds& timeout) override {
     std::vector<std::string> full;
     for (const auto& k : keys) full.push_back(prefix_ + k);
-    base_->wait(full, timeout);
+    base_->wait(full, std::max(timeout, min_wait_));
   }
   void Put(const std::string& key, const std::string& value) override {
     base_->Put(prefix_ + key, value);
@@ -44,6 +45,7 @@ class Prefixed final : public Store {
  private:
   std::shared_ptr<Store> base_;
   std::string prefix_;
+  std::chrono::milliseconds min_wait_;
 };
 
 std::shared_ptr<Store> OpenFileStore(const std::string& dir, std::chrono::milliseconds timeout) {
@@ -119,8 +121,9 @@ std::shared_ptr<Store> OpenStore(const std::string& spec, std::chrono::milliseco
   return OpenFileStore(spec, timeout);
 }
 
-std::shared_ptr<Store> PrefixedStore(std::shared_ptr<Store> base, const std::string& prefix) {
-  return std::make_shared<Prefixed>(std::move(base), prefix);
+std::shared_ptr<Store> PrefixedStore(std::shared_ptr<Store> base, const std::string& prefix,
+                                     std::chrono::milliseconds min_wait) {
+  return std::make_shared<Prefixed>(std::move(base), prefix, min_wait);
 }
 
 }  // namespace ddp::launch

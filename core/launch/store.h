@@ -66,8 +66,12 @@ class Store : public gloo::rendezvous::Store {
 std::shared_ptr<Store> OpenStore(const std::string& spec,
                                  std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
-// A view of `base` whose keys all start with "prefix/".
-std::shared_ptr<Store> PrefixedStore(std::shared_ptr<Store> base, const std::string& prefix);
+// A view of `base` whose keys all start with "prefix/". Its waits last at
+// least `min_wait`, whatever a caller asks: Gloo waits for its peers' keys
+// for its context's timeout (the collective deadline), and a rendezvous
+// needs the start-up bound (core/comm/options.h).
+std::shared_ptr<Store> PrefixedStore(std::shared_ptr<Store> base, const std::string& prefix,
+                                     std::chrono::milliseconds min_wait = {});
 
 // Parses "redis://host:port"; nullopt when `spec` is not a redis spec; throws
 // ConfigError for a malformed one.

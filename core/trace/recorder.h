@@ -40,6 +40,9 @@ class FlightRecorder {
     int world_size = 1;
     std::chrono::milliseconds deadline{0};
     bool checked = false;
+    // The first collective's bound (the communicator's start-up bound,
+    // core/comm/options.h) when longer than `deadline`.
+    std::chrono::milliseconds first_deadline{0};
   };
 
   // capacity >= 1.

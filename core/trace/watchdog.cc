@@ -187,7 +187,9 @@ void Watchdog::Tick() {
       if (fresh) Answer(e, *request);
     }
     if (const auto f = e->reg.recorder->in_flight()) {
-      const auto limit = e->reg.recorder->identity().deadline + kStuckGrace;
+      const auto& id = e->reg.recorder->identity();
+      const auto limit =
+          (f->seq == 0 ? std::max(id.deadline, id.first_deadline) : id.deadline) + kStuckGrace;
       if (Clock::now() - f->since > limit && f->seq != e->stuck_handled) {
         e->stuck_handled = f->seq;
         HandleStuck(e, *f);
@@ -224,7 +226,9 @@ void Watchdog::HandleStuck(const std::shared_ptr<Entry>& e, const FlightRecorder
                "(%.2f s): the main thread is stuck inside the engine; asking every rank for "
                "its dump\n",
                Prefix().c_str(), static_cast<long long>(f.seq), id.name.c_str(), s,
-               std::chrono::duration<double>(id.deadline).count());
+               std::chrono::duration<double>(
+                   f.seq == 0 ? std::max(id.deadline, id.first_deadline) : id.deadline)
+                   .count());
   const Report r = OnFailure(e->id, "deadline (main thread stuck in the engine)", kStuckGrace);
   std::fprintf(stderr, "%s\n", r.text.c_str());
   std::lock_guard<std::mutex> lock(hook_mu_);

@@ -66,6 +66,28 @@ TEST(Watchdog, StuckMainThreadIsDumpedAndAbortedPastTheDeadline) {
   wd.Unregister(id);
 }
 
+// A communicator whose engine connects inside its first collective (NCCL)
+// gives that collective the start-up bound (Identity::first_deadline): the
+// watchdog waits for it there, and for the deadline from the second on.
+TEST(Watchdog, FirstCollectiveIsStuckOnlyPastTheStartUpBound) {
+  const std::string dir = launch::MakeFreshDir("wd-first");
+  auto rec = std::make_shared<FlightRecorder>(
+      FlightRecorder::Identity{"comm0", "nccl", 0, 1, 200ms, false, 3000ms}, 16);
+  auto& wd = Watchdog::Get();
+  const int id = wd.Register({rec, nullptr, dir, "run"});
+  std::atomic<int> aborts{0};
+  wd.SetAbortHook(id, [&] { ++aborts; });
+  rec->Enter(Allreduce(0), {}, std::source_location::current(), Clock::now());
+  std::this_thread::sleep_for(2000ms);  // past deadline + grace, within the bound
+  EXPECT_EQ(aborts.load(), 0);
+  rec->Exit(0, State::kCompleted, Clock::now());
+  const auto start = Clock::now();
+  rec->Enter(Allreduce(1), {}, std::source_location::current(), start);  // and never Exit
+  ASSERT_TRUE(WaitFor([&] { return aborts.load() == 1; }, 10s));
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.5);
+  wd.Unregister(id);
+}
+
 TEST(Watchdog, Sigusr1WritesADumpAndTheDefaultDispositionComesBack) {
   const std::string dir = launch::MakeFreshDir("wd-usr1");
   auto rec = Recorder(3, 4, 60s);
