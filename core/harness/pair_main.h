@@ -36,6 +36,7 @@ struct CommonFlags {
   double timeout = 60;  // collective deadline, seconds
   std::string json;     // where to write the records; empty: don't
   bool verbose = false;  // print every field of every record after the table
+  bool share_gpu = false;  // NCCL: ranks share GPUs (also automatic: world.h)
 
   WorldOptions World(int world_size) const;
 };

@@ -31,6 +31,11 @@ std::string g_first_usage_error;
 // would meet through it too, so they fail at once instead of each waiting
 // out a deadline.
 std::string g_store_failure;
+// Launched mode: a peer died or stopped answering. The launcher's ranks are
+// the same processes in every world, so later worlds would each wait out
+// their rendezvous for it: they fail at once, the rank ends, and the
+// launcher stops the run within the collective deadline (issue 35).
+std::string g_peer_failure;
 
 [[noreturn]] void ThrowUsage(const std::string& message) {
   if (g_first_usage_error.empty()) g_first_usage_error = message;
@@ -47,6 +52,7 @@ comm::CommOptions OptionsFor(const launch::RankEnv& env, const WorldOptions& o) 
   c.backend = o.backend;
   c.timeout = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
   c.checked = o.checked;
+  c.share_gpu = c.share_gpu || o.share_gpu;
   return c;
 }
 
@@ -68,6 +74,7 @@ WorldResult RunSpawned(const WorldOptions& o, const RankBody& body) {
   const double deadline = o.world_deadline_s > 0 ? o.world_deadline_s : 4 * o.timeout_s + 10;
   so.deadline = std::chrono::milliseconds(static_cast<long long>(deadline * 1000));
   so.backend = o.backend;
+  so.share_gpu = o.share_gpu;
   so.run_id = "world";
   so.forward_signals = launch::InterruptHandlersInstalled();
   try {
@@ -177,6 +184,10 @@ WorldResult RunLaunched(const WorldOptions& o, const RankBody& body) {
     r.failure = "not run: the rendezvous store failed earlier: " + g_store_failure;
     return r;
   }
+  if (!g_peer_failure.empty()) {
+    r.failure = "not run: a peer failed in an earlier world: " + g_peer_failure;
+    return r;
+  }
   launch::RankEnv env;
   try {
     env = launch::RankEnvFromEnvironment();
@@ -192,6 +203,9 @@ WorldResult RunLaunched(const WorldOptions& o, const RankBody& body) {
     ReportRankFailure(e);
     r.failure = e.what();
     CheckStore(env);
+    if (dynamic_cast<const comm::PeerError*>(&e) || dynamic_cast<const comm::DeadlineError*>(&e)) {
+      g_peer_failure = e.what();
+    }
   }
   return r;
 }

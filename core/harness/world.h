@@ -35,6 +35,10 @@ struct WorldOptions {
   std::string backend = "gloo";
   double timeout_s = 60;  // deadline of every collective
   bool checked = false;   // checked mode (fingerprints before each call)
+  // NCCL: ranks may share GPUs (--share_gpu). Spawned worlds also share when
+  // DDP_SHARE_GPU=1 or fewer GPUs than ranks are visible
+  // (core/launch/share_gpu.h); launched ranks when DDP_SHARE_GPU=1.
+  bool share_gpu = false;
   // Spawned mode: the whole world must finish within this many seconds
   // (0: 4 x timeout_s + 10). A rank stopped (SIGSTOP) while its peers have
   // ended is killed after one second instead (supervise.h).

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "core/launch/failure_report.h"
 #include "core/launch/guardian.h"
 #include "core/launch/limits.h"
+#include "core/launch/share_gpu.h"
 #include "core/launch/spawn_hosts.h"
 #include "core/launch/store.h"
 
@@ -63,6 +65,17 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
     throw ConfigError("world size " + std::to_string(world_size) + " must be >= 1");
   }
   EnsureFileLimit(FilesNeeded(world_size), std::to_string(world_size) + " ranks");
+  int gpus = options.visible_gpus;
+  if (gpus < 0 && options.backend == "nccl" && !options.share_gpu) gpus = VisibleGpuCount();
+  const ShareGpuDecision share =
+      DecideShareGpu(options.backend, options.share_gpu, world_size, gpus);
+  static std::atomic<bool> said_share{false};
+  if (share.share && options.backend == "nccl" && !said_share.exchange(true)) {
+    std::fprintf(stderr,
+                 "[ddp::launch] ranks share GPUs, one NCCL_HOSTID per rank (%s): traffic over "
+                 "sockets, functional runs only, timings are not meaningful\n",
+                 share.why.c_str());
+  }
   // The run's own folder: the store (unless one was given) and the ranks'
   // failure reports. The guardian removes it if we die before we do.
   const std::string run_dir = MakeFreshDir("ddp-rdzv");
@@ -108,7 +121,7 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
       env.rdzv = dir;
       env.run_id = run_id;
       env.backend = options.backend;
-      env.share_gpu = options.share_gpu;
+      env.share_gpu = share.share;
       const std::string failure_file = run_dir + "/rank-" + std::to_string(rank) + ".failure";
       const SpawnHost* host = hosts.empty() ? nullptr : &hosts[rank % hosts.size()];
       children.push_back(StartChild(rank, [&fn, env, failure_file, host] {

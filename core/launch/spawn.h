@@ -30,7 +30,11 @@ struct SpawnOptions {
   bool keep_store = false;     // keep a fresh directory after the run (debugging)
   bool fail_fast = false;      // kill every rank when one fails
   bool echo = false;           // also print "[rank k] ..." lines as they come
-  bool share_gpu = false;      // distinct NCCL_HOSTID per rank (functional runs on one GPU)
+  // Ranks share GPUs: a distinct NCCL_HOSTID per rank (functional runs on
+  // one GPU). Also on by DDP_SHARE_GPU=1, or automatically for the nccl
+  // backend when fewer GPUs than ranks are visible (share_gpu.h; printed).
+  bool share_gpu = false;
+  int visible_gpus = -1;       // for that choice; -1: ask the driver (nccl only)
   bool forward_signals = false;  // stop the ranks on SIGINT/SIGTERM/SIGHUP (supervise.h)
   std::string run_id = "spawn";
   std::chrono::milliseconds kill_grace{std::chrono::seconds(1)};

@@ -113,6 +113,7 @@ HangRun RunTrainingWorld(const Config& c, const HangOptions& o) {
   launch::SpawnOptions so;
   so.deadline = std::chrono::milliseconds(static_cast<long long>(o.world_deadline_s * 1000));
   so.backend = o.backend;
+  so.share_gpu = o.share_gpu;
   so.fail_fast = true;  // as torchrun: one failed rank stops the job
   so.run_id = "drop_last_hang";
   HangRun out;

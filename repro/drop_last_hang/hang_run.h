@@ -31,6 +31,8 @@ struct HangOptions {
   double collective_deadline_s = 2;  // every collective's deadline
   double world_deadline_s = 30;      // the launcher's timeout for the whole run
   EarlyRanks early = EarlyRanks::kWaitForJob;
+  // NCCL: ranks share GPUs (--share_gpu; also automatic, core/launch/share_gpu.h).
+  bool share_gpu = false;
 };
 
 struct HangRun {

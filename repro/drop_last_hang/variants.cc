@@ -57,6 +57,7 @@ std::vector<Row> Rows(const harness::CommonFlags& f, const PairOptions& o) {
   for (int w : worlds) {
     HangOptions deadline;
     deadline.backend = f.backend;
+    deadline.share_gpu = f.share_gpu;
     deadline.collective_deadline_s = f.timeout;
     deadline.world_deadline_s = 2 * f.timeout + 30;
     auto add = [&](const char* variant, Sharding s, int64_t n, int b, HangOptions ho) {
