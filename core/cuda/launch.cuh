@@ -1,5 +1,6 @@
 // Internal to the .cu files: stream-ordered scratch memory, a grid-stride
-// elementwise launcher and the two-stage segment reduction of reduce.h.
+// elementwise launcher and the two-stage segment reduction of reduce.h
+// (thread bodies and grid sizing in grid_stride.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "core/cuda/check.h"
+#include "core/cuda/grid_stride.h"
 #include "core/cuda/reduce.h"
 
 namespace ddp::cuda::internal {
@@ -40,20 +42,14 @@ class StreamScratch {
   cudaStream_t stream_;
 };
 
-inline constexpr int kElementwiseThreads = 256;
-inline constexpr int64_t kMaxGridBlocks = 65535;  // grid-stride loops cover the rest
-
-inline unsigned GridFor(int64_t total, int threads) {
-  int64_t blocks = (total + threads - 1) / threads;
-  if (blocks < 1) blocks = 1;
-  if (blocks > kMaxGridBlocks) blocks = kMaxGridBlocks;
-  return static_cast<unsigned>(blocks);
+// This thread's place in a one-dimensional grid (grid_stride.h).
+__device__ inline Thread ThisThread() {
+  return Thread{int64_t{blockIdx.x}, int64_t{blockDim.x}, int64_t{threadIdx.x}, int64_t{gridDim.x}};
 }
 
 template <typename F>
 __global__ void ElementwiseKernel(int64_t total, F f) {
-  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
-  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total; i += stride) f(i);
+  ForEachStrided(ThisThread(), total, f);
 }
 
 // f(i) for every i in [0, total).
@@ -84,14 +80,12 @@ __global__ void SegmentPartialKernel(Push push, int64_t length, Acc* partials) {
   if (t == 0) partials[segment * gridDim.y + blockIdx.y] = lane[0];
 }
 
-// Stage 2: one thread per segment merges the partials in block order.
+// Stage 2: each segment merges its partials in block order; a grid-stride
+// loop, since GridFor caps the grid at kMaxGridBlocks blocks.
 template <typename Acc, typename Finish>
 __global__ void SegmentFinishKernel(const Acc* partials, int64_t segments, int blocks, Finish finish) {
-  const int64_t segment = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (segment >= segments) return;
-  Acc acc = Acc::Zero();
-  for (int b = 0; b < blocks; ++b) acc.Merge(partials[segment * blocks + b]);
-  finish(segment, acc);
+  SegmentFinishBody<Acc, Finish> body{partials, blocks, finish};
+  ForEachStrided(ThisThread(), segments, body);
 }
 
 // For each of `segments` segments of `length` elements: push(acc, segment, k)

@@ -80,17 +80,12 @@ struct Int64Array {
   int64_t v[N];
 };
 
+// One channel per index, grid-stride (GridFor caps the grid).
 template <typename T>
 __global__ void MergeStatsKernel(Int64Array<kMaxRanks> counts, int world, const T* means, const T* m2s,
                                  int64_t channels, T* mean, T* m2) {
-  const int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  if (c >= channels) return;
-  WelfordAcc<T> acc = WelfordAcc<T>::Zero();
-  for (int r = 0; r < world; ++r) {
-    acc.Merge(WelfordAcc<T>{counts.v[r], means[r * channels + c], m2s[r * channels + c]});
-  }
-  mean[c] = acc.mean;
-  m2[c] = acc.m2;
+  internal::MergeStatsBody<T> body{counts.v, world, means, m2s, channels, mean, m2};
+  internal::ForEachStrided(internal::ThisThread(), channels, body);
 }
 
 template <typename T>
