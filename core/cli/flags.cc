@@ -1,33 +1,17 @@
 #include "core/cli/flags.h"
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
+#include "core/cli/number.h"
+
 namespace ddp::cli {
 namespace {
 
-// Strict integer parse: the whole string, in range of int64.
-bool ParseInt64(const std::string& s, std::int64_t* out) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || end == s.c_str() || *end != '\0') return false;
-  *out = v;
-  return true;
-}
-
-bool ParseDouble(const std::string& s, double* out) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (errno != 0 || end == s.c_str() || *end != '\0') return false;
-  *out = v;
-  return true;
-}
+// Strict decimal parses (core/cli/number.h): "0x10" or " 5" is no number.
+bool ParseInt64(const std::string& s, std::int64_t* out) { return ParseDecimalInt64(s, out); }
+bool ParseDouble(const std::string& s, double* out) { return ParseDecimal(s, out); }
 
 std::string Range(double min, double max) {
   std::ostringstream os;
@@ -170,12 +154,17 @@ void Flags::IntList(const std::string& name, std::vector<int>* target, const std
   Add(std::move(f));
 }
 
+void Flags::FromEnv(const std::string& name, const std::string& var) {
+  if (Flag* f = Find(name)) f->env_var = var;
+}
+
 std::string Flags::Usage() const {
   std::ostringstream os;
   os << "usage: " << program_ << " [flags]\n" << summary_ << "\n\nflags:\n";
   for (const Flag& f : flags_) {
     os << "  --" << f.name << (f.is_bool ? "[=true|false]" : " VALUE") << "\n      " << f.help
-       << " (" << f.allowed << "; default " << f.default_value << ")\n";
+       << " (" << f.allowed << "; default " << f.default_value
+       << (f.env_var.empty() ? "" : ", or " + f.env_var + " when set") << ")\n";
   }
   os << "  --help\n      print this message and exit\n";
   return os.str();
@@ -207,6 +196,12 @@ Flags::Result Flags::Parse(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", error_.c_str());
       return Result::kError;
     }
+    // A flag given twice is a mistake (which one was meant?), not last-wins.
+    if (f->set) {
+      error_ = program_ + ": --" + name + " given more than once (give it once)";
+      std::fprintf(stderr, "%s\n", error_.c_str());
+      return Result::kError;
+    }
     if (!has_value) {
       if (f->is_bool) {
         value = "true";
@@ -225,6 +220,15 @@ Flags::Result Flags::Parse(int argc, char** argv) {
       return Result::kError;
     }
     f->set = true;
+  }
+  for (Flag& f : flags_) {
+    const char* value = f.env_var.empty() || f.set ? nullptr : std::getenv(f.env_var.c_str());
+    if (value != nullptr && !f.parse(value).empty()) {
+      error_ = program_ + ": bad value '" + value + "' for " + f.env_var + " (it stands for --" +
+               f.name + "; allowed: " + f.allowed + ")";
+      std::fprintf(stderr, "%s\n", error_.c_str());
+      return Result::kError;
+    }
   }
   return Result::kOk;
 }

@@ -34,6 +34,11 @@ class Flags {
   void IntList(const std::string& name, std::vector<int>* target, const std::string& help,
                int min, int max);
 
+  // When flag `name` is not on the command line, the environment variable
+  // `var`, if set, gives its value (checked as the flag's, a bad one an error
+  // naming the variable): precedence flag, variable, default.
+  void FromEnv(const std::string& name, const std::string& var);
+
   // Parses argv[1..]. On kHelp, Usage() has been printed to stdout; on
   // kError, the message (also in Error()) has been printed to stderr.
   Result Parse(int argc, char** argv);
@@ -51,6 +56,7 @@ class Flags {
     std::string help;
     std::string allowed;        // shown in usage and in errors
     std::string default_value;  // shown in usage
+    std::string env_var;        // FromEnv's variable, or empty
     bool is_bool = false;
     bool set = false;
     // Returns "" on success, else what is wrong with the value.

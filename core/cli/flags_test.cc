@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cli/number.h"
 #include "gtest/gtest.h"
 
 namespace ddp::cli {
@@ -70,6 +71,53 @@ TEST(FlagsTest, BadValuesNameTheFlagAndAllowedValues) {
   EXPECT_EQ(ParseArgs(g.flags, {"--worlds=2,,4"}), Flags::Result::kError);
   Fixture h;
   EXPECT_EQ(ParseArgs(h.flags, {"--drop_last=maybe"}), Flags::Result::kError);
+}
+
+// Issue 35: "--timeout 0x10" was read as 16, " 5" and "+5" as 5.
+TEST(FlagsTest, NumbersAreStrictDecimal) {
+  for (const char* bad : {"0x10", "0X1p3", "inf", "nan", " 5", "5 ", "+5", "1e", "1e999", ".", "-",
+                          "1.2.3", ""}) {
+    Fixture fx;
+    EXPECT_EQ(ParseArgs(fx.flags, {"--timeout", bad}), Flags::Result::kError) << bad;
+    EXPECT_EQ(fx.t, 60) << bad;
+  }
+  for (const char* bad : {"0x10", "+4", " 4", "4.0", "010x"}) {
+    Fixture fx;
+    EXPECT_EQ(ParseArgs(fx.flags, {"--world_size", bad}), Flags::Result::kError) << bad;
+    Fixture fy;
+    EXPECT_EQ(ParseArgs(fy.flags, {"--worlds", std::string("2,") + bad}), Flags::Result::kError)
+        << bad;
+  }
+  Fixture ok;
+  ASSERT_EQ(ParseArgs(ok.flags, {"--timeout", "1.5e1", "--world_size", "010"}),
+            Flags::Result::kOk);
+  EXPECT_EQ(ok.t, 15);
+  EXPECT_EQ(ok.w, 10);
+  double d = 0;
+  EXPECT_TRUE(ParseDecimal(".5", &d));
+  EXPECT_EQ(d, 0.5);
+  EXPECT_TRUE(ParseDecimal("-2.", &d));
+  EXPECT_EQ(d, -2);
+  EXPECT_TRUE(ParseDecimal("3E-2", &d));
+  EXPECT_EQ(d, 0.03);
+  std::int64_t i = 0;
+  EXPECT_TRUE(ParseDecimalInt64("-9223372036854775808", &i));
+  EXPECT_FALSE(ParseDecimalInt64("9223372036854775808", &i));
+}
+
+// Issue 35: a repeated flag silently took the last value.
+TEST(FlagsTest, ARepeatedFlagIsAnErrorNamingIt) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--world_size", "2", "--world_size", "8"},
+        std::vector<std::string>{"--world_size=2", "--world_size=2"},
+        std::vector<std::string>{"--drop_last", "--drop_last=false"}}) {
+    Fixture fx;
+    EXPECT_EQ(ParseArgs(fx.flags, args), Flags::Result::kError) << args[0];
+    EXPECT_NE(fx.flags.Error().find("--" + args[0].substr(2, args[0].find('=') - 2) +
+                                    " given more than once"),
+              std::string::npos)
+        << fx.flags.Error();
+  }
 }
 
 TEST(FlagsTest, HelpListsEveryFlag) {

@@ -1,9 +1,9 @@
 #include "tools/ddprun/flags.h"
 
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
+#include <set>
 
+#include "core/cli/number.h"
 #include "core/launch/config_error.h"
 #include "core/launch/rank_env.h"
 
@@ -15,10 +15,8 @@ using launch::ConfigError;
 // Seconds in (0, max]: larger values would overflow the millisecond clocks
 // (1e10 s once became "deadline expired after 0 ms").
 double ParseSeconds(const std::string& flag, const std::string& text, double max) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v <= 0 ||
-      v > max) {
+  double v = 0;  // decimal only (core/cli/number.h): "0x10" is not 16 s
+  if (!cli::ParseDecimal(text, &v) || v <= 0 || v > max) {
     char limit[32];
     std::snprintf(limit, sizeof limit, "%g", max);
     throw ConfigError(flag + " '" + text + "' must be a positive number of seconds, at most " +
@@ -61,11 +59,17 @@ Args ParseArgs(const std::vector<std::string>& argv) {
     if (i + 1 >= argv.size()) throw ConfigError(flag + " needs a value");
     return argv[++i];
   };
+  std::set<std::string> seen;
   for (; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
     if (arg == "--") {
       a.command.assign(argv.begin() + static_cast<long>(i) + 1, argv.end());
       break;
+    }
+    // A flag given twice is a mistake (which one was meant?), not last-wins.
+    const std::string name = arg == "--node-rank" ? "--node_rank" : arg;
+    if (name.rfind("--", 0) == 0 && !seen.insert(name).second) {
+      throw ConfigError(name + " given more than once (give it once)");
     }
     if (arg == "--help" || arg == "-h") {
       a.help = true;
