@@ -69,8 +69,19 @@ TEST(RankEnv, BadValuesNameTheVariable) {
   EXPECT_EQ(ErrorOf({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"},
                      {"LOCAL_WORLD_SIZE", "2"}, {"DDP_RDZV", "/d"}}),
             "LOCAL_RANK=2 must be in [0, LOCAL_WORLD_SIZE=2)");
-  EXPECT_FALSE(LaunchedAsRank(FakeEnv({{"RANK", "0"}})));
+  EXPECT_EQ(ErrorOf({{"WORLD_SIZE", "2"}, {"DDP_RDZV", "/d"}}),
+            "RANK and WORLD_SIZE must both be set (got RANK=<unset>, WORLD_SIZE=2)");
   EXPECT_TRUE(LaunchedAsRank(FakeEnv({{"RANK", "0"}, {"WORLD_SIZE", "1"}})));
+  // Issue 35: RANK alone was no launch at all (the binary spawned its own
+  // ranks); now it is a launch whose variables are rejected, naming both.
+  EXPECT_TRUE(LaunchedAsRank(FakeEnv({{"RANK", "0"}})));
+  EXPECT_TRUE(LaunchedAsRank(FakeEnv({{"WORLD_SIZE", "4"}})));
+  EXPECT_FALSE(LaunchedAsRank(FakeEnv({{"LOCAL_RANK", "0"}})));
+  // Issue 35: more local ranks than ranks was accepted until the rendezvous
+  // timed out.
+  EXPECT_EQ(ErrorOf({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"},
+                     {"LOCAL_WORLD_SIZE", "4"}, {"DDP_RDZV", "/d"}}),
+            "LOCAL_WORLD_SIZE=4 must be <= WORLD_SIZE=2");
 }
 
 // What srun exports for task 5 of `srun -N 3 -n 7 --ntasks-per-node=3`

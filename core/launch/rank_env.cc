@@ -26,6 +26,12 @@ void RankEnv::Validate() const {
   if (local_world_size < 1) {
     throw ConfigError(local_world_var + "=" + std::to_string(local_world_size) + " must be >= 1");
   }
+  // More ranks on this host than in the world: the rendezvous would wait
+  // for ranks that never come.
+  if (local_world_size > world_size) {
+    throw ConfigError(local_world_var + "=" + std::to_string(local_world_size) +
+                      " must be <= " + world_var + "=" + std::to_string(world_size));
+  }
   if (local_rank < 0 || local_rank >= local_world_size) {
     throw ConfigError(local_var + "=" + std::to_string(local_rank) + " must be in [0, " +
                       local_world_var + "=" + std::to_string(local_world_size) + ")");
@@ -55,7 +61,9 @@ bool InSlurmStep(const EnvLookup& env) {
 }  // namespace
 
 bool LaunchedAsRank(const EnvLookup& env) {
-  return (env(kEnvRank).has_value() && env(kEnvWorldSize).has_value()) || InSlurmStep(env);
+  // Either variable alone is a broken launch (RankEnvFromEnvironment names
+  // both), not a binary that should quietly spawn ranks of its own.
+  return env(kEnvRank).has_value() || env(kEnvWorldSize).has_value() || InSlurmStep(env);
 }
 
 int ParseInt(const std::string& text, const std::string& what) {

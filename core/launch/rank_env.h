@@ -67,9 +67,10 @@ struct RankEnv {
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 std::optional<std::string> ProcessEnv(const std::string& name);
 
-// True when RANK and WORLD_SIZE are set, or SLURM_PROCID and SLURM_NTASKS in
-// a job step: this process is one rank started by a launcher (ddprun,
-// torchrun, srun) rather than a binary that should spawn its own ranks.
+// True when RANK or WORLD_SIZE is set (RankEnvFromEnvironment rejects one
+// without the other), or SLURM_PROCID and SLURM_NTASKS in a job step: this
+// process is one rank started by a launcher (ddprun, torchrun, srun) rather
+// than a binary that should spawn its own ranks.
 bool LaunchedAsRank(const EnvLookup& env = ProcessEnv);
 
 // Parses and validates the variables; throws ConfigError (e.g. "RANK=4 must

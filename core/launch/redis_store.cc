@@ -106,6 +106,17 @@ class RedisStore final : public Store {
     std::string why;
     const auto pong = TryCommand(limit, {"PING"}, &why, /*heed_quarantine=*/false);
     if (!pong) throw StoreError(earlier.empty() ? why : why + "; just before: " + earlier);
+    // An error answer (NOAUTH: the server demands a password) makes every
+    // later command fail too: a setup problem, found now (exit 2).
+    if ((*pong)->type == REDIS_REPLY_ERROR) {
+      const std::string answer((*pong)->str, (*pong)->len);
+      throw StoreError("refused PING: " + answer +
+                       (answer.rfind("NOAUTH", 0) == 0
+                            ? " (the server demands a password; the suite's ranks do not send "
+                              "one: use a server without requirepass that only the ranks' "
+                              "hosts reach)"
+                            : ""));
+    }
   }
   ~RedisStore() override {
     if (ctx_ != nullptr) redisFree(ctx_);

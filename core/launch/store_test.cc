@@ -154,5 +154,26 @@ TEST_F(RedisStoreTest, AKilledServerIsAnErrorAtOnce) {
   EXPECT_LT(SecondsSince(start), 1.0);
 }
 
+// Issue 35: a server that demands a password answered PING with NOAUTH, the
+// store opened, and the first SET failed (exit 1 where "connection refused"
+// is 2). Now opening it is a ConfigError (exit 2) that says why.
+TEST(RedisStore, AServerThatDemandsAPasswordIsAConfigError) {
+  std::string why;
+  testing::RedisPlacement where;
+  where.extra_args = {"--requirepass", "secret"};
+  const auto server = testing::RedisServer::Start(&why, where);
+  if (!server) GTEST_SKIP() << "skipped: " << why;
+  try {
+    OpenStore(server->spec(), milliseconds(2000));
+    ADD_FAILURE() << "opened a store that refuses every command";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot reach Redis rendezvous " + server->spec() +
+                                         ": refused PING: NOAUTH"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("demands a password"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ddp::launch

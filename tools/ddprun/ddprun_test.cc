@@ -230,6 +230,18 @@ TEST(Ddprun, BadInputExits2WithAMessage) {
        "--nnodes 2 needs --rdzv redis://HOST:PORT"},
       {{"--nproc", "2", "--node_rank", "1", "--", "/bin/true"},
        "--node_rank 1 needs --nnodes M with 1 < M"},
+      // Issue 35: strictly decimal numbers ("0x10" was 16 s), no repeated flag
+      // (the last one won).
+      {{"--nproc", "2", "--collective-timeout", "0x10", "--", "/bin/true"},
+       "--collective-timeout '0x10' must be a positive number of seconds"},
+      {{"--nproc", "2", "--timeout", " 5", "--", "/bin/true"},
+       "--timeout ' 5' must be a positive number of seconds"},
+      {{"--nproc", "2", "--timeout", "5", "--timeout", "600", "--", "/bin/true"},
+       "--timeout given more than once"},
+      {{"--nproc", "2", "--nproc", "4", "--", "/bin/true"}, "--nproc given more than once"},
+      {{"--nproc", "2", "--nnodes", "2", "--node_rank", "0", "--node-rank", "1", "--rdzv",
+        "/tmp/x", "--", "/bin/true"},
+       "--node_rank given more than once"},
   };
   for (const auto& c : cases) {
     const auto start = std::chrono::steady_clock::now();
@@ -263,6 +275,14 @@ TEST(RankEnvironment, BadValuesExit2WithAMessage) {
        "DDP_PITFALLS_TIMEOUT='soon' must be a positive number of seconds"},
       {{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"DDP_RDZV", dir}, {"DDP_PITFALLS_CHECK", "yes"}},
        "DDP_PITFALLS_CHECK='yes' must be 0 or 1"},
+      // Issue 35: hex was 16 s; RANK alone made the example spawn its own
+      // ranks; more local ranks than ranks waited out the rendezvous.
+      {{{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"DDP_RDZV", dir}, {"DDP_PITFALLS_TIMEOUT", "0x10"}},
+       "DDP_PITFALLS_TIMEOUT='0x10' must be a positive number of seconds"},
+      {{{"RANK", "0"}, {"DDP_RDZV", dir}},
+       "RANK and WORLD_SIZE must both be set (got RANK=0, WORLD_SIZE=<unset>)"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "4"}, {"DDP_RDZV", dir}},
+       "LOCAL_WORLD_SIZE=4 must be <= WORLD_SIZE=2"},
   };
   for (const auto& c : cases) {
     const auto r = RunCmd(Cmd({Runfile(kExample)}, c.env));
@@ -303,6 +323,27 @@ TEST(Ddprun, RedisRendezvous) {
             std::string::npos)
       << again.stderr_text;
   EXPECT_EQ(store->TryGet("job-8/ddprun"), "ddprun pid 1 on elsewhere") << "another run's key touched";
+}
+
+// Issue 35: a Redis that demands a password is exit 2 (as an unreachable one
+// is), for ddprun and for a rank started by another launcher, not exit 1 at
+// the first SET.
+TEST(Ddprun, ARedisThatDemandsAPasswordExits2) {
+  std::string why;
+  ddp::launch::testing::RedisPlacement where;
+  where.extra_args = {"--requirepass", "secret"};
+  auto redis = ddp::launch::testing::RedisServer::Start(&why, where);
+  if (!redis) GTEST_SKIP() << "skipped: " << why;
+  const std::string message = "cannot reach Redis rendezvous " + redis->spec() +
+                              ": refused PING: NOAUTH";
+  const auto launcher =
+      RunCmd(Cmd(Ddprun({"--nproc", "2", "--rdzv", redis->spec(), "--", Runfile(kExample)})));
+  EXPECT_TRUE(launcher.exited && launcher.exit_code == 2) << launcher.Describe();
+  EXPECT_NE(launcher.stderr_text.find(message), std::string::npos) << launcher.stderr_text;
+  const auto rank = RunCmd(Cmd({Runfile(kExample)}, {{"RANK", "0"}, {"WORLD_SIZE", "1"},
+                                                     {"DDP_RDZV", redis->spec()}}));
+  EXPECT_TRUE(rank.exited && rank.exit_code == 2) << rank.Describe() << rank.stderr_text;
+  EXPECT_NE(rank.stderr_text.find(message), std::string::npos) << rank.stderr_text;
 }
 
 // Two hosts without a scheduler, here both on loopback: two ddprun

@@ -51,6 +51,7 @@ std::unique_ptr<RedisServer> RedisServer::Start(std::string* why, const RedisPla
                                              "--bind", where.host, "--protected-mode", "no",
                                              "--save", "", "--appendonly", "no", "--dir", s->dir_};
     args.insert(args.end(), server.begin(), server.end());
+    args.insert(args.end(), where.extra_args.begin(), where.extra_args.end());
     s->child_ = StartChild(0, [args] {
       std::vector<char*> argv;
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -66,7 +67,9 @@ std::unique_ptr<RedisServer> RedisServer::Start(std::string* why, const RedisPla
       try {
         run_there([&] { OpenStore(s->spec(), std::chrono::milliseconds(500)); });
         return s;
-      } catch (const std::exception&) {
+      } catch (const std::exception& e) {
+        // A server with a password answers, but with NOAUTH: it is up.
+        if (std::string(e.what()).find("NOAUTH") != std::string::npos) return s;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     }

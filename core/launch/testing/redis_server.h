@@ -21,6 +21,8 @@ struct RedisPlacement {
   int port = 0;                          // 0: a free loopback port
   // Runs the readiness PING where the server can be reached (default: here).
   std::function<void(const std::function<void()>&)> run_there;
+  // Appended to redis-server's arguments, e.g. {"--requirepass", "secret"}.
+  std::vector<std::string> extra_args;
 };
 
 class RedisServer {
