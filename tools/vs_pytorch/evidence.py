@@ -1,12 +1,14 @@
 """What every PyTorch evidence script shares (stdlib + torch).
 
 The scripts under repro/<bug>/pytorch/, fixes/<bug>/pytorch/ and
-core/comm/checked_vs_detail/ run PyTorch 1.13 (/usr/bin/python3, Debian's
-python3-torch) with real gloo processes to check a claim the suite makes
-about PyTorch, and write what they saw as one JSON document under
-results/vs_pytorch/ (the READMEs quote it). Each rank is a fresh process
-started by `spawn_ranks`, rendezvousing through a FileStore in a temporary
-folder; a script re-invokes itself with --rank for that.
+core/comm/checked_vs_detail/ run PyTorch with real gloo processes to check a
+claim the suite makes about PyTorch, and write what they saw as one JSON
+document under results/vs_pytorch/ (the READMEs quote it), once per PyTorch
+version: 1.13 (/usr/bin/python3, Debian's python3-torch) and 2.15 (the venv
+.venv-torch2.15; tools/setup.sh --torch2.15). tools/vs_pytorch/run_all.sh
+runs them all. Each rank is a fresh process started by `spawn_ranks` (with
+the interpreter that runs the script), rendezvousing through a FileStore in
+a temporary folder; a script re-invokes itself with --rank for that.
 
     import os, sys
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "<up to the root>"))
@@ -22,6 +24,31 @@ import sys
 import time
 
 
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+
+def suite_commit():
+    """The suite's HEAD, "+dirty" when tracked code outside results/ differs
+    from it (as core/results/provenance.h and bench/peers/peers.py), or
+    "unknown" outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], check=True,
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no",
+                                "--", ".", ":(exclude)results"],
+                               check=True, capture_output=True, text=True).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def torch_version():
+    """"1.13", "2.15": the installed torch's major.minor, the key of the
+    per-version records (NAME.torch1.13.json) and of the ledger's verdicts."""
+    import torch
+    return ".".join(torch.__version__.split("+")[0].split(".")[:2])
+
+
 def provenance(script):
     """Where and with what the evidence was produced."""
     import torch
@@ -33,14 +60,19 @@ def provenance(script):
                 break
     except OSError:
         pass
-    out = {"torch": torch.__version__, "python": platform.python_version(), "backend": "gloo",
+    out = {"torch": torch.__version__, "torch_version": torch_version(),
+           "commit": suite_commit(), "python": platform.python_version(),
+           "interpreter": sys.executable, "backend": "gloo",
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-           "host": socket.gethostname(), "cpu": cpu, "script": script}
-    try:
-        import sklearn
-        out["sklearn"] = sklearn.__version__
-    except ImportError:
-        pass
+           "host": socket.gethostname(), "cpu": cpu, "script": script,
+           "load_1min_at_start": os.getloadavg()[0]}
+    import importlib.metadata as metadata
+    for key, dist in (("sklearn", "scikit-learn"), ("numpy", "numpy"),
+                      ("torchmetrics", "torchmetrics"), ("pytorch_lightning", "pytorch-lightning")):
+        try:
+            out[key] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            pass
     return out
 
 
@@ -62,15 +94,17 @@ def init_store(directory):
     return "file://" + os.path.join(directory, "store")
 
 
-def spawn_ranks(script, world_size, args, directory, timeout, env=None):
+def spawn_ranks(script, world_size, args, directory, timeout, env=None, per_rank_env=None):
     """Runs `script --rank r --world_size W --dir DIR ARGS...` for every rank r
-    as its own process; returns, per rank, {"exit": code | "signal N" |
-    "timeout", "output": combined stdout/stderr, "wall_s": seconds}."""
+    as its own process (environment: ours, `env`, and `per_rank_env(r)`);
+    returns, per rank, {"exit": code | "signal N" | "timeout", "output":
+    combined stdout/stderr, "wall_s": seconds}."""
     full_env = dict(os.environ, **(env or {}))
     start = time.monotonic()
     procs = [subprocess.Popen([sys.executable, script, "--rank", str(r), "--world_size",
                                str(world_size), "--dir", directory] + list(args),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=full_env)
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              env=dict(full_env, **(per_rank_env(r) if per_rank_env else {})))
              for r in range(world_size)]
     out = []
     for p in procs:
@@ -139,10 +173,32 @@ def add_table_flags(ap):
     """--table JSON [--update README --id ID]: the README's table from a
     JSON the script wrote, printed or put between the README's
     `<!-- table:ID:begin -->` and `<!-- table:ID:end -->` markers."""
-    ap.add_argument("--table", metavar="JSON",
-                    help="print the README's Markdown table from a JSON this script wrote")
+    ap.add_argument("--table", metavar="JSON", nargs="+",
+                    help="print the README's Markdown table from the JSONs this script wrote "
+                         "(one per PyTorch version, older first)")
     ap.add_argument("--update", metavar="README", help="with --table: write it into this file")
     ap.add_argument("--id", default="pytorch", help="with --update: the table's marker id")
+
+
+def dispatch(ap, rank_main, print_table):
+    """Parses the flags; a rank process (--rank) runs rank_main and exits, a
+    --table call prints or writes the table and exits; otherwise returns the
+    parsed flags to the script's main."""
+    args = ap.parse_args()
+    if args.rank is not None:
+        sys.exit(rank_main(args))
+    if args.table:
+        sys.exit(emit_table(args, print_table(args.table)))
+    return args
+
+
+def load_docs(paths):
+    """The JSON documents at these paths, in order."""
+    docs = []
+    for path in paths:
+        with open(path) as f:
+            docs.append(json.load(f))
+    return docs
 
 
 def emit_table(args, text):
@@ -161,6 +217,34 @@ def emit_table(args, text):
         f.write(doc[:i] + text + doc[j:])
     os.replace(tmp, args.update)
     return 0
+
+
+def worlds(args):
+    """The --worlds flag as a list of ints (each >= 2), or exit 2 naming it."""
+    try:
+        out = [int(x) for x in args.worlds.split(",")]
+    except ValueError:
+        out = []
+    if not out or min(out) < 2:
+        print("--worlds: expected comma-separated integers >= 2, got '%s'" % args.worlds,
+              file=sys.stderr)
+        sys.exit(2)
+    return out
+
+
+def footer(paths):
+    """One line per record file under a table: its PyTorch, date, host,
+    suite commit and script."""
+    lines = []
+    for path in paths:
+        with open(path) as f:
+            p = json.load(f)["provenance"]
+        lines.append("PyTorch %s (%s), %s, %s, suite %s, load %.1f (`%s`)." % (
+            p["torch"], os.path.basename(path), p["date"], p["host"],
+            p.get("commit", "unknown")[:12] + ("+dirty" if p.get("commit", "").endswith("+dirty")
+                                                else ""),
+            p.get("load_1min_at_start", float("nan")), p["script"]))
+    return "\n".join(lines)
 
 
 def first_line(text, limit=300):

@@ -2,11 +2,13 @@
 """PyTorch's TORCH_DISTRIBUTED_DEBUG=DETAIL on three collective mismatches.
 
     /usr/bin/python3 core/comm/checked_vs_detail/detail.py \\
-        --out results/vs_pytorch/torch_debug_detail.json
+        --out results/vs_pytorch/torch_debug_detail.torch1.13.json
+    .venv-torch2.15/bin/python core/comm/checked_vs_detail/detail.py \\
+        --out results/vs_pytorch/torch_debug_detail.torch2.15.json
 
 The PyTorch side of core/comm/README.md's section "Checked mode and
 TORCH_DISTRIBUTED_DEBUG=DETAIL" (the suite's side: `bazel run
-//core/comm/checked_vs_detail`, same scenarios). PyTorch 1.13, gloo, CPU,
+//core/comm/checked_vs_detail`, same scenarios). PyTorch 1.13 and 2.15, gloo, CPU,
 real processes, the process group created with --pg_timeout seconds
 (default 10; PyTorch's default is 30 minutes):
 
@@ -138,26 +140,29 @@ def summary(ranks):
     return "; ".join(cells)
 
 
-def print_table(path, ours_path):
+def print_table(paths, ours_path):
+    """Per scenario and W: PyTorch DETAIL and OFF per version, and our checked mode."""
     out = []
-    """Per scenario and W: PyTorch DETAIL, PyTorch OFF, and our checked mode."""
-    with open(path) as f:
-        doc = json.load(f)
+    docs = evidence.load_docs(paths)
     ours = {}
     if ours_path:
         with open(ours_path) as f:
             for rec in json.load(f):
                 ours[(rec["variant"], rec["world_size"])] = rec
-    cases = {(c["debug"], c["scenario"], c["world_size"]): c for c in doc["cases"]}
-    out.append("| scenario | W | PyTorch, TORCH_DISTRIBUTED_DEBUG=DETAIL | PyTorch, OFF | "
-          "suite, checked mode |")
-    out.append("|---|---|---|---|---|")
+    versions = [d["provenance"]["torch_version"] for d in docs]
+    cases = {(d["provenance"]["torch_version"], c["debug"], c["scenario"], c["world_size"]): c
+             for d in docs for c in d["cases"]}
+    out.append("| scenario | W | " + " | ".join(
+        "PyTorch %s, %s" % (v, "TORCH_DISTRIBUTED_DEBUG=DETAIL" if debug == "DETAIL" else "OFF")
+        for v in versions for debug in ("DETAIL", "OFF")) + " | suite, checked mode |")
+    out.append("|---|---|" + "---|" * (2 * len(versions)) + "---|")
     for scenario in SCENARIOS:
-        for w in sorted({k[2] for k in cases if k[1] == scenario}):
+        for w in sorted({k[3] for k in cases if k[2] == scenario}):
             cells = []
-            for debug in ("DETAIL", "OFF"):
-                c = cases.get((debug, scenario, w))
-                cells.append(summary(c["ranks"]) if c else "")
+            for v in versions:
+                for debug in ("DETAIL", "OFF"):
+                    c = cases.get((v, debug, scenario, w))
+                    cells.append(summary(c["ranks"]) if c else "")
             rec = ours.get((scenario, w))
             if rec is None:
                 cells.append("")
@@ -176,16 +181,15 @@ def print_table(path, ours_path):
                     text += "; the others: no error"
                 cells.append(text)
             out.append("| %s | %d | %s |" % (scenario, w, " | ".join(cells)))
-    p = doc["provenance"]
-    foot = "\nPyTorch %s, %s, process-group timeout %g s, %s, %s (`%s`)." % (
-        p["torch"], p["backend"], doc["config"]["pg_timeout_s"], p["date"], p["host"],
-        p["script"])
+    out.append("\nProcess-group timeout: %s." % ", ".join(
+        "%g s (PyTorch %s)" % (d["config"]["pg_timeout_s"], d["provenance"]["torch_version"])
+        for d in docs))
+    out.append(evidence.footer(paths))
     if ours:
         rec = next(iter(ours.values()))
-        foot += " Suite: deadline %g s, commit %s, %s." % (
+        out.append("Suite: deadline %g s, commit %s, %s." % (
             rec["config"]["deadline_s"], rec["provenance"]["commit"][:12],
-            rec["provenance"]["date"])
-    out.append(foot)
+            rec["provenance"]["date"]))
     return "\n".join(out) + "\n"
 
 
@@ -202,7 +206,7 @@ def main():
     cases = []
     for debug in ("DETAIL", "OFF"):
         for scenario in SCENARIOS:
-            for w in [int(x) for x in args.worlds.split(",")]:
+            for w in evidence.worlds(args):
                 with tempfile.TemporaryDirectory(prefix="debug_detail_") as d:
                     procs = evidence.spawn_ranks(
                         os.path.abspath(__file__), w,

@@ -2,11 +2,13 @@
 """PyTorch's Join with DDP: divide_by_initial_world_size=True vs False.
 
     /usr/bin/python3 fixes/drop_last_hang/pytorch/join_divide.py \\
-        --out results/vs_pytorch/drop_last_hang_join.json
+        --out results/vs_pytorch/drop_last_hang_join.torch1.13.json
+    .venv-torch2.15/bin/python fixes/drop_last_hang/pytorch/join_divide.py \\
+        --out results/vs_pytorch/drop_last_hang_join.torch2.15.json
 
 Evidence for fixes/drop_last_hang's `join` (= divide_by_initial_world_size
 =False) and `join_initial_world_size` (= PyTorch's default, True) variants
-(PyTorch 1.13, gloo, CPU, real processes, float64).
+(PyTorch 1.13 and 2.15, gloo, CPU, real processes, float64).
 
 Each rank trains a small MLP (8 -> 16 -> tanh -> 1, MSE, SGD lr 0.05,
 momentum 0.9) under DDP inside `with Join([model], divide_by_initial_world_size
@@ -167,24 +169,19 @@ def one_case(w, divide_initial):
     }
 
 
-def print_table(path):
-    out = []
-    import json
-    with open(path) as f:
-        doc = json.load(f)
-    p = doc["provenance"]
-    out.append("| W | batches per rank | divide_by_initial_world_size | worst per-step gradient error "
-          "(expected) | worst on steps with every rank | final distance, normwise (L2) | ranks equal "
-          "at the end |")
-    out.append("|---|---|---|---|---|---|---|")
-    for c in doc["cases"]:
-        out.append("| %d | %s | %s | %.3g (%.3g) | %.2g | %.3g (%.3g) | %s |" % (
-            c["world_size"], c["counts"], c["divide_by_initial_world_size"],
-            c["worst_step_grad_rel_err"], c["expected_worst"],
-            c["worst_step_grad_rel_err_all_contributing"], c["trajectory_rel_err"],
-            c["trajectory_rel_err_l2"], "yes" if c["ranks_equal_final"] else "no"))
-    out.append("\nPyTorch %s, %s, %s, %s (`%s`)." % (p["torch"], p["backend"], p["date"], p["host"],
-                                            p["script"]))
+def print_table(paths):
+    out = ["| PyTorch | W | batches per rank | divide_by_initial_world_size | worst per-step "
+           "gradient error (expected) | worst on steps with every rank | final distance, "
+           "normwise (L2) | ranks equal at the end |", "|---|---|---|---|---|---|---|---|"]
+    for doc in evidence.load_docs(paths):
+        for c in doc["cases"]:
+            out.append("| %s | %d | %s | %s | %.3g (%.3g) | %.2g | %.3g (%.3g) | %s |" % (
+                doc["provenance"]["torch_version"], c["world_size"], c["counts"],
+                c["divide_by_initial_world_size"], c["worst_step_grad_rel_err"],
+                c["expected_worst"], c["worst_step_grad_rel_err_all_contributing"],
+                c["trajectory_rel_err"], c["trajectory_rel_err_l2"],
+                "yes" if c["ranks_equal_final"] else "no"))
+    out.append("\n" + evidence.footer(paths))
     return "\n".join(out) + "\n"
 
 

@@ -2,10 +2,12 @@
 """What PyTorch DDP on gloo does when one rank runs one more step.
 
     /usr/bin/python3 repro/drop_last_hang/pytorch/uneven_steps_timeout.py \\
-        --out results/vs_pytorch/drop_last_hang_timeout.json
+        --out results/vs_pytorch/drop_last_hang_timeout.torch1.13.json
+    .venv-torch2.15/bin/python repro/drop_last_hang/pytorch/uneven_steps_timeout.py \\
+        --out results/vs_pytorch/drop_last_hang_timeout.torch2.15.json
 
 Evidence for repro/drop_last_hang's README ("waits forever": on which engine).
-PyTorch 1.13, gloo, CPU, real processes. W ranks train a small DDP model;
+PyTorch 1.13 and 2.15, gloo, CPU, real processes. W ranks train a small DDP model;
 rank 0 has one batch more than the others, so its last backward's gradient
 allreduce has no partner. What the other ranks do then:
 
@@ -15,15 +17,15 @@ allreduce has no partner. What the other ranks do then:
   others_barrier  call dist.barrier(), as seed 001's code does at the end
 
 The process group is created with --pg_timeout seconds (default 10) so the
-run is short; PyTorch's default, printed into the record, is
-torch.distributed.constants.default_pg_timeout (30 minutes): with it the same
-RuntimeError comes 30 minutes later. Measured per rank: the exception and its
+run is short; PyTorch's defaults, read from the installed torch into the
+record, are torch.distributed.constants.default_pg_timeout (30 minutes in
+1.13: with it the same RuntimeError comes 30 minutes later) and, where it
+exists, default_pg_nccl_timeout. Measured per rank: the exception and its
 first line, and the seconds from entering the extra step (the others: from
 entering the barrier) to the exception.
 """
 import argparse
 import datetime
-import json
 import os
 import sys
 import tempfile
@@ -81,38 +83,56 @@ def rank_main(args):
 
 
 def timeout_doc():
-    """What the installed torch's init_process_group says about its timeout."""
+    """What the installed torch's init_process_group says about its timeout
+    (its docstring's "timeout" paragraph; "" when it has none)."""
     import inspect
     import torch.distributed as dist
-    doc = inspect.getdoc(dist.init_process_group)
-    start = doc.index("timeout (timedelta")
-    end = doc.index("group_name", start)
-    return " ".join(doc[start:end].split())
+    doc = inspect.getdoc(dist.init_process_group) or ""
+    start = doc.find("timeout (timedelta")
+    if start < 0:
+        return ""
+    end = doc.find("group_name", start)
+    return " ".join(doc[start:end if end > 0 else start + 1500].split())
 
 
-def print_table(path):
+def default_timeouts():
+    """Every default_*timeout in torch.distributed.constants, in seconds."""
+    import datetime as dt
+    import torch.distributed.constants as constants
+    return {k: v.total_seconds() for k, v in sorted(vars(constants).items())
+            if k.startswith("default") and isinstance(v, dt.timedelta)}
+
+
+def print_table(paths):
     out = []
-    with open(path) as f:
-        doc = json.load(f)
-    out.append("| W | the other ranks, after their last step | rank 0 (one step more) | the others |")
-    out.append("|---|---|---|---|")
-    for c in doc["cases"]:
-        def cell(x):
-            if "error" in x:
-                return "RuntimeError after %.2f s: `%s`" % (x["error_after_s"], x["error"])
-            return "no error (%s)" % x.get("then", "finished")
-        others = sorted({cell(x) for x in c["ranks"][1:]})
-        out.append("| %d | %s | %s | %s |" % (c["world_size"], c["others"].replace("others_", ""),
-                                          cell(c["ranks"][0]), "; ".join(others)))
-    cfg, p = doc["config"], doc["provenance"]
-    text = cfg.get("init_process_group_timeout_doc", "")
-    nccl = [x.strip() for x in text.split(". ") if "nccl" in x.lower()][:1]
-    if nccl:
-        out.append("\nOn NCCL (not run here), `init_process_group`'s own documentation in this "
-                   "torch: \"%s.\"" % nccl[0].replace("``", "`"))
-    out.append("\nProcess-group timeout %g s here; PyTorch's default is %g s. PyTorch %s, %s, %s, %s "
-          "(`%s`)." % (cfg["pg_timeout_s"], cfg["default_pg_timeout_s"], p["torch"],
-                       p["backend"], p["date"], p["host"], p["script"]))
+    out.append("| PyTorch | W | the other ranks, after their last step | rank 0 (one step more) | "
+               "the others |")
+    out.append("|---|---|---|---|---|")
+    docs = evidence.load_docs(paths)
+    for doc in docs:
+        for c in doc["cases"]:
+            def cell(x):
+                if "error" in x:
+                    return "RuntimeError after %.2f s: `%s`" % (x["error_after_s"], x["error"])
+                if x.get("exit", 0) != 0:
+                    return "died (%s): %s" % (x["exit"], x.get("died", "")[:100])
+                return "no error (%s)" % x.get("then", "finished")
+            others = sorted({cell(x) for x in c["ranks"][1:]})
+            out.append("| %s | %d | %s | %s | %s |" % (
+                doc["provenance"]["torch_version"], c["world_size"],
+                c["others"].replace("others_", ""), cell(c["ranks"][0]), "; ".join(others)))
+    for doc in docs:
+        cfg = doc["config"]
+        text = cfg.get("init_process_group_timeout_doc", "")
+        nccl = [x.strip() for x in text.split(". ") if "nccl" in x.lower()][:1]
+        defaults = cfg.get("default_timeouts_s", {"default_pg_timeout":
+                                                  cfg["default_pg_timeout_s"]})
+        out.append("\nPyTorch %s: process-group timeout %g s here; its defaults: %s.%s" % (
+            doc["provenance"]["torch_version"], cfg["pg_timeout_s"],
+            ", ".join("`%s` %g s" % kv for kv in defaults.items()),
+            (" On NCCL (not run here), `init_process_group`'s own documentation: \"%s.\"" %
+             nccl[0].replace("``", "`")) if nccl else ""))
+    out.append("\n" + evidence.footer(paths))
     return "\n".join(out) + "\n"
 
 
@@ -127,7 +147,7 @@ def main():
         return evidence.emit_table(args, print_table(args.table))
     import torch.distributed.constants as constants
     cases = []
-    for w in [int(x) for x in args.worlds.split(",")]:
+    for w in evidence.worlds(args):
         for others in ("others_alive", "others_exit", "others_barrier"):
             with tempfile.TemporaryDirectory(prefix="uneven_steps_") as d:
                 procs = evidence.spawn_ranks(
@@ -142,6 +162,7 @@ def main():
     doc = {"what": "DDP on gloo, rank 0 runs one step more than the others",
            "config": {"steps_short_ranks": STEPS, "pg_timeout_s": args.pg_timeout,
                       "default_pg_timeout_s": constants.default_pg_timeout.total_seconds(),
+                      "default_timeouts_s": default_timeouts(),
                       "init_process_group_timeout_doc": timeout_doc()},
            "provenance": evidence.provenance(
                "repro/drop_last_hang/pytorch/uneven_steps_timeout.py"),

@@ -2,10 +2,12 @@
 """What PyTorch's gloo all_gather does with per-rank tensors of unequal length.
 
     /usr/bin/python3 repro/wrong_all_gather/pytorch/unequal_all_gather.py \\
-        --out results/vs_pytorch/wrong_all_gather_unequal.json
+        --out results/vs_pytorch/wrong_all_gather_unequal.torch1.13.json
+    .venv-torch2.15/bin/python repro/wrong_all_gather/pytorch/unequal_all_gather.py \\
+        --out results/vs_pytorch/wrong_all_gather_unequal.torch2.15.json
 
-Evidence for repro/wrong_all_gather's `raw_unequal` rows (PyTorch 1.13, gloo,
-CPU, real processes). N = 1003 validation samples split without padding
+Evidence for repro/wrong_all_gather's `raw_unequal` rows (PyTorch 1.13 and
+2.15, gloo, CPU, real processes). N = 1003 validation samples split without padding
 (rank r holds samples r, r + W, ...: lengths 502/501 at W = 2), and every rank
 runs seed 000's `gather_step_wrong` on its whole share:
 
@@ -30,7 +32,6 @@ provenance, every rank of every run, a summary per case) atomically.
 """
 import argparse
 import datetime
-import json
 import math
 import os
 import sys
@@ -143,35 +144,36 @@ def one_run(w, dtype, pg_timeout, run_timeout):
     return ranks
 
 
-def print_table(path):
+def print_table(paths):
     out = []
-    with open(path) as f:
-        doc = json.load(f)
-    out.append("| W | dtype | counts | runs | silent runs | rank 0's first gather when silent: values "
-          "not peer data | AUC rank 0 would compute (one process %.4f) | the shorter rank |" %
-          doc["config"]["reference_auc"])
-    out.append("|---|---|---|---|---|---|---|---|")
-    for c in doc["cases"]:
-        bad = c["rank0_not_peer_data"]
-        silent0 = [run[0]["first"] for run in c["per_run"]
-                   if run[0].get("first", {}).get("returned") and
-                   run[0]["first"].get("not_peer_data", 0) > 0]
-        aucs = sorted({("%.4f" % f["auc"]) if f.get("auc") is not None else
-                       "undefined (%s; %.4f over the finite values)" % (
-                           f["auc_error"], f["auc_finite_values_only"]) for f in silent0})
-        short = c["counts"].index(min(c["counts"]))
-        died = sorted({"%s%s" % (run[short].get("exit"), ", gloo::EnforceNotMet"
-                                 if "EnforceNotMet" in run[short].get("died", "") else "")
-                       for run in c["per_run"]})
-        out.append("| %d | %s | %s | %d | %d | %s | %s | %s |" % (
-            c["world_size"], c["dtype"], c["counts"], c["runs"], c["silent_runs"],
-            "%s of %d" % (bad["min"] if bad["min"] == bad["max"] else
-                          "%s-%s" % (bad["min"], bad["max"]), bad["peer_values"])
-            if bad["min"] is not None else "-", "; ".join(aucs) if aucs else "-",
-            "; ".join(str(x) for x in died)))
-    p = doc["provenance"]
-    out.append("\nPyTorch %s, %s, %s, %s (`%s`)." % (p["torch"], p["backend"], p["date"], p["host"],
-                                            p["script"]))
+    docs = evidence.load_docs(paths)
+    out.append("| PyTorch | W | dtype | counts | runs | silent runs | rank 0's first gather when "
+               "silent: values not peer data | AUC rank 0 would compute (one process %.4f) | "
+               "the shorter rank |" % docs[0]["config"]["reference_auc"])
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    for doc in docs:
+        for c in doc["cases"]:
+            bad = c["rank0_not_peer_data"]
+            silent0 = [run[0]["first"] for run in c["per_run"]
+                       if run[0].get("first", {}).get("returned") and
+                       run[0]["first"].get("not_peer_data", 0) > 0]
+            aucs = sorted({("%.4f" % f["auc"]) if f.get("auc") is not None else
+                           "undefined (%s; %.4f over the finite values)" % (
+                               f["auc_error"], f["auc_finite_values_only"]) for f in silent0})
+            short = c["counts"].index(min(c["counts"]))
+            died = {}
+            for run in c["per_run"]:
+                k = "%s%s" % (run[short].get("exit"), ", gloo::EnforceNotMet"
+                              if "EnforceNotMet" in run[short].get("died", "") else "")
+                died[k] = died.get(k, 0) + 1
+            out.append("| %s | %d | %s | %s | %d | %d | %s | %s | %s |" % (
+                doc["provenance"]["torch_version"], c["world_size"], c["dtype"], c["counts"],
+                c["runs"], c["silent_runs"],
+                "%s of %d" % (bad["min"] if bad["min"] == bad["max"] else
+                              "%s-%s" % (bad["min"], bad["max"]), bad["peer_values"])
+                if bad["min"] is not None else "-", "; ".join(aucs) if aucs else "-",
+                "; ".join("%s (%d runs)" % kv for kv in sorted(died.items()))))
+    out.append("\n" + evidence.footer(paths))
     return "\n".join(out) + "\n"
 
 
@@ -189,7 +191,7 @@ def main():
     if args.runs < 1:
         ap.error("--runs must be >= 1")
     cases = []
-    for w in [int(x) for x in args.worlds.split(",")]:
+    for w in evidence.worlds(args):
         for dtype in args.dtypes.split(","):
             runs = []
             for k in range(args.runs):
