@@ -35,19 +35,34 @@ class DeviceBuffer {
   const T* get() const { return data_; }
   std::size_t size() const { return size_; }
 
-  void CopyFrom(const std::vector<T>& host) {
+  // Each copy and fill below is queued on `stream` (the default stream when
+  // none is given) and complete on return, so the buffer is ready for work
+  // on any stream. Without the wait it is not: cudaMemcpy from pageable
+  // memory may return before its DMA to the device has landed and cudaMemset
+  // of device memory is asynchronous to the host (CUDA runtime API,
+  // "API synchronization behavior"), both on the legacy default stream, with
+  // which a cudaStreamNonBlocking stream, as the kernel tests use,
+  // "should perform no implicit synchronization" (cudaStreamCreateWithFlags).
+  void CopyFrom(const std::vector<T>& host, cudaStream_t stream = nullptr) {
     if (host.size() != size_) throw std::invalid_argument("DeviceBuffer::CopyFrom: size mismatch");
-    if (size_ > 0) DDP_CUDA_CHECK(cudaMemcpy(data_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice));
+    if (size_ == 0) return;
+    DDP_CUDA_CHECK(cudaMemcpyAsync(data_, host.data(), size_ * sizeof(T), cudaMemcpyHostToDevice, stream));
+    DDP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
-  std::vector<T> ToHost() const {
+  // After the work already queued on `stream`.
+  std::vector<T> ToHost(cudaStream_t stream = nullptr) const {
     std::vector<T> host(size_);
-    if (size_ > 0) DDP_CUDA_CHECK(cudaMemcpy(host.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost));
+    if (size_ == 0) return host;
+    DDP_CUDA_CHECK(cudaMemcpyAsync(host.data(), data_, size_ * sizeof(T), cudaMemcpyDeviceToHost, stream));
+    DDP_CUDA_CHECK(cudaStreamSynchronize(stream));
     return host;
   }
   // All bytes 0xFF: a NaN in float and double, -1 in integers. An output
   // element a kernel forgets to write stays NaN and fails the comparison.
-  void Poison() {
-    if (size_ > 0) DDP_CUDA_CHECK(cudaMemset(data_, 0xFF, size_ * sizeof(T)));
+  void Poison(cudaStream_t stream = nullptr) {
+    if (size_ == 0) return;
+    DDP_CUDA_CHECK(cudaMemsetAsync(data_, 0xFF, size_ * sizeof(T), stream));
+    DDP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
  private:
