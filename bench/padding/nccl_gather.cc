@@ -3,10 +3,14 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <cstring>
+#include <algorithm>
+#include <chrono>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
+#include "core/comm/nccl_engine.h"
+#include "core/comm/options.h"
 #include "core/launch/store.h"
 
 namespace ddp::bench {
@@ -16,12 +20,6 @@ void Cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
     throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + ": " +
                              cudaGetErrorString(e));
-  }
-}
-
-void Nccl(ncclResult_t r, const char* what) {
-  if (r != ncclSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + ncclGetErrorString(r));
   }
 }
 
@@ -50,13 +48,22 @@ class Device final : public Memory {
   void Zero(double* dst, std::size_t n) override {
     if (n > 0) Cuda(cudaMemsetAsync(dst, 0, n * sizeof(double), stream_), "cudaMemsetAsync");
   }
+  // On this memory's own stream, then waited for: cudaMemcpy from pageable
+  // memory runs on the legacy default stream and may return before its DMA
+  // has landed, and a cudaStreamNonBlocking stream (this one, the NCCL
+  // communicator's) does not wait for the default stream; queued on stream_
+  // the copies also come after the Copy/Zero queued there before them.
   void Upload(double* dst, const double* host, std::size_t n) override {
-    if (n > 0) Cuda(cudaMemcpy(dst, host, n * sizeof(double), cudaMemcpyHostToDevice), "upload");
+    if (n == 0) return;
+    Cuda(cudaMemcpyAsync(dst, host, n * sizeof(double), cudaMemcpyHostToDevice, stream_),
+         "upload");
+    Sync();
   }
   void Download(double* host, const double* src, std::size_t n) override {
-    if (n > 0) {
-      Cuda(cudaMemcpy(host, src, n * sizeof(double), cudaMemcpyDeviceToHost), "download");
-    }
+    if (n == 0) return;
+    Cuda(cudaMemcpyAsync(host, src, n * sizeof(double), cudaMemcpyDeviceToHost, stream_),
+         "download");
+    Sync();
   }
   void Sync() override { Cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
 
@@ -69,51 +76,71 @@ class Device final : public Memory {
 
 }  // namespace
 
+// The raw communicator is the Comm API's engine (core/comm/nccl_engine.h):
+// non-blocking init, every collective bounded and aborted at its deadline,
+// a bounded teardown. The first collective gets the start-up bound: NCCL
+// connects inside it.
 class RawNccl {
  public:
-  RawNccl(int rank, int world_size, int device) : rank_(rank), world_size_(world_size) {
-    Cuda(cudaSetDevice(device), "cudaSetDevice");
-    Cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    Cuda(cudaMalloc(&sizes_, sizeof(std::int64_t) * (Size(world_size) + 1)), "cudaMalloc");
+  RawNccl(int rank, int world_size, int device, std::chrono::milliseconds deadline,
+          std::chrono::milliseconds startup)
+      : engine_(device, rank, world_size),
+        rank_(rank),
+        world_size_(world_size),
+        deadline_(deadline),
+        startup_(startup) {
+    engine_.set_teardown_bound(deadline);
+    engine_.Cuda(cudaMalloc(&sizes_, sizeof(std::int64_t) * (Size(world_size) + 1)), "cudaMalloc");
   }
-  ~RawNccl() {
-    if (comm_ != nullptr) ncclCommDestroy(comm_);
-    cudaFree(sizes_);
-    cudaStreamDestroy(stream_);
-  }
+  ~RawNccl() { cudaFree(sizes_); }
   RawNccl(const RawNccl&) = delete;
   RawNccl& operator=(const RawNccl&) = delete;
 
-  void Init(const ncclUniqueId& id) {
-    Nccl(ncclCommInitRank(&comm_, world_size_, id, rank_), "ncclCommInitRank");
-  }
+  void Connect(launch::Store& store) { engine_.Connect(store, "id", startup_); }
 
   // Every rank's length on the host: an int64 all_gather on the device and a
   // copy back, as the user's sizes tensor and .tolist() do.
   std::vector<std::int64_t> ExchangeSizes(std::int64_t mine) {
     std::int64_t* own = sizes_ + world_size_;
-    Cuda(cudaMemcpyAsync(own, &mine, sizeof(mine), cudaMemcpyHostToDevice, stream_), "sizes");
-    Nccl(ncclAllGather(own, sizes_, 1, ncclInt64, comm_, stream_), "ncclAllGather (sizes)");
+    // From pageable memory: staged before the call returns, then in stream
+    // order ahead of the all_gather.
+    engine_.Cuda(cudaMemcpyAsync(own, &mine, sizeof(mine), cudaMemcpyHostToDevice, stream()),
+                 "sizes");
     std::vector<std::int64_t> out(Size(world_size_));
-    Cuda(cudaMemcpyAsync(out.data(), sizes_, sizeof(std::int64_t) * out.size(),
-                         cudaMemcpyDeviceToHost, stream_),
-         "sizes");
-    Sync();
+    Run(
+        "ncclAllGather (sizes)",
+        [&] { return ncclAllGather(own, sizes_, 1, ncclInt64, comm(), stream()); },
+        [&] {
+          engine_.Cuda(cudaMemcpyAsync(out.data(), sizes_, sizeof(std::int64_t) * out.size(),
+                                       cudaMemcpyDeviceToHost, stream()),
+                       "sizes");
+        });
     return out;
   }
 
-  void Sync() { Cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+  // enqueue() queues NCCL calls on stream(); waits until they are done
+  // (copy_back, if any, then runs on the drained stream). Throws
+  // comm::EngineFailure past the deadline or on an engine error.
+  void Run(const char* what, const std::function<ncclResult_t()>& enqueue,
+           const std::function<void()>& copy_back = nullptr) {
+    engine_.Run(what, enqueue, copy_back, first_ ? std::max(deadline_, startup_) : deadline_);
+    first_ = false;
+  }
+
+  void Cuda(cudaError_t e, const char* what) { engine_.Cuda(e, what); }
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
-  ncclComm_t comm() const { return comm_; }
-  cudaStream_t stream() const { return stream_; }
+  ncclComm_t comm() const { return engine_.comm(); }
+  cudaStream_t stream() const { return engine_.stream(); }
 
  private:
+  comm::NcclEngine engine_;
   int rank_;
   int world_size_;
-  ncclComm_t comm_ = nullptr;
-  cudaStream_t stream_ = nullptr;
+  std::chrono::milliseconds deadline_;
+  std::chrono::milliseconds startup_;
+  bool first_ = true;
   std::int64_t* sizes_ = nullptr;  // world_size gathered + 1 own
 };
 
@@ -142,26 +169,38 @@ class NcclGather final : public Gather {
     if (offsets.back() > output_.size()) throw std::runtime_error("nccl gather: sizes grew");
     ncclComm_t comm = nccl_->comm();
     cudaStream_t stream = nccl_->stream();
-    Nccl(ncclGroupStart(), "ncclGroupStart");
-    for (int r = 0; r < nccl_->world_size(); ++r) {
-      double* dst = output_.data() + offsets[Size(r)];
-      const std::size_t n = Size(sizes[Size(r)]);
-      if (method_ == Method::kGroupedBroadcast) {
-        Nccl(ncclBroadcast(r == me ? input_.data() : nullptr, dst, n, ncclFloat64, r, comm,
-                           stream),
-             "ncclBroadcast");
-      } else if (r == me) {
-        Cuda(cudaMemcpyAsync(dst, input_.data(), n * sizeof(double), cudaMemcpyDeviceToDevice,
-                             stream),
-             "cudaMemcpyAsync (own share)");
-      } else {
-        Nccl(ncclSend(input_.data(), Size(sizes[Size(me)]), ncclFloat64, r, comm, stream),
-             "ncclSend");
-        Nccl(ncclRecv(dst, n, ncclFloat64, r, comm, stream), "ncclRecv");
-      }
+    if (method_ == Method::kGroupedSendRecv) {
+      // This rank's own share, in stream order before the exchange.
+      nccl_->Cuda(cudaMemcpyAsync(output_.data() + offsets[Size(me)], input_.data(),
+                                  Size(sizes[Size(me)]) * sizeof(double),
+                                  cudaMemcpyDeviceToDevice, stream),
+                  "cudaMemcpyAsync (own share)");
     }
-    Nccl(ncclGroupEnd(), "ncclGroupEnd");
-    nccl_->Sync();
+    nccl_->Run(method_ == Method::kGroupedBroadcast ? "grouped ncclBroadcast"
+                                                     : "grouped ncclSend/ncclRecv",
+               [&] {
+                 ncclResult_t r = ncclGroupStart();
+                 if (r != ncclSuccess) return r;
+                 for (int peer = 0; peer < nccl_->world_size(); ++peer) {
+                   double* dst = output_.data() + offsets[Size(peer)];
+                   const std::size_t n = Size(sizes[Size(peer)]);
+                   if (method_ == Method::kGroupedBroadcast) {
+                     r = ncclBroadcast(peer == me ? input_.data() : nullptr, dst, n, ncclFloat64,
+                                       peer, comm, stream);
+                   } else if (peer != me) {
+                     r = ncclSend(input_.data(), Size(sizes[Size(me)]), ncclFloat64, peer, comm,
+                                  stream);
+                     if (r == ncclSuccess || r == ncclInProgress) {
+                       r = ncclRecv(dst, n, ncclFloat64, peer, comm, stream);
+                     }
+                   }
+                   if (r != ncclSuccess && r != ncclInProgress) {
+                     ncclGroupEnd();
+                     return r;
+                   }
+                 }
+                 return ncclGroupEnd();
+               });
   }
 
   std::vector<double> Output() override {
@@ -201,21 +240,13 @@ std::unique_ptr<Memory> DeviceMemory(int device) { return std::make_unique<Devic
 
 std::shared_ptr<RawNccl> ConnectRawNccl(const launch::RankEnv& env, int device,
                                         std::int64_t timeout_ms) {
-  auto store = launch::PrefixedStore(
-      launch::OpenStore(env.rdzv, std::chrono::milliseconds(timeout_ms)),
-      env.run_id + "/bench_padding_raw_nccl");
-  ncclUniqueId id;
-  if (env.rank == 0) {
-    Nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    store->set("id", std::vector<char>(reinterpret_cast<char*>(&id),
-                                       reinterpret_cast<char*>(&id) + sizeof(id)));
-  } else {
-    const std::vector<char> bytes = store->get("id");
-    if (bytes.size() != sizeof(id)) throw std::runtime_error("bad NCCL unique id in the store");
-    std::memcpy(&id, bytes.data(), sizeof(id));
-  }
-  auto nccl = std::make_shared<RawNccl>(env.rank, env.world_size, device);
-  nccl->Init(id);
+  const std::chrono::milliseconds deadline(timeout_ms);
+  const auto startup = comm::ResolveStartupTimeout(comm::CommOptions{}, deadline);
+  auto store = launch::PrefixedStore(launch::OpenStore(env.rdzv, startup),
+                                     env.run_id + "/bench_padding_raw_nccl");
+  store->set_timeout(startup);  // the rendezvous is part of the start-up
+  auto nccl = std::make_shared<RawNccl>(env.rank, env.world_size, device, deadline, startup);
+  nccl->Connect(*store);
   return nccl;
 }
 

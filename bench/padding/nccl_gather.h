@@ -27,8 +27,12 @@ std::unique_ptr<Memory> DeviceMemory(int device);
 
 class RawNccl;  // an ncclComm_t and its stream
 
-// Collective: every rank calls it. Bounded by `timeout_ms` (the store's wait
-// for the unique id).
+// Collective: every rank calls it. The rendezvous, the communicator's init
+// and its first collective are bounded by the start-up bound
+// (core/comm/options.h: DDP_PITFALLS_STARTUP_TIMEOUT, default max(timeout,
+// 60 s)), every later collective by `timeout_ms`; past a bound the
+// communicator is aborted and comm::EngineFailure thrown (the Comm API's
+// engine, core/comm/nccl_engine.h).
 std::shared_ptr<RawNccl> ConnectRawNccl(const launch::RankEnv& env, int device,
                                         std::int64_t timeout_ms);
 
