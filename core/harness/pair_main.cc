@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <exception>
 
+#include "core/comm/options.h"
 #include "core/harness/preflight.h"
 #include "core/launch/config_error.h"
 #include "core/launch/interrupt.h"
@@ -44,7 +45,10 @@ int PairMain(int argc, char** argv, const PairSpec& spec) {
   flags.Int64("n", &f.n, "dataset size", 0, 100000000);
   flags.Int("batch_size", &f.batch_size, "per-rank batch size", 1, 1000000);
   flags.Bool("drop_last", &f.drop_last, "drop the last incomplete batch (sampler and loader)");
-  flags.Double("timeout", &f.timeout, "deadline of every collective, seconds", 0.05, 86400);
+  flags.Double("timeout", &f.timeout, "deadline of every collective, seconds", 0.05, 7 * 86400);
+  // Under ddprun --collective-timeout (or any launcher that exports it) the
+  // launcher's deadline holds unless --timeout is given (core/launch/README.md).
+  flags.FromEnv("timeout", comm::kEnvTimeout);
   flags.String("json", &f.json, "write the result records (a JSON array) to this file");
   flags.Bool("verbose", &f.verbose, "after the table, print every field of every record");
   flags.Bool("share_gpu", &f.share_gpu,

@@ -31,6 +31,11 @@ std::string g_first_usage_error;
 // would meet through it too, so they fail at once instead of each waiting
 // out a deadline.
 std::string g_store_failure;
+// Launched mode: a peer died or stopped answering. The launcher's ranks are
+// the same processes in every world, so later worlds would each wait out
+// their rendezvous for it: they fail at once, the rank ends, and the
+// launcher stops the run within the collective deadline (issue 35).
+std::string g_peer_failure;
 
 [[noreturn]] void ThrowUsage(const std::string& message) {
   if (g_first_usage_error.empty()) g_first_usage_error = message;
@@ -179,6 +184,10 @@ WorldResult RunLaunched(const WorldOptions& o, const RankBody& body) {
     r.failure = "not run: the rendezvous store failed earlier: " + g_store_failure;
     return r;
   }
+  if (!g_peer_failure.empty()) {
+    r.failure = "not run: a peer failed in an earlier world: " + g_peer_failure;
+    return r;
+  }
   launch::RankEnv env;
   try {
     env = launch::RankEnvFromEnvironment();
@@ -194,6 +203,9 @@ WorldResult RunLaunched(const WorldOptions& o, const RankBody& body) {
     ReportRankFailure(e);
     r.failure = e.what();
     CheckStore(env);
+    if (dynamic_cast<const comm::PeerError*>(&e) || dynamic_cast<const comm::DeadlineError*>(&e)) {
+      g_peer_failure = e.what();
+    }
   }
   return r;
 }

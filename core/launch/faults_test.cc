@@ -269,6 +269,106 @@ INSTANTIATE_TEST_SUITE_P(
                                 "rank 1 (stopped by SIGSTOP while its peers waited)"}),
     [](const auto& info) { return info.param.name; });
 
+// The pair under ddprun, a rank stopped mid-run: the run ends within D + 1 s
+// naming the stopped rank, where D is --timeout when given, else ddprun's
+// --collective-timeout (DDP_PITFALLS_TIMEOUT), never the pair's own default
+// of 60 s (issue 35: "after 60.00 s (deadline 60.00 s)"). Later worlds are
+// not waited for: the launched rank skips them once a peer failed.
+struct DeadlineSource {
+  std::string name;
+  std::vector<std::string> ddprun_flags;
+  std::vector<std::string> pair_flags;
+};
+
+// How many ranks' communicators have started in a directory store (each
+// publishes the key .../trace/host/<rank>).
+int HostKeys(const std::string& store_dir) {
+  int n = 0;
+  for (const auto& f : FilesStartingWith(store_dir, "")) {
+    n += f.find("trace%2Fhost%2F") != std::string::npos;
+  }
+  return n;
+}
+
+class PairUnderDdprun : public ::testing::TestWithParam<DeadlineSource> {};
+
+TEST_P(PairUnderDdprun, AStoppedRankEndsTheRunWithinTheDeadline) {
+  const DeadlineSource& d = GetParam();
+  const std::string rdzv = MakeFreshDir("rdzv");
+  std::vector<std::string> argv = {Runfile(kDdprun), "--kill-grace", "1", "--nproc", "3",
+                                   "--rdzv", rdzv};
+  argv.insert(argv.end(), d.ddprun_flags.begin(), d.ddprun_flags.end());
+  argv.insert(argv.end(), {"--", Runfile(kPair), "--seeds", "10000"});
+  argv.insert(argv.end(), d.pair_flags.begin(), d.pair_flags.end());
+  Command cmd{argv};
+  std::vector<pid_t> ranks;
+  cmd.while_running = [&](pid_t ddprun) {
+    ranks = WaitForRanks(ddprun, 3, seconds(60));
+    if (ranks.size() != 3) return;
+    // Every rank's first communicator has started (it publishes its host):
+    // the ranks are past the rendezvous, in the collectives.
+    for (int i = 0; i < 3000 && HostKeys(rdzv) < 3; ++i) {
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    std::this_thread::sleep_for(milliseconds(500));
+    std::sort(ranks.begin(), ranks.end());  // forked in rank order
+    ::kill(ranks[1], SIGSTOP);
+    MarkFault();
+  };
+  const auto r = RunCommand(cmd);
+  ASSERT_EQ(ranks.size(), 3u) << r.outcome.stderr_text;
+  EXPECT_EQ(r.outcome.exit_code, 128 + SIGSTOP) << r.outcome.Describe();
+  EXPECT_NE(r.outcome.stderr_text.find(
+                "first failure: rank 1 (stopped by SIGSTOP while its peers waited)"),
+            std::string::npos)
+      << r.outcome.stderr_text;
+  EXPECT_NE(r.outcome.stdout_text.find("(deadline 2.00 s)"), std::string::npos)
+      << r.outcome.stdout_text << r.outcome.stderr_text;
+  ASSERT_TRUE(r.seconds_after_fault.has_value());
+  EXPECT_LE(*r.seconds_after_fault, kBound) << r.outcome.stderr_text;
+  EXPECT_TRUE(WaitGone(ranks, seconds(1)));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Deadline, PairUnderDdprun,
+    ::testing::Values(
+        // The launcher's deadline, the pair's flag not given.
+        DeadlineSource{"launchers_variable", {"--collective-timeout", "2"}, {}},
+        // The pair's flag wins over the launcher's.
+        DeadlineSource{"explicit_flag", {"--collective-timeout", "60"}, {"--timeout", "2"}}),
+    [](const auto& info) { return info.param.name; });
+
+// A bad DDP_PITFALLS_TIMEOUT is exit 2 naming it, like a bad --timeout, before
+// any rank starts; --timeout given, the variable is not read.
+TEST(PairDeadlineVariable, ABadValueExits2NamingIt) {
+  for (const std::string bad : {"abc", "-3", "nan", "1e300", "0x10", "0", " 2"}) {
+    const auto r = RunCommand(Command{{Runfile(kPair), "--seeds", "1"},
+                                      {{"DDP_PITFALLS_TIMEOUT", bad}}});
+    EXPECT_EQ(r.outcome.exit_code, 2) << bad << ": " << r.outcome.Describe();
+    EXPECT_NE(r.outcome.stderr_text.find("bad value '" + bad + "' for DDP_PITFALLS_TIMEOUT"),
+              std::string::npos)
+        << r.outcome.stderr_text;
+    ExpectOneLine(r.outcome.stderr_text, bad);
+    EXPECT_EQ(r.outcome.stdout_text, "") << "the run started";
+  }
+  const auto r = RunCommand(Command{{Runfile(kPair), "--timeout", "0x10"}});
+  EXPECT_EQ(r.outcome.exit_code, 2) << r.outcome.Describe();
+  EXPECT_NE(r.outcome.stderr_text.find("bad value '0x10' for --timeout"), std::string::npos)
+      << r.outcome.stderr_text;
+}
+
+// RANK without WORLD_SIZE made the pair spawn ranks of its own (issue 35).
+TEST(PairRankEnvironment, RankWithoutWorldSizeExits2NamingBoth) {
+  const auto r = RunCommand(Command{{Runfile(kPair), "--seeds", "1"},
+                                    {{"RANK", "0"}, {"DDP_RDZV", MakeFreshDir("rdzv")}}});
+  EXPECT_EQ(r.outcome.exit_code, 2) << r.outcome.Describe();
+  EXPECT_NE(r.outcome.stderr_text.find("RANK and WORLD_SIZE must both be set (got RANK=0, "
+                                       "WORLD_SIZE=<unset>)"),
+            std::string::npos)
+      << r.outcome.stderr_text;
+  EXPECT_EQ(r.outcome.stdout_text, "") << "the run started";
+}
+
 // The pair as a rank of some launcher, its store stopped or gone before the
 // rendezvous: exit 2, one line naming the store, no record.
 TEST_F(StoreFaults, PairWithAStoppedOrLostStoreExits2WithoutRecords) {
