@@ -238,7 +238,32 @@ RankDump DumpFromJson(const Json& j, const std::string& where) {
   }
 }
 
+void CheckJsonDepth(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) {
+        throw DumpError("JSON nested deeper than " + std::to_string(max_depth) + " at byte " + std::to_string(i));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
 RankDump ParseDump(const std::string& text, const std::string& where) {
+  try {
+    CheckJsonDepth(text, 64);
+  } catch (const DumpError& e) {
+    throw DumpError(where + ": " + e.what());
+  }
   Json j;
   try {
     j = results::ParseJson(text);
@@ -252,18 +277,13 @@ std::string DumpPath(const std::string& dir, int rank) {
   return dir + "/rank" + std::to_string(rank) + ".json";
 }
 
-std::string WriteDumpFile(const std::string& dir, const RankDump& dump) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw DumpError("cannot create " + dir + ": " + ec.message());
-  const std::string path = DumpPath(dir, dump.rank);
+void WriteFileAtomically(const std::string& path, const std::string& bytes) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const std::string text = ToJson(dump).Dump(1) + "\n";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw DumpError("cannot write " + tmp + ": " + std::strerror(errno));
   std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const std::string err = std::strerror(errno);
@@ -273,12 +293,19 @@ std::string WriteDumpFile(const std::string& dir, const RankDump& dump) {
     }
     done += static_cast<std::size_t>(n);
   }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string err = std::strerror(errno);
     ::unlink(tmp.c_str());
-    throw DumpError("cannot rename " + tmp + " to " + path + ": " + err);
+    throw DumpError("cannot write " + path + ": " + err);
   }
+}
+
+std::string WriteDumpFile(const std::string& dir, const RankDump& dump) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw DumpError("cannot create " + dir + ": " + ec.message());
+  const std::string path = DumpPath(dir, dump.rank);
+  WriteFileAtomically(path, ToJson(dump).Dump(1) + "\n");
   return path;
 }
 

@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/results/json.h"
@@ -41,6 +42,9 @@ std::string DumpPath(const std::string& dir, int rank);
 // rename: a reader sees the old dump or the new one, never half. Returns the
 // path; throws DumpError on failure.
 std::string WriteDumpFile(const std::string& dir, const RankDump& dump);
+// Writes `bytes` to `path` through a temporary file beside it and a rename;
+// throws DumpError naming the file.
+void WriteFileAtomically(const std::string& path, const std::string& bytes);
 // What a reader accepts before allocating for it: a dump file (ours or
 // PyTorch's) is at most this big, and no world is larger. A hostile or
 // corrupt dump (a link to /dev/zero, world_size 2^31-1) is refused by these
@@ -52,6 +56,10 @@ inline constexpr int kMaxWorldSize = 1 << 16;
 // most kMaxDumpBytes; else DumpError naming it ("not a regular file", "larger
 // than 64 MiB", "cannot open"). Never blocks on a FIFO.
 std::string ReadDumpBytes(const std::string& path);
+// Throws DumpError("nested deeper than N") when JSON text nests its arrays
+// and objects deeper than max_depth: the JSON parser recurses, and a file of
+// a million '[' must be bad input, not a stack overflow.
+void CheckJsonDepth(std::string_view text, int max_depth);
 // Throws DumpError naming the file.
 RankDump ReadDumpFile(const std::string& path);
 

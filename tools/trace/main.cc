@@ -1,20 +1,28 @@
-// tools/trace: the flight recorder analyzer over a folder of dumps.
+// tools/trace: the flight recorder analyzer over a folder of dumps -- the
+// suite's own (rank<R>.json) or PyTorch's (nccl_trace_rank_<R>, pickle or
+// JSON, from _dump_fr_trace() or dump-on-timeout).
 //
 //   bazel run //tools:trace -- DIR [--json] [--entries N] [--comm NAME]
+//                                  [--world_size N] [--to-fr OUT]
 //
-// Reads every DIR/rank<R>.json, prints the one-line verdict, the mismatch
-// class with everyone's position at that collective, and each rank's last
-// entries with their call sites (--json: the same as one JSON object).
-// Exit status: 0 when the dumps agree, 1 when they show a mismatch, 2 for
-// bad usage or an unreadable dump (the message names the file).
+// Prints the one-line verdict (the culprit ranks and the first collective
+// where the ranks part ways), the positions of every rank there, and each
+// rank's call site (--json: the same as one JSON object). --to-fr writes the
+// suite's dumps in PyTorch's format instead.
+// Exit status: 0 healthy, 1 a problem found, 2 bad usage or bad input (one
+// line naming the file and what is wrong with it).
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "core/cli/flags.h"
 #include "core/trace/analyze.h"
 #include "core/trace/dump_json.h"
+#include "tools/trace/fr_analyze.h"
+#include "tools/trace/fr_dump.h"
+#include "tools/trace/to_fr.h"
 
 namespace {
 
@@ -26,25 +34,75 @@ int Usage(const std::string& message) {
   return 2;
 }
 
+std::string Join(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s.empty() ? "none recorded" : s;
+}
+
+// Whether DIR holds the suite's own dumps (rank<R>.json).
+bool HasSuiteDumps(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string n = f.path().filename().string();
+    if (n.rfind("rank", 0) == 0 && n.size() > 9 && n.substr(n.size() - 5) == ".json") return true;
+  }
+  return false;
+}
+
+int RunPyTorch(const std::string& dir, bool json, const std::string& pg, int world_size) {
+  ddp::trace::fr::DirDumps dumps;
+  try {
+    dumps = ddp::trace::fr::ReadDir(dir, world_size);
+  } catch (const ddp::trace::DumpError& e) {
+    std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
+    return 2;
+  }
+  if (!pg.empty()) {
+    std::vector<std::string> names;
+    for (const auto& d : dumps.by_rank) {
+      if (!d) continue;
+      for (const auto& e : d->entries) {
+        if (std::find(names.begin(), names.end(), e.pg_name) == names.end()) names.push_back(e.pg_name);
+      }
+    }
+    if (std::find(names.begin(), names.end(), pg) == names.end()) {
+      return Usage("--comm: '" + pg + "' is no process group of these dumps (allowed: " + Join(names) + ")");
+    }
+  }
+  const ddp::trace::fr::Analysis a = ddp::trace::fr::Analyze(dumps, pg);
+  std::printf("%s", json ? (a.json.Dump(2) + "\n").c_str() : a.report.c_str());
+  return a.healthy ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool json = false;
   int entries = 3;
+  int world_size = 0;
   std::string comm;
   std::string dir;
+  std::string to_fr;
   ddp::cli::Flags flags(
       kProgram,
-      "Analyses the flight recorder dumps rank<R>.json in DIR (written by every rank on a\n"
-      "deadline, a peer failure, a dump request or SIGUSR1; see core/comm/README.md):\n"
-      "the first collective where the ranks part ways, its mismatch class, and each\n"
-      "rank's last collectives with their call sites. Usage: trace DIR [flags].\n"
-      "Exit: 0 the dumps agree, 1 mismatch, 2 bad usage or unreadable dump.\n"
+      "Your PyTorch job hangs: dump every rank's Flight Recorder\n"
+      "(torch._C._distributed_c10d._dump_fr_trace() into DIR/nccl_trace_rank_<R>, or\n"
+      "TORCH_FR_DUMP_ON_TIMEOUT files), then `trace DIR` names the culprit ranks, the first\n"
+      "collective where the ranks part ways (process group, sequence id, op, sizes, dtypes,\n"
+      "state on each rank) and each rank's call site in your code. The suite's own dumps\n"
+      "rank<R>.json (core/comm/README.md) are read the same way. Usage: trace DIR [flags].\n"
+      "Exit: 0 healthy, 1 a problem found, 2 bad usage or bad input (missing, truncated or\n"
+      "foreign dumps, dumps of two jobs in one folder).\n"
       "Reads only regular files of at most 64 MiB each, from worlds of at most 65536 ranks;\n"
       "anything else (a device, a FIFO, a larger file or world) is bad input.");
   flags.Bool("json", &json, "print the analysis as one JSON object");
-  flags.Int("entries", &entries, "last entries shown per rank", 0, 2000);
-  flags.String("comm", &comm, "communicator to analyse first (default: the first found)");
+  flags.Int("entries", &entries, "last entries shown per rank (the suite's dumps)", 0, 2000);
+  flags.String("comm", &comm, "communicator (suite) or process group name (PyTorch) to analyse");
+  flags.Int("world_size", &world_size,
+            "PyTorch dumps: the job's world size, when the last ranks sent no dump (0: from the dumps)",
+            0, ddp::trace::kMaxWorldSize);
+  flags.String("to-fr", &to_fr, "write the suite's dumps in DIR as PyTorch Flight Recorder pickles into this folder");
   flags.String("dir", &dir, "the folder of dumps (also the positional argument)");
 
   // DIR may come first or anywhere as the one positional argument.
@@ -54,7 +112,8 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg.rfind("-", 0) == 0) {
       rest.push_back(argv[i]);
-      const bool takes_value = arg == "--entries" || arg == "--comm" || arg == "--dir";
+      const bool takes_value = arg == "--entries" || arg == "--comm" || arg == "--dir" ||
+                               arg == "--world_size" || arg == "--to-fr";
       if (takes_value && i + 1 < argc) rest.push_back(argv[++i]);
     } else {
       positional.push_back(arg);
@@ -71,10 +130,23 @@ int main(int argc, char** argv) {
     dir = positional[0];
   }
   if (dir.empty()) return Usage("no DIR given");
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return Usage("DIR: " + dir + " is not a folder");
 
+  if (!HasSuiteDumps(dir)) {
+    if (!to_fr.empty()) return Usage("--to-fr: " + dir + " holds no rank<R>.json dumps of the suite");
+    return RunPyTorch(dir, json, comm, world_size);
+  }
+  if (flags.WasSet("world_size")) return Usage("--world_size: for PyTorch dumps only (the suite's state it)");
   std::vector<std::optional<ddp::trace::RankDump>> dumps;
   try {
     dumps = ddp::trace::ReadDumpDir(dir);
+    if (!to_fr.empty()) {
+      const auto paths = ddp::trace::fr::WriteFrDir(dumps, to_fr);
+      std::printf("wrote %zu PyTorch Flight Recorder dump%s to %s (nccl_trace_rank_<R>)\n", paths.size(),
+                  paths.size() == 1 ? "" : "s", to_fr.c_str());
+      return 0;
+    }
   } catch (const ddp::trace::DumpError& e) {
     std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
     return 2;
@@ -89,10 +161,7 @@ int main(int argc, char** argv) {
       }
     }
     if (std::find(names.begin(), names.end(), comm) == names.end()) {
-      std::string allowed;
-      for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
-      return Usage("--comm: '" + comm + "' is no communicator of these dumps (allowed: " +
-                   (allowed.empty() ? "none recorded" : allowed) + ")");
+      return Usage("--comm: '" + comm + "' is no communicator of these dumps (allowed: " + Join(names) + ")");
     }
   }
   ddp::trace::AnalyzeOptions options;

@@ -46,7 +46,7 @@ err=$("$trace" "$bad" 2>&1 >/dev/null); code=$?
 [[ "$err" == *"$bad/rank1.json: not JSON"* ]] || fail "corrupt: message '$err'"
 empty="$tmp/empty"; mkdir -p "$empty"
 err=$("$trace" "$empty" 2>&1); code=$?
-[[ $code == 2 && "$err" == *"no rank<R>.json"* ]] || fail "empty: exit $code '$err'"
+[[ $code == 2 && "$err" == *"no dumps in it"* ]] || fail "empty: exit $code '$err'"
 "$trace" > /dev/null 2>&1; [[ $? == 2 ]] || fail "no DIR: exit"
 "$trace" --help > /dev/null; [[ $? == 0 ]] || fail "--help: exit"
 err=$("$trace" "$skip" --entries 99999 2>&1); code=$?
@@ -80,6 +80,30 @@ err=$(timeout 20 "$trace" "$big" 2>&1 >/dev/null); code=$?
 err=$("$trace" "$skip" --comm nosuch 2>&1 >/dev/null); code=$?
 [[ $code == 2 && "$err" == *"--comm"*"nosuch"*"comm0"* ]] || fail "--comm nosuch: exit $code '$err'"
 "$trace" "$skip" --comm comm0 > /dev/null; [[ $? == 1 ]] || fail "--comm comm0: exit"
+
+# PyTorch's own dumps (the committed corpus): exit 1 naming the culprit and
+# the user's call site, 0 healthy, 2 bad input; --to-fr the other way.
+corpus="tools/trace/testdata/fr_corpus"
+out=$("$trace" "$corpus/extra_step"); code=$?
+[[ $code == 1 ]] || fail "corpus extra_step: exit $code, want 1"
+[[ "$(head -1 <<< "$out")" == "culprit rank 2: process group 0 (default_pg), collective #4 (all_reduce): "* ]] ||
+  fail "corpus extra_step: verdict '$(head -1 <<< "$out")'"
+line=$(sed -n 's/.*"line": \([0-9]*\).*/\1/p' "$corpus/extra_step/truth.json")
+[[ "$(head -1 <<< "$out")" == *"; rank 2 at /"*"/scenarios.py:$line (extra_step)" ]] ||
+  fail "corpus extra_step: verdict lacks the culprit's call site scenarios.py:$line: $out"
+"$trace" "$corpus/uneven_ok" > /dev/null; [[ $? == 0 ]] || fail "corpus uneven_ok: not healthy"
+"$trace" --json "$corpus/killed" | grep -q '"culprits": \[' || fail "corpus killed: --json"
+err=$("$trace" "$corpus/stalled" --comm nosuch 2>&1 >/dev/null); code=$?
+[[ $code == 2 && "$err" == *"--comm"*"allowed: 0"* ]] || fail "corpus --comm nosuch: exit $code '$err'"
+trunc="$tmp/trunc"; mkdir -p "$trunc"; cp "$corpus"/stalled/nccl_trace_rank_* "$trunc"/
+head -c 300 "$corpus/stalled/nccl_trace_rank_1" > "$trunc/nccl_trace_rank_1"
+err=$("$trace" "$trunc" 2>&1 >/dev/null); code=$?
+[[ $code == 2 && "$err" == *"$trunc/nccl_trace_rank_1: pickle truncated"* ]] || fail "truncated pickle: exit $code '$err'"
+fr="$tmp/to_fr"
+"$trace" "$skip" --to-fr "$fr" > /dev/null || fail "--to-fr: exit $?"
+out=$("$trace" "$fr"); code=$?
+[[ $code == 1 && "$(head -1 <<< "$out")" == "culprit rank 2: "* ]] || fail "--to-fr read back: exit $code '$out'"
+"$trace" "$corpus/stalled" --to-fr "$tmp/x" > /dev/null 2>&1; [[ $? == 2 ]] || fail "--to-fr of PyTorch dumps: exit"
 
 echo "$failures failure(s)"
 [[ $failures == 0 ]]

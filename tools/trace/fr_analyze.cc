@@ -1,0 +1,464 @@
+#include "tools/trace/fr_analyze.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "core/trace/analyze.h"  // RankSet
+
+namespace ddp::trace::fr {
+namespace {
+
+using results::Json;
+
+std::string Shapes(const std::vector<std::vector<int64_t>>& sizes) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    s += i ? ", [" : "[";
+    for (std::size_t d = 0; d < sizes[i].size(); ++d) s += (d ? ", " : "") + std::to_string(sizes[i][d]);
+    s += "]";
+  }
+  return s + "]";
+}
+
+std::string JoinStr(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+int64_t Numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n = d != 0 && n > INT64_MAX / d ? INT64_MAX : n * d;
+  return n;
+}
+
+std::vector<int64_t> Numels(const std::vector<std::vector<int64_t>>& sizes) {
+  std::vector<int64_t> out;
+  for (const auto& s : sizes) out.push_back(Numel(s));
+  return out;
+}
+
+int64_t Total(const std::vector<std::vector<int64_t>>& sizes) {
+  int64_t t = 0;
+  for (const auto& s : sizes) t += Numel(s);
+  return t;
+}
+
+bool Among(const std::string& op, std::initializer_list<const char*> names) {
+  return std::any_of(names.begin(), names.end(), [&](const char* n) { return op == n; });
+}
+
+bool IsAllToAll(const std::string& op) { return op.rfind("all_to_all", 0) == 0 || op == "alltoall_base"; }
+
+// What must be equal across ranks for the sizes to agree, by op ("" when
+// nothing per rank is: barrier, all_to_all).
+std::string SizeKey(const Entry& e) {
+  const std::string op = e.Op();
+  if (IsAllToAll(op) || Among(op, {"barrier", "split", "new_window"})) return "";
+  std::vector<int64_t> n;
+  if (op.find("reduce_scatter") != std::string::npos || op == "scatter") {
+    n = Numels(e.output_sizes);
+  } else {
+    n = Numels(e.input_sizes);
+  }
+  if (n.empty()) return "";  // e.g. gather/scatter off the root
+  std::string k;
+  for (int64_t x : n) k += std::to_string(x) + ",";
+  return k;
+}
+
+std::string DtypeKey(const Entry& e) {
+  std::set<std::string> d(e.input_dtypes.begin(), e.input_dtypes.end());
+  if (d.empty()) d.insert(e.output_dtypes.begin(), e.output_dtypes.end());
+  return JoinStr({d.begin(), d.end()});
+}
+
+// One member's record of one process group.
+struct Member {
+  int rank = 0;
+  const Dump* dump = nullptr;
+  std::map<int64_t, const Entry*> by_seq;
+  int64_t last = 0;  // highest seq entered (0: none)
+  int64_t first = 0;
+  const Entry* At(int64_t seq) const {
+    auto it = by_seq.find(seq);
+    return it == by_seq.end() ? nullptr : it->second;
+  }
+};
+
+std::string Completion(const Member& m, const Entry& e) {
+  if (e.state == "completed") return "completed";
+  auto it = m.dump->last_completed.find(std::to_string(e.pg_id));
+  if (it == m.dump->last_completed.end()) return e.state;
+  return e.seq <= it->second ? "completed" : "not completed";
+}
+
+std::string Describe(const Member& m, const Entry& e) {
+  std::string s = e.profiling_name + " in " + Shapes(e.input_sizes);
+  if (e.output_sizes != e.input_sizes) s += " out " + Shapes(e.output_sizes);
+  const std::string d = DtypeKey(e);
+  if (!d.empty()) s += " " + d;
+  s += ", " + Completion(m, e);
+  const std::string site = SiteOf(e);
+  if (!site.empty()) s += ", at " + site;
+  return s;
+}
+
+// Groups ranks by a key, largest group first (ties: lowest rank first).
+std::vector<std::pair<std::string, std::vector<int>>> GroupBy(const std::vector<std::pair<int, std::string>>& keyed) {
+  std::vector<std::pair<std::string, std::vector<int>>> groups;
+  for (const auto& [rank, key] : keyed) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    if (it == groups.end()) {
+      groups.push_back({key, {}});
+      it = groups.end() - 1;
+    }
+    it->second.push_back(rank);
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  return groups;
+}
+
+// Ranks outside the one largest group; with no single largest group, every
+// group but the one holding the lowest rank (said "no majority" in the line).
+std::vector<int> Outliers(const std::vector<std::pair<std::string, std::vector<int>>>& groups, bool* tie) {
+  std::vector<int> out;
+  *tie = groups.size() > 1 && groups[0].second.size() == groups[1].second.size();
+  for (std::size_t i = 1; i < groups.size(); ++i) out.insert(out.end(), groups[i].second.begin(), groups[i].second.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::string& desc,
+                          const std::vector<int>& members) {
+  GroupVerdict v;
+  v.pg = pg;
+  v.desc = desc;
+  v.members = members;
+  std::vector<Member> ms;
+  std::vector<int> no_dump;
+  for (int r : members) {
+    Member m;
+    m.rank = r;
+    const auto& d = dd.by_rank[static_cast<std::size_t>(r)];
+    if (!d) {
+      no_dump.push_back(r);
+      continue;
+    }
+    m.dump = &*d;
+    for (const Entry& e : d->entries) {
+      if (e.pg_name != pg || e.is_p2p || e.seq <= 0) continue;
+      m.by_seq[e.seq] = &e;
+    }
+    if (!m.by_seq.empty()) {
+      m.first = m.by_seq.begin()->first;
+      m.last = m.by_seq.rbegin()->first;
+    }
+    ms.push_back(std::move(m));
+  }
+  int64_t lo = 1, hi = 0;
+  for (const Member& m : ms) {
+    if (!m.by_seq.empty()) lo = std::max(lo, m.first);
+    hi = std::max(hi, m.last);
+  }
+  v.collectives = hi;
+  auto where_never = [&](const Member& m) {
+    if (m.last == 0) return std::string("never entered any collective of this group");
+    const Entry* e = m.At(m.last);
+    return "never entered it; last: #" + std::to_string(m.last) + " " + (e ? Describe(m, *e) : "");
+  };
+  auto positions = [&](int64_t seq) {
+    std::vector<std::pair<int, std::string>> keyed;
+    for (const Member& m : ms) {
+      const Entry* e = m.At(seq);
+      keyed.push_back({m.rank, e ? Describe(m, *e) : m.last < seq ? where_never(m) : "no record (overwritten)"});
+    }
+    for (int r : no_dump) keyed.push_back({r, "no dump (killed, hung hard, or its dump was lost)"});
+    std::sort(keyed.begin(), keyed.end());
+    std::vector<Position> out;
+    for (const auto& [key, ranks] : GroupBy(keyed)) out.push_back({ranks, key});
+    std::sort(out.begin(), out.end(), [](const Position& a, const Position& b) { return a.ranks < b.ranks; });
+    return out;
+  };
+  const std::string name = "process group " + pg + (desc.empty() || desc == "undefined" ? "" : " (" + desc + ")");
+  for (int64_t seq = lo; seq <= hi; ++seq) {
+    std::vector<std::pair<int, const Entry*>> in;
+    std::vector<int> never;
+    for (const Member& m : ms) {
+      if (const Entry* e = m.At(seq)) {
+        in.push_back({m.rank, e});
+      } else if (m.last < seq) {
+        never.push_back(m.rank);
+      }
+    }
+    if (in.empty()) continue;
+    const std::string op = in[0].second->Op();
+    // Ranks grouped by what they entered: the op first (nothing else is
+    // comparable across different ops), then dtype and size together, so
+    // that one rank off in dtype and another off in size are both named.
+    auto mismatch = [&](const std::string& klass, const std::vector<std::pair<int, std::string>>& keyed) {
+      const auto groups = GroupBy(keyed);
+      if (groups.size() < 2) return false;
+      bool tie = false;
+      v.healthy = false;
+      v.klass = klass;
+      v.seq = seq;
+      v.op = op;
+      v.culprits = Outliers(groups, &tie);
+      std::vector<std::string> parts;
+      for (const auto& [k, ranks] : groups) parts.push_back(RankSet(ranks) + " " + k);
+      v.line = name + ", collective #" + std::to_string(seq) + ": " + klass + " mismatch: " + JoinStr(parts, " vs ") +
+               (tie ? " (no majority)" : "");
+      v.positions = positions(seq);
+      return true;
+    };
+    std::vector<std::pair<int, std::string>> by_op, by_sig;
+    bool dtypes_differ = false, sizes_differ = false;
+    std::string dtype0, size0;
+    for (const auto& [r, e] : in) {
+      by_op.push_back({r, e->profiling_name});
+      const bool rootless = Among(e->Op(), {"gather", "scatter"}) && e->input_dtypes.empty();
+      const std::string d = rootless ? "" : DtypeKey(*e);
+      std::string n = SizeKey(*e);
+      if (!n.empty()) n = "x" + n.substr(0, n.size() - 1);
+      if (by_sig.empty()) dtype0 = d, size0 = n;
+      dtypes_differ |= !d.empty() && !dtype0.empty() && d != dtype0;
+      sizes_differ |= !n.empty() && !size0.empty() && n != size0;
+      if (!d.empty() || !n.empty()) by_sig.push_back({r, d + (d.empty() || n.empty() ? "" : " ") + n});
+    }
+    const std::string sig_class = dtypes_differ && sizes_differ ? "dtype and size" : dtypes_differ ? "dtype" : "size";
+    if (mismatch("op", by_op) || ((dtypes_differ || sizes_differ) && mismatch(sig_class, by_sig))) return v;
+    // all_to_all: only the totals must agree, once every member is in.
+    if (IsAllToAll(op) && never.empty() && no_dump.empty()) {
+      int64_t sent = 0, received = 0;
+      for (const auto& [r, e] : in) sent += Total(e->input_sizes), received += Total(e->output_sizes);
+      if (sent != received) {
+        v.healthy = false;
+        v.klass = "size";
+        v.seq = seq;
+        v.op = op;
+        v.line = name + ", collective #" + std::to_string(seq) + ": size mismatch: " + op + " sends " +
+                 std::to_string(sent) + " elements in all, receives " + std::to_string(received);
+        v.positions = positions(seq);
+        return v;
+      }
+    }
+    if (!never.empty()) {
+      std::vector<int> entered;
+      for (const auto& p : in) entered.push_back(p.first);
+      v.healthy = false;
+      v.klass = "missing";
+      v.seq = seq;
+      v.op = op;
+      // The smaller side is out of step; on an even split, the ranks that
+      // never came are the ones holding the others up.
+      v.culprits = entered.size() < never.size() ? entered : never;
+      v.line = name + ", collective #" + std::to_string(seq) + " (" + op + "): " + RankSet(entered) +
+               " entered it, " + RankSet(never) + " never did";
+      v.positions = positions(seq);
+      return v;
+    }
+  }
+  if (!no_dump.empty()) {
+    v.healthy = false;
+    v.klass = "no dump";
+    v.seq = hi;
+    v.culprits = no_dump;
+    std::vector<int> dumped;
+    for (const Member& m : ms) dumped.push_back(m.rank);
+    v.line = name + ": no dump from " + RankSet(no_dump) + "; " + RankSet(dumped) + " agree up to #" +
+             std::to_string(hi) + " and wait for " + (no_dump.size() == 1 ? "it" : "them");
+    v.positions = positions(hi);
+    if (hi > 0) v.op = ms.empty() ? "" : (ms[0].At(hi) ? ms[0].At(hi)->Op() : "");
+    return v;
+  }
+  v.line = name + ": healthy, " + std::to_string(hi) + " collective" + (hi == 1 ? "" : "s") + " matched on " +
+           RankSet(members);
+  return v;
+}
+
+
+Json IntArray(const std::vector<int>& v) {
+  Json a = Json::MakeArray();
+  for (int x : v) a.Push(x);
+  return a;
+}
+
+// When the divergent collective was created (the earliest rank's clock):
+// of several unhealthy groups, the one that went wrong first is the cause.
+int64_t CreatedAt(const DirDumps& dd, const GroupVerdict& g) {
+  int64_t t = INT64_MAX;
+  for (const auto& d : dd.by_rank) {
+    if (!d) continue;
+    for (const Entry& e : d->entries) {
+      if (e.pg_name == g.pg && e.seq == g.seq && !e.is_p2p) t = std::min(t, e.time_created_ns);
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
+  Analysis a;
+  const int world = static_cast<int>(dd.by_rank.size());
+  for (int r = 0; r < world; ++r) {
+    if (!dd.by_rank[static_cast<std::size_t>(r)]) a.no_dump.push_back(r);
+  }
+  // Process groups by name (the same on every member; pg_id is local).
+  std::map<std::string, std::string> desc;
+  std::map<std::string, std::set<int>> seen_on;
+  for (const auto& d : dd.by_rank) {
+    if (!d) continue;
+    for (const Entry& e : d->entries) {
+      if (e.is_p2p || e.seq <= 0) continue;
+      desc.emplace(e.pg_name, e.pg_desc);
+      seen_on[e.pg_name].insert(d->rank);
+    }
+  }
+  std::vector<std::string> names;
+  for (const auto& [n, _] : desc) names.push_back(n);
+  std::sort(names.begin(), names.end(), [](const std::string& x, const std::string& y) {
+    return x.size() != y.size() ? x.size() < y.size() : x < y;  // "2" before "10"
+  });
+  for (const std::string& pg : names) {
+    if (!only_pg.empty() && pg != only_pg) continue;
+    std::vector<int> members;
+    const bool is_default = desc[pg] == "default_pg" || pg == "0";
+    if (is_default) {
+      for (int r = 0; r < world; ++r) members.push_back(r);
+    } else {
+      for (const auto& d : dd.by_rank) {
+        if (!d) continue;
+        auto it = d->pg_config.find(pg);
+        if (it != d->pg_config.end() && !it->second.ranks.empty()) {
+          members = it->second.ranks;
+          break;
+        }
+      }
+      // pg_config can lack the group (DESIGN.md): its members are then the
+      // ranks that recorded a collective in it.
+      if (members.empty()) members.assign(seen_on[pg].begin(), seen_on[pg].end());
+      std::sort(members.begin(), members.end());
+      members.erase(std::remove_if(members.begin(), members.end(), [&](int r) { return r >= world; }), members.end());
+    }
+    a.groups.push_back(AnalyzeGroup(dd, pg, desc[pg], members));
+  }
+  const GroupVerdict* worst = nullptr;
+  for (const GroupVerdict& g : a.groups) {
+    if (g.healthy) continue;
+    if (worst == nullptr || CreatedAt(dd, g) < CreatedAt(dd, *worst)) worst = &g;
+  }
+  if (worst != nullptr) {
+    a.healthy = false;
+    a.culprits = worst->culprits;
+    a.verdict = (a.culprits.empty() ? std::string("problem") : "culprit " + RankSet(a.culprits)) + ": " + worst->line;
+    // Where each culprit is in the user's code: its entry at the divergent
+    // collective, else its last one in that group.
+    std::vector<std::string> at;
+    for (int r : a.culprits) {
+      const auto& d = dd.by_rank[static_cast<std::size_t>(r)];
+      if (!d) continue;
+      const Entry* best = nullptr;
+      for (const Entry& e : d->entries) {
+        if (e.pg_name != worst->pg || e.is_p2p || e.seq > worst->seq) continue;
+        if (best == nullptr || e.seq > best->seq) best = &e;
+      }
+      if (best != nullptr && !SiteOf(*best).empty()) at.push_back("rank " + std::to_string(r) + " at " + SiteOf(*best));
+    }
+    if (!at.empty()) a.verdict += "; " + JoinStr(at, "; ");
+  } else if (a.groups.empty()) {
+    a.healthy = a.no_dump.empty();
+    a.culprits = a.no_dump;
+    a.verdict = a.no_dump.empty() ? "healthy: no collective recorded"
+                                  : "culprit " + RankSet(a.no_dump) + ": no dump, and no collective recorded by the others";
+  } else {
+    a.verdict = "healthy: " + std::to_string(world) + " ranks, " + std::to_string(a.groups.size()) +
+                " process group" + (a.groups.size() == 1 ? "" : "s") + ", every collective matched";
+  }
+
+  std::string rep = a.verdict + "\n";
+  rep += "process groups:\n";
+  for (const GroupVerdict& g : a.groups) rep += "  " + g.line + "\n";
+  if (worst != nullptr && !worst->positions.empty()) {
+    rep += "first divergent collective: process group " + worst->pg + ", #" + std::to_string(worst->seq) +
+           (worst->op.empty() ? "" : " (" + worst->op + ")") + ":\n";
+    for (const Position& p : worst->positions) rep += "  " + RankSet(p.ranks) + ": " + p.text + "\n";
+  }
+  rep += "call sites (each rank's last collective):\n";
+  Json sites = Json::MakeArray();
+  for (int r = 0; r < world; ++r) {
+    const auto& d = dd.by_rank[static_cast<std::size_t>(r)];
+    Json sj;
+    sj["rank"] = r;
+    if (!d) {
+      rep += "  rank " + std::to_string(r) + ": no dump\n";
+      sites.Push(sj);
+      continue;
+    }
+    const Entry* last = nullptr;
+    for (const Entry& e : d->entries) {
+      if (last == nullptr || e.time_created_ns >= last->time_created_ns) last = &e;
+    }
+    if (last == nullptr) {
+      rep += "  rank " + std::to_string(r) + ": no collective recorded\n";
+    } else {
+      const std::string site = SiteOf(*last);
+      rep += "  rank " + std::to_string(r) + ": process group " + last->pg_name + " #" + std::to_string(last->seq) +
+             " " + last->profiling_name + " at " + (site.empty() ? "(no frames in this dump)" : site) + "\n";
+      if (const Frame* f = last->UserFrame()) {
+        sj["file"] = f->file;
+        sj["line"] = static_cast<long long>(f->line);
+        sj["function"] = f->name;
+      }
+      sj["pg"] = last->pg_name;
+      sj["seq"] = static_cast<long long>(last->seq);
+    }
+    sites.Push(sj);
+  }
+  for (const std::string& n : dd.notes) rep += "note: " + n + "\n";
+  a.report = rep;
+
+  Json j;
+  j["format"] = "pytorch";
+  j["healthy"] = a.healthy;
+  j["verdict"] = a.verdict;
+  j["culprits"] = IntArray(a.culprits);
+  j["world_size"] = world;
+  j["no_dump"] = IntArray(a.no_dump);
+  Json groups = Json::MakeArray();
+  for (const GroupVerdict& g : a.groups) {
+    Json gj;
+    gj["pg"] = g.pg;
+    gj["desc"] = g.desc;
+    gj["members"] = IntArray(g.members);
+    gj["healthy"] = g.healthy;
+    gj["class"] = g.klass;
+    gj["seq"] = static_cast<long long>(g.seq);
+    gj["op"] = g.op;
+    gj["culprits"] = IntArray(g.culprits);
+    gj["line"] = g.line;
+    Json ps = Json::MakeArray();
+    for (const Position& p : g.positions) {
+      Json pj;
+      pj["ranks"] = IntArray(p.ranks);
+      pj["where"] = p.text;
+      ps.Push(pj);
+    }
+    gj["positions"] = ps;
+    groups.Push(gj);
+  }
+  j["groups"] = groups;
+  j["sites"] = sites;
+  a.json = j;
+  return a;
+}
+
+std::string SiteOf(const Entry& e) {
+  const Frame* f = e.UserFrame();
+  if (f == nullptr) return "";
+  return f->file + ":" + std::to_string(f->line) + " (" + f->name + ")";
+}
+
+}  // namespace ddp::trace::fr

@@ -1,0 +1,433 @@
+#include "tools/trace/fr_dump.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "core/results/json.h"
+#include "tools/trace/pickle.h"
+
+namespace ddp::trace::fr {
+namespace {
+
+using pickle::Value;
+using results::Json;
+
+// The same questions asked of a pickle object or a JSON value, so that one
+// reader serves both forms.
+struct PNode {
+  const Value* v;
+  bool IsDict() const { return v->Is(Value::Kind::kDict); }
+  bool IsList() const { return v->Is(Value::Kind::kList) || v->Is(Value::Kind::kTuple); }
+  bool IsStr() const { return v->Is(Value::Kind::kStr); }
+  bool IsInt() const { return v->Is(Value::Kind::kInt) || v->Is(Value::Kind::kBool); }
+  bool IsNone() const { return v->Is(Value::Kind::kNone); }
+  std::optional<PNode> Get(const char* key) const {
+    const Value* x = v->Get(key);
+    return x ? std::optional<PNode>(PNode{x}) : std::nullopt;
+  }
+  std::size_t Size() const { return v->items.size(); }
+  PNode At(std::size_t i) const { return PNode{v->items[i]}; }
+  std::string Str() const { return std::string(v->s); }
+  int64_t Int() const { return v->i; }
+  // Dict keys and values in order.
+  std::vector<std::pair<std::string, PNode>> Items() const {
+    std::vector<std::pair<std::string, PNode>> out;
+    for (std::size_t k = 0; k + 1 < v->items.size(); k += 2) {
+      const Value* key = v->items[k];
+      out.emplace_back(key->Is(Value::Kind::kStr) ? std::string(key->s) : std::to_string(key->i),
+                       PNode{v->items[k + 1]});
+    }
+    return out;
+  }
+  const char* Kind() const { return v->KindName(); }
+};
+
+struct JNode {
+  const Json* v;
+  bool IsDict() const { return v->IsObject(); }
+  bool IsList() const { return v->IsArray(); }
+  bool IsStr() const { return v->IsString(); }
+  bool IsInt() const {
+    return v->IsBool() || (v->IsNumber() && std::floor(v->AsDouble()) == v->AsDouble());
+  }
+  bool IsNone() const { return v->IsNull(); }
+  std::optional<JNode> Get(const char* key) const {
+    const Json* x = v->Find(key);
+    return x ? std::optional<JNode>(JNode{x}) : std::nullopt;
+  }
+  std::size_t Size() const { return v->AsArray().size(); }
+  JNode At(std::size_t i) const { return JNode{&v->AsArray()[i]}; }
+  std::string Str() const { return v->AsString(); }
+  int64_t Int() const { return v->IsBool() ? v->AsBool() : static_cast<int64_t>(v->AsDouble()); }
+  std::vector<std::pair<std::string, JNode>> Items() const {
+    std::vector<std::pair<std::string, JNode>> out;
+    for (const auto& [k, x] : v->AsObject()) out.emplace_back(k, JNode{&x});
+    return out;
+  }
+  const char* Kind() const {
+    if (v->IsObject()) return "object";
+    if (v->IsArray()) return "array";
+    if (v->IsString()) return "string";
+    if (v->IsNull()) return "null";
+    return v->IsBool() ? "bool" : "number";
+  }
+};
+
+[[noreturn]] void Fail(const std::string& field, const std::string& what) {
+  throw DumpError(field + ": " + what);
+}
+
+template <class N>
+N Need(const N& dict, const char* key, const std::string& where) {
+  auto x = dict.Get(key);
+  if (!x) Fail(where + key, "missing");
+  return *x;
+}
+
+template <class N>
+std::string Str(const N& dict, const char* key, const std::string& where) {
+  const N x = Need(dict, key, where);
+  if (!x.IsStr()) Fail(where + key, std::string("a ") + x.Kind() + ", not a string");
+  return x.Str();
+}
+
+// An int, or (the JSON form writes some as text) a decimal string.
+template <class N>
+int64_t IntOf(const N& x, const std::string& field) {
+  if (x.IsInt()) return x.Int();
+  if (x.IsStr()) {
+    const std::string s = x.Str();
+    std::size_t used = 0;
+    try {
+      const long long v = std::stoll(s, &used);
+      if (used == s.size()) return v;
+    } catch (const std::exception&) {
+    }
+  }
+  Fail(field, std::string("a ") + x.Kind() + ", not an integer");
+}
+
+template <class N>
+int64_t Int(const N& dict, const char* key, const std::string& where, int64_t dflt, bool required) {
+  auto x = dict.Get(key);
+  if (!x || x->IsNone()) {
+    if (required) Fail(where + key, "missing");
+    return dflt;
+  }
+  return IntOf(*x, where + key);
+}
+
+template <class N>
+N List(const N& dict, const char* key, const std::string& where) {
+  const N x = Need(dict, key, where);
+  if (!x.IsList()) Fail(where + key, std::string("a ") + x.Kind() + ", not a list");
+  return x;
+}
+
+template <class N>
+std::vector<std::vector<int64_t>> Sizes(const N& dict, const char* key, const std::string& where) {
+  std::vector<std::vector<int64_t>> out;
+  auto x = dict.Get(key);
+  if (!x || x->IsNone()) return out;
+  if (!x->IsList()) Fail(where + key, "not a list of shapes");
+  for (std::size_t i = 0; i < x->Size(); ++i) {
+    const N shape = x->At(i);
+    if (!shape.IsList()) Fail(where + key + "[" + std::to_string(i) + "]", "not a shape");
+    std::vector<int64_t> dims;
+    for (std::size_t d = 0; d < shape.Size(); ++d) {
+      const int64_t v = IntOf(shape.At(d), where + key);
+      if (v < 0) Fail(where + key, "negative dimension");
+      dims.push_back(v);
+    }
+    out.push_back(std::move(dims));
+  }
+  return out;
+}
+
+template <class N>
+std::vector<std::string> Strings(const N& dict, const char* key, const std::string& where) {
+  std::vector<std::string> out;
+  auto x = dict.Get(key);
+  if (!x || x->IsNone()) return out;
+  if (!x->IsList()) Fail(where + key, "not a list");
+  for (std::size_t i = 0; i < x->Size(); ++i) {
+    if (!x->At(i).IsStr()) Fail(where + key, "not a list of strings");
+    out.push_back(x->At(i).Str());
+  }
+  return out;
+}
+
+// "[0, 1, 2]" (pg_config writes the ranks as text) or a list of ints.
+template <class N>
+std::vector<int> Ranks(const N& x, const std::string& field) {
+  std::vector<int> out;
+  auto add = [&](int64_t r) {
+    if (r < 0 || r >= kMaxWorldSize) {
+      Fail(field, "rank " + std::to_string(r) + " outside [0, " + std::to_string(kMaxWorldSize) + ")");
+    }
+    out.push_back(static_cast<int>(r));
+  };
+  if (x.IsList()) {
+    for (std::size_t i = 0; i < x.Size(); ++i) add(IntOf(x.At(i), field));
+    return out;
+  }
+  if (!x.IsStr()) Fail(field, "not a list of ranks");
+  const std::string s = x.Str();
+  std::size_t i = 0;
+  while (i < s.size()) {
+    if (s[i] >= '0' && s[i] <= '9') {
+      int64_t r = 0;
+      while (i < s.size() && s[i] >= '0' && s[i] <= '9' && r < kMaxWorldSize) r = r * 10 + (s[i++] - '0');
+      add(r);
+    } else if (s[i] == '[' || s[i] == ']' || s[i] == ',' || s[i] == ' ') {
+      ++i;
+    } else {
+      Fail(field, "'" + s.substr(0, 40) + "' is not a list of ranks");
+    }
+  }
+  return out;
+}
+
+template <class N>
+Entry ReadEntry(const N& e, const std::string& where) {
+  if (!e.IsDict()) Fail(where, "not a dict");
+  Entry out;
+  out.record_id = Int(e, "record_id", where, 0, false);
+  out.pg_id = Int(e, "pg_id", where, 0, false);
+  const N pg = Need(e, "process_group", where);
+  if (!pg.IsList() || pg.Size() != 2 || !pg.At(0).IsStr() || !pg.At(1).IsStr()) {
+    Fail(where + "process_group", "not a (name, desc) pair");
+  }
+  out.pg_name = pg.At(0).Str();
+  out.pg_desc = pg.At(1).Str();
+  out.seq = Int(e, "collective_seq_id", where, 0, true);
+  out.p2p_seq = Int(e, "p2p_seq_id", where, 0, false);
+  if (auto p = e.Get("is_p2p"); p && p->IsInt()) out.is_p2p = p->Int() != 0;
+  out.profiling_name = Str(e, "profiling_name", where);
+  out.input_sizes = Sizes(e, "input_sizes", where);
+  out.output_sizes = Sizes(e, "output_sizes", where);
+  out.input_dtypes = Strings(e, "input_dtypes", where);
+  out.output_dtypes = Strings(e, "output_dtypes", where);
+  out.state = Str(e, "state", where);
+  out.time_created_ns = Int(e, "time_created_ns", where, 0, false);
+  out.timeout_ms = Int(e, "timeout_ms", where, 0, false);
+  if (auto frames = e.Get("frames"); frames && frames->IsList()) {
+    for (std::size_t i = 0; i < frames->Size(); ++i) {
+      const N f = frames->At(i);
+      const std::string fw = where + "frames[" + std::to_string(i) + "].";
+      if (!f.IsDict()) Fail(fw, "not a dict");
+      out.frames.push_back({Str(f, "name", fw), Str(f, "filename", fw), Int(f, "line", fw, 0, false)});
+    }
+  }
+  return out;
+}
+
+template <class N>
+Dump ReadTree(const N& root) {
+  if (!root.IsDict()) Fail("top level", std::string("a ") + root.Kind() + ", not a dict");
+  Dump d;
+  if (!root.Get("entries") || !root.Get("version")) {
+    Fail("top level", "no 'entries' or 'version': not a PyTorch Flight Recorder dump");
+  }
+  const N version = *root.Get("version");
+  d.version = version.IsStr() ? version.Str() : std::to_string(IntOf(version, "version"));
+  if (auto cfg = root.Get("pg_config"); cfg && cfg->IsDict()) {
+    for (const auto& [name, g] : cfg->Items()) {
+      const std::string w = "pg_config['" + name + "'].";
+      if (!g.IsDict()) Fail(w, "not a dict");
+      Group group;
+      group.name = name;
+      if (auto desc = g.Get("desc"); desc && desc->IsStr()) group.desc = desc->Str();
+      if (auto ranks = g.Get("ranks")) group.ranks = Ranks(*ranks, w + "ranks");
+      d.pg_config[name] = std::move(group);
+    }
+  }
+  if (auto status = root.Get("pg_status"); status && status->IsDict()) {
+    for (const auto& [id, s] : status->Items()) {
+      if (!s.IsDict()) continue;
+      d.last_completed[id] = Int(s, "last_completed_collective", "pg_status['" + id + "'].", -1, false);
+    }
+  }
+  const N entries = List(root, "entries", "");
+  d.entries.reserve(entries.Size());
+  for (std::size_t i = 0; i < entries.Size(); ++i) {
+    d.entries.push_back(ReadEntry(entries.At(i), "entries[" + std::to_string(i) + "]."));
+  }
+  return d;
+}
+
+bool AllDigits(std::string_view s) {
+  return !s.empty() && s.size() <= 6 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// "nccl_trace_rank_12" -> ("nccl_trace_rank_", 12); files that do not end
+// in digits are not dumps (truth.json, README, a .tmp of a dump in progress).
+std::optional<std::pair<std::string, int>> SplitName(const std::string& name) {
+  // Hidden files and temporary files of a dump being written are not dumps.
+  if (name.empty() || name[0] == '.' || name.find(".tmp") != std::string::npos) return std::nullopt;
+  std::size_t k = name.size();
+  while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9') --k;
+  const std::string digits = name.substr(k);
+  if (!AllDigits(digits) || k == 0) return std::nullopt;
+  if (name.rfind("rank", 0) == 0 && name.size() > 5 && name.substr(name.size() - 5) == ".json") return std::nullopt;
+  return std::make_pair(name.substr(0, k), std::stoi(digits));
+}
+
+}  // namespace
+
+std::string Entry::Op() const {
+  const auto colon = profiling_name.find(':');
+  return colon == std::string::npos ? profiling_name : profiling_name.substr(colon + 1);
+}
+
+const Frame* Entry::UserFrame() const {
+  for (const Frame& f : frames) {
+    const std::string& p = f.file;
+    const bool torch = p.find("/torch/") != std::string::npos || p.rfind("torch/", 0) == 0;
+    const bool plumbing = p.empty() || p[0] == '<' || p.find("/multiprocessing/") != std::string::npos ||
+                          p.find("/threading.py") != std::string::npos || p.find("/runpy.py") != std::string::npos;
+    if (!torch && !plumbing) return &f;
+  }
+  return nullptr;
+}
+
+Dump ParseDump(std::string_view bytes, const std::string& path, int rank) {
+  try {
+    Dump d;
+    if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80) {
+      const pickle::PickleDoc doc(bytes);
+      d = ReadTree(PNode{&doc.Root()});
+      d.format = "pickle";
+    } else {
+      const std::size_t first = bytes.find_first_not_of(" \t\r\n");
+      if (first == std::string_view::npos || bytes[first] != '{') {
+        throw DumpError("neither a pickle nor JSON: not a PyTorch Flight Recorder dump");
+      }
+      CheckJsonDepth(bytes, 64);
+      Json j;
+      try {
+        j = results::ParseJson(std::string(bytes));
+      } catch (const std::exception& e) {
+        throw DumpError(std::string("not JSON (truncated?): ") + e.what());
+      }
+      d = ReadTree(JNode{&j});
+      d.format = "json";
+    }
+    d.rank = rank;
+    d.path = path;
+    return d;
+  } catch (const pickle::PickleError& e) {
+    throw DumpError(path + ": pickle " + e.what() + "; not a (complete) PyTorch Flight Recorder dump");
+  } catch (const DumpError& e) {
+    throw DumpError(path + ": " + e.what());
+  }
+}
+
+bool LooksLikeFrDir(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+    if (SplitName(f.path().filename().string())) return true;
+  }
+  return false;
+}
+
+DirDumps ReadDir(const std::string& dir, int world_size) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) throw DumpError(dir + ": cannot list: " + ec.message());
+  std::map<std::string, std::vector<std::pair<int, std::string>>> by_prefix;
+  for (const auto& f : it) {
+    const std::string name = f.path().filename().string();
+    if (auto split = SplitName(name)) by_prefix[split->first].push_back({split->second, f.path().string()});
+  }
+  if (by_prefix.empty()) {
+    throw DumpError(dir + ": no dumps in it (PyTorch's <prefix><rank> files, e.g. nccl_trace_rank_0, "
+                          "or the suite's rank<R>.json)");
+  }
+  if (by_prefix.size() > 1) {
+    std::string names;
+    for (const auto& [p, files] : by_prefix) names += (names.empty() ? "" : ", ") + p + "<rank> (" + std::to_string(files.size()) + ")";
+    throw DumpError(dir + ": two sets of dumps in one folder: " + names + "; give the folder of one job");
+  }
+  DirDumps out;
+  out.prefix = by_prefix.begin()->first;
+  auto& files = by_prefix.begin()->second;
+  std::sort(files.begin(), files.end());
+  int world = std::max(world_size, 0);
+  std::vector<Dump> dumps;
+  for (const auto& [rank, path] : files) {
+    if (rank >= kMaxWorldSize) throw DumpError(path + ": rank " + std::to_string(rank) + " beyond " + std::to_string(kMaxWorldSize) + " ranks");
+    dumps.push_back(ParseDump(ReadDumpBytes(path), path, rank));
+    world = std::max(world, rank + 1);
+  }
+  std::string world_why = "the highest rank with a dump";
+  for (const Dump& d : dumps) {
+    for (const auto& [name, g] : d.pg_config) {
+      for (int r : g.ranks) {
+        if (r + 1 > world) {
+          world = r + 1;
+          world_why = d.path + "'s pg_config ('" + name + "')";
+        }
+      }
+    }
+  }
+  if (world_size > 0 && world > world_size) {
+    throw DumpError(dir + ": --world_size " + std::to_string(world_size) + " but " + world_why +
+                    " names rank " + std::to_string(world - 1));
+  }
+  if (world_size > 0) world_why = "--world_size";
+  out.notes.push_back("world size " + std::to_string(world) + " (from " + world_why + ")");
+  // Two jobs in one folder. One job writes one format version, and its
+  // ranks agree on each group's members; and a collective that two ranks
+  // both got past (each has the next one) was entered by both within its
+  // timeout, since the first to arrive waits at most that long.
+  for (const Dump& d : dumps) {
+    if (d.version != dumps.front().version) {
+      throw DumpError(d.path + ": format version " + d.version + " but " + dumps.front().path + " has " +
+                      dumps.front().version + ": dumps of different jobs (or PyTorch versions) in one folder");
+    }
+    for (const auto& [name, g] : d.pg_config) {
+      for (const Dump& o : dumps) {
+        auto it = o.pg_config.find(name);
+        if (it != o.pg_config.end() && it->second.ranks != g.ranks) {
+          throw DumpError(d.path + ": pg_config['" + name + "'] ranks differ from " + o.path +
+                          "'s: dumps of different jobs in one folder");
+        }
+      }
+    }
+  }
+  struct Seen {
+    int64_t t, timeout_ms;
+    const Dump* dump;
+  };
+  std::map<std::pair<std::string, int64_t>, Seen> passed;  // (pg, seq) -> the first rank past it
+  for (const Dump& d : dumps) {
+    std::set<std::pair<std::string, int64_t>> has;
+    for (const Entry& e : d.entries) {
+      if (!e.is_p2p && e.seq > 0) has.insert({e.pg_name, e.seq});
+    }
+    for (const Entry& e : d.entries) {
+      if (e.is_p2p || e.seq <= 0 || e.time_created_ns <= 0 || !has.count({e.pg_name, e.seq + 1})) continue;
+      auto [at, inserted] = passed.try_emplace({e.pg_name, e.seq}, Seen{e.time_created_ns, e.timeout_ms, &d});
+      if (inserted) continue;
+      const int64_t bound_ms = std::max(e.timeout_ms, at->second.timeout_ms) + 5000;
+      const int64_t apart_ms = std::llabs(at->second.t - e.time_created_ns) / 1'000'000;
+      if (apart_ms > bound_ms) {
+        throw DumpError(d.path + ": collective #" + std::to_string(e.seq) + " of process group " + e.pg_name +
+                        " was entered " + std::to_string(apart_ms / 1000) + " s apart from " + at->second.dump->path +
+                        "'s, and both went past it (timeout " + std::to_string(bound_ms / 1000 - 5) +
+                        " s): dumps of two different jobs in one folder");
+      }
+    }
+  }
+  out.by_rank.resize(static_cast<std::size_t>(world));
+  for (Dump& d : dumps) {
+    const int r = d.rank;
+    out.by_rank[static_cast<std::size_t>(r)] = std::move(d);
+  }
+  return out;
+}
+
+}  // namespace ddp::trace::fr

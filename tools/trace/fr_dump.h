@@ -1,0 +1,88 @@
+// PyTorch's Flight Recorder dumps (one file per rank): what the analyzer
+// needs from them, read from the pickle that
+// torch._C._distributed_c10d._dump_fr_trace() and dump-on-timeout write, or
+// from the JSON of _dump_fr_trace_json(). Facts about the format (PyTorch
+// 2.15, gloo) are in /work/shared/DESIGN.md "Facts found 2026-11-24":
+// a dict with version, pg_config, pg_status, comm_lib_version, entries; each
+// entry with frames, record_id, pg_id, process_group (name, desc),
+// collective_seq_id, p2p_seq_id, is_p2p, profiling_name ("gloo:all_reduce"),
+// input_sizes, input_dtypes, output_sizes, output_dtypes, state,
+// time_created_ns, timeout_ms.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/trace/dump_json.h"  // DumpError, ReadDumpBytes, kMaxWorldSize
+
+namespace ddp::trace::fr {
+
+struct Frame {
+  std::string name, file;
+  int64_t line = 0;
+};
+
+struct Entry {
+  int64_t record_id = 0;
+  int64_t pg_id = 0;
+  std::string pg_name, pg_desc;  // process_group
+  int64_t seq = 0;               // collective_seq_id
+  int64_t p2p_seq = 0;
+  bool is_p2p = false;
+  std::string profiling_name;    // "gloo:all_reduce"
+  std::vector<std::vector<int64_t>> input_sizes, output_sizes;
+  std::vector<std::string> input_dtypes, output_dtypes;
+  std::string state;             // "scheduled", "started", "completed"
+  int64_t time_created_ns = 0;
+  int64_t timeout_ms = 0;
+  std::vector<Frame> frames;     // innermost first
+
+  // "all_reduce": profiling_name without the backend.
+  std::string Op() const;
+  // The first frame outside torch and the interpreter's plumbing: the
+  // user's file and line. Null when there are no frames (JSON dumps).
+  const Frame* UserFrame() const;
+};
+
+struct Group {
+  std::string name, desc;
+  std::vector<int> ranks;  // empty when pg_config lists none
+};
+
+struct Dump {
+  int rank = 0;
+  std::string path;
+  std::string format;  // "pickle" | "json"
+  std::string version;
+  std::map<std::string, Group> pg_config;             // by name
+  std::map<std::string, int64_t> last_completed;      // pg_status, by pg_id (decimal)
+  std::vector<Entry> entries;
+};
+
+// Parses one file's bytes; throws DumpError("<path>: <what>") naming the
+// field, "truncated", or "not a PyTorch Flight Recorder dump".
+Dump ParseDump(std::string_view bytes, const std::string& path, int rank);
+
+// Whether the folder holds PyTorch dumps (files named <prefix><rank>, as
+// torchfrtrace expects them) rather than the suite's rank<R>.json.
+bool LooksLikeFrDir(const std::string& dir);
+
+struct DirDumps {
+  std::string prefix;                 // "nccl_trace_rank_"
+  std::vector<std::optional<Dump>> by_rank;  // world size = by_rank.size()
+  std::vector<std::string> notes;     // e.g. how the world size was decided
+};
+
+// Reads every <prefix><rank> file of one prefix in `dir`. The world is the
+// largest of: the highest rank with a file + 1, every pg_config group's
+// highest rank + 1, and `world_size` when given (> 0). Throws DumpError with
+// one line for: no dumps, two prefixes (two sets of dumps), a rank or group
+// beyond kMaxWorldSize, dumps of two different jobs (the same collective
+// created hours apart, or different format versions), a bad file.
+DirDumps ReadDir(const std::string& dir, int world_size = 0);
+
+}  // namespace ddp::trace::fr
