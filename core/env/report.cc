@@ -10,11 +10,17 @@
 #include <thread>
 
 #include "build_info.h"
+#include "core/env/driver_check.h"
 #include "cuda_info.h"
 #include "gloo/config.h"
 #include "gloo/transport/tcp/device.h"
 
 namespace ddp::env {
+std::string DriverProblemHere(const GpuProbe& probe) {
+  if (!probe.built_with_cuda) return "";
+  return DriverProblem(probe.cuda_runtime, NvidiaDriverRelease(), probe.driver);
+}
+
 std::string CpuModel() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -94,6 +100,16 @@ std::vector<std::pair<std::string, std::string>> Report() {
     r.emplace_back("cuda", std::string(DDP_CUDA_VERSION) + " toolkit at " + DDP_CUDA_ROOT +
                                "; runtime " + g.cuda_runtime + "; driver supports " + g.driver);
     r.emplace_back("nccl", "built against " + g.nccl_header + "; loaded " + g.nccl_runtime);
+    const std::string release = NvidiaDriverRelease();
+    const std::string problem = DriverProblemHere(g);
+    if (release.empty() && g.driver == "none") {
+      r.emplace_back("driver", "none");
+    } else {
+      r.emplace_back("driver", (release.empty() ? "release unknown" : release) + "; " +
+                                   (problem.empty() ? "runs the CUDA " + g.cuda_runtime +
+                                                          " runtime built in: ok"
+                                                    : problem));
+    }
   } else {
     r.emplace_back("cuda", "absent at build time: " + std::string(DDP_CUDA_REASON));
     r.emplace_back("nccl", "absent at build time");

@@ -28,6 +28,11 @@ struct GpuProbe {
 // not fatal). Without CUDA at build time it says why.
 GpuProbe ProbeGpus();
 
+// "" when the driver can run the CUDA runtime built in (or there is no
+// driver or no CUDA to judge), else one line saying what to do
+// (driver_check.h).
+std::string DriverProblemHere(const GpuProbe& probe);
+
 // "model name" of /proc/cpuinfo, or "unknown".
 std::string CpuModel();
 

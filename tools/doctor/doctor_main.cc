@@ -1,7 +1,9 @@
-// bazel run //tools:doctor — prints the environment report; always exits 0
-// (missing pieces are reported, not fatal), 2 on bad usage.
+// bazel run //tools:doctor — prints the environment report; exits 0 (missing
+// pieces are reported, not fatal), 1 when the NVIDIA driver is too old for
+// the CUDA runtime built in (said first, in one line), 2 on bad usage.
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "core/env/report.h"
 
@@ -18,9 +20,12 @@ int main(int argc, char** argv) {
                  argv[i]);
     return 2;
   }
+  // Before anything else: every GPU run fails when this is not ok.
+  const std::string problem = ddp::env::DriverProblemHere(ddp::env::ProbeGpus());
+  if (!problem.empty()) std::fprintf(stderr, "doctor: %s\n", problem.c_str());
   std::printf("== ddp-pitfalls doctor ==\n");
   for (const auto& [key, value] : ddp::env::Report()) {
     std::printf("%-13s %s\n", (key + ":").c_str(), value.c_str());
   }
-  return 0;
+  return problem.empty() ? 0 : 1;
 }
