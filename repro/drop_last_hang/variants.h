@@ -17,6 +17,9 @@ struct PairOptions {
 // collective deadline plus this.
 inline constexpr double kDetectSlackS = 2.0;
 
+// NCCL only: added to the no-deadline row's world deadline for start-up.
+inline constexpr double kNcclStartupS = 60.0;
+
 // One record per row: sampler_padding, uneven_shards (N = --n and N = W B k
 // + 1), filtered_batches (batch --batch_size and 2), and, on the uneven
 // split, the raw hang with no collective deadline (uneven_shards_no_deadline)
