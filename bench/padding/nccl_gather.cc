@@ -92,7 +92,9 @@ class RawNccl {
     engine_.set_teardown_bound(deadline);
     engine_.Cuda(cudaMalloc(&sizes_, sizeof(std::int64_t) * (Size(world_size) + 1)), "cudaMalloc");
   }
-  ~RawNccl() { cudaFree(sizes_); }
+  ~RawNccl() {
+    if (engine_.Close() != comm::nccl_wait::Closed::kLeft) cudaFree(sizes_);
+  }
   RawNccl(const RawNccl&) = delete;
   RawNccl& operator=(const RawNccl&) = delete;
 

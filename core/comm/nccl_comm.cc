@@ -64,7 +64,9 @@ class NcclComm final : public Comm {
 
   ~NcclComm() override {
     StopWatchdog();  // no abort hook may run from here on
-    engine_.reset();  // finalize or abort (nccl_wait::Close) before the staging memory goes
+    // Finalize or abort before the staging memory goes; left with a finalize
+    // still running, the memory stays too (NcclEngine::Close).
+    if (engine_->Close() == nccl_wait::Closed::kLeft) return;
     for (void* p : scratch_) {
       if (p != nullptr) cudaFree(p);
     }

@@ -22,7 +22,11 @@ NcclEngine::NcclEngine(int device, int rank, int world_size)
   Cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
 }
 
-NcclEngine::~NcclEngine() {
+NcclEngine::~NcclEngine() { Close(); }
+
+nccl_wait::Closed NcclEngine::Close() {
+  if (closed_) return *closed_;
+  closed_ = nccl_wait::Closed::kNothing;
   cudaSetDevice(device_);
   if (comm_ != nullptr) {
     const auto until = Clock::now() + teardown_bound_;
@@ -46,16 +50,19 @@ NcclEngine::~NcclEngine() {
     c.pause = [] { std::this_thread::sleep_for(std::chrono::microseconds(100)); };
     // The watchdog hook is gone by now (the owner unregisters it first), so
     // aborted_ can no longer change under us.
-    if (nccl_wait::Close(aborted_.load(), suspect_, c) == nccl_wait::Closed::kLeft) {
+    closed_ = nccl_wait::Close(aborted_.load(), suspect_, c);
+    if (*closed_ == nccl_wait::Closed::kLeft) {
       std::fprintf(stderr,
                    "[ddp::comm] rank %d: ncclCommFinalize still running after %lld ms; the "
                    "communicator is left to the process's exit (an abort now would wait on "
                    "the finalize)\n",
                    rank_, static_cast<long long>(teardown_bound_.count()));
-      stream_ = nullptr;  // the finalize may still use it
+      return *closed_;  // the finalize may still use the stream
     }
   }
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  stream_ = nullptr;
+  return *closed_;
 }
 
 void NcclEngine::Cuda(cudaError_t e, const char* what) {

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "core/comm/comm.h"
@@ -30,9 +31,7 @@ class NcclEngine {
   // Selects `device` and creates the stream (non-blocking). Throws
   // EngineFailure on a CUDA error.
   NcclEngine(int device, int rank, int world_size);
-  // Tears the communicator down (nccl_wait::Close): finalize polled to
-  // completion within teardown_bound(), then destroy; abort at once when
-  // suspect(); never an abort under a running finalize.
+  // Close(), if not yet done.
   ~NcclEngine();
   NcclEngine(const NcclEngine&) = delete;
   NcclEngine& operator=(const NcclEngine&) = delete;
@@ -55,6 +54,15 @@ class NcclEngine {
   // The watchdog's last resort when the calling thread is stuck inside NCCL
   // past the deadline.
   void AbortFromWatchdog();
+
+  // Tears the communicator down (nccl_wait::Close): finalize polled to
+  // completion within teardown_bound(), then destroy; abort at once when
+  // suspect(); never an abort under a running finalize. The owner's abort
+  // hook must be gone first. Idempotent. kLeft: finalize was still running
+  // at the bound; the communicator and its stream are left to the process's
+  // exit, and so must be device memory it may use (cudaFree synchronises
+  // the device, which would wait on the finalize).
+  nccl_wait::Closed Close();
 
   // Throws EngineFailure (kPeer) for a CUDA error; marks the engine suspect.
   void Cuda(cudaError_t e, const char* what);
@@ -82,6 +90,7 @@ class NcclEngine {
   cudaStream_t stream_ = nullptr;
   ncclComm_t comm_ = nullptr;
   bool suspect_ = false;
+  std::optional<nccl_wait::Closed> closed_;
   ncclResult_t last_async_ = ncclSuccess;  // what the last failing poll read
   std::chrono::milliseconds teardown_bound_{60000};
   std::timed_mutex mu_;               // this thread's NCCL calls vs the watchdog's abort
