@@ -17,7 +17,9 @@ TEST(MeanOfMeansFix, ExactForEveryRowOfTheSweep) {
   f.batch_size = 32;
   f.timeout = 10;
   const auto records = RunFix(f, /*sweep=*/true);
-  ASSERT_EQ(records.size(), 3u * 3u * 3u * 3u);  // W x sharding x N x batch
+  // W x sharding x N x batch, and on gloo the Lightning split (W = 16, N = 44
+  // and its control 48).
+  ASSERT_EQ(records.size(), 3u * 3u * 3u * 3u + (f.backend == "gloo" ? 2u : 0u));
   for (const auto& r : records) {
     ASSERT_EQ(r.verdict, results::Verdict::kExact)
         << r.config.Dump() << " " << r.measured.Dump() << " " << r.error;
@@ -25,6 +27,30 @@ TEST(MeanOfMeansFix, ExactForEveryRowOfTheSweep) {
     EXPECT_LE(r.measured.Find("max_loss_abs_error")->AsDouble(), 1e-12);
     EXPECT_EQ(r.measured.Find("count_mismatch")->AsDouble(), 0);
   }
+}
+
+// Lightning issues 21838 / 21859: where Lightning's floored integer count
+// inflates the mean 1.375x (W = 16, N = 44), sum and count in one float64
+// allreduce give the one-process value.
+TEST(MeanOfMeansFix, ExactOnTheLightningSplitAtW16) {
+  DDP_REQUIRE_BACKEND();
+  if (testing::TestBackend() != "gloo") GTEST_SKIP() << "the Lightning rows run on gloo";
+  harness::CommonFlags f;
+  f.backend = testing::TestBackend();
+  f.seeds = 1;
+  f.world_size = 2;
+  f.n = 8;
+  f.batch_size = 4;
+  f.timeout = 20;
+  int lightning = 0;
+  for (const auto& r : RunFix(f, /*sweep=*/false)) {
+    if (r.world_size != 16) continue;
+    ++lightning;
+    ASSERT_EQ(r.verdict, results::Verdict::kExact) << r.measured.Dump() << " " << r.error;
+    EXPECT_LE(r.measured.Find("error")->AsDouble(), 1e-12);
+    EXPECT_EQ(r.measured.Find("count_mismatch")->AsDouble(), 0);
+  }
+  EXPECT_EQ(lightning, 2);  // N = 44 and N = 48
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // forward: outputs, input gradients, weight/bias gradients (summed over
 // ranks, as DDP's averaging times W) and running statistics agree with the
 // one-process BatchNorm to 1e-10 relative in double and 1e-5 in float
-// (normwise: max|a - b| / max|ref| per tensor).
+// (normwise: max|a - b| / max|ref| per tensor). Then the cases of PyTorch's
+// tracker (issue 22192, PR 74944) by name.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -244,6 +245,74 @@ TEST(SyncBatchNormNumerics, LargeMeansMergeExactlyRawSumsDoNot) {
         << "expected fused raw sums to lose the variance at mean 1e6";
   }
   std::printf("mean 1e6: SyncBN errors %s\n", world.rank_values[0].Dump().c_str());
+}
+
+// PyTorch's tracker, issue 22192 (PyTorch 1.1): with different per-rank
+// batch sizes, SyncBatchNorm's gather of statistics used this rank's own
+// count for every rank, so the merged variance weighed the ranks as if they
+// held equal counts and the running_var differed from rank to rank. Ours
+// sends each rank's count: per-rank batches 2 and 6, and every rank's
+// running_var equals the one-process BatchNorm's on the 8 samples. The
+// 22192 formula, applied to the same gathered statistics, is shown off (and
+// rank-dependent) so the case can tell the two apart.
+TEST(SyncBatchNormTrackerCases, Issue22192RunningVarWithDifferentPerRankBatchSizes) {
+  DDP_REQUIRE_BACKEND();
+  const Case cs{{2, 6}, 0};
+  const auto world = harness::RunWorld(World(2), [&](comm::Comm& comm) {
+    Json out = RunCase<double>(comm, cs);
+    // One step of a fresh layer: ours, and the 22192 weighting of the same parts.
+    const int rank = comm.rank();
+    const int begin = std::accumulate(cs.batches.begin(), cs.batches.begin() + rank, 0);
+    const nn::Tensor4<double> x = GlobalBatch<double>(8, 0, cs.mean_offset, 1);
+    const nn::Tensor4<double> part = SliceTensor(x, begin, cs.batches[rank]);
+    nn::ChannelStats<double> local = nn::ComputeChannelStats(part);
+    std::vector<nn::ChannelStats<double>> parts = AllgatherChannelStats(comm, local);
+    for (auto& p : parts) {  // every rank's (mean, var) weighed with this rank's count
+      p.m2 *= static_cast<double>(local.count) / static_cast<double>(p.count);
+      p.count = local.count;
+    }
+    const nn::ChannelStats<double> bug = nn::MergeChannelStats<double>(parts);
+    nn::BatchNorm<double> ref(kC);
+    ref.Forward(x);
+    double worst = 0;
+    for (int c = 0; c < kC; ++c) {
+      const double rv_bug = 0.9 + 0.1 * bug.m2[c] / static_cast<double>(bug.count - 1);
+      worst = std::max(worst, std::fabs(rv_bug - ref.running_var()(0, c)) / ref.running_var()(0, c));
+      out["rv_bug_c" + std::to_string(c)] = rv_bug;
+    }
+    out["issue22192_running_var_rel_error"] = worst;
+    return out;
+  });
+  ASSERT_TRUE(world.ok) << world.failure;
+  for (const Json& e : world.rank_values) {
+    for (const char* q : {"y", "dx", "dweight", "dbias", "running_mean", "running_var", "eval_y"}) {
+      EXPECT_LE(e.Find(q)->AsDouble(), 1e-10) << q;
+    }
+    EXPECT_GT(e.Find("issue22192_running_var_rel_error")->AsDouble(), 1e-3);
+  }
+  // 22192's symptom: the ranks' running_var disagree under its weighting.
+  EXPECT_NE(world.rank_values[0].Find("rv_bug_c0")->AsDouble(),
+            world.rank_values[1].Find("rv_bug_c0")->AsDouble());
+  std::printf("22192 (batches 2, 6): ours %s\n", world.rank_values[0].Dump().c_str());
+}
+
+// PyTorch's tracker, PR 74944 (issue 36530): a rank whose batch is empty
+// crashed SyncBatchNorm's statistics kernel. Ours: the empty rank joins both
+// collectives with count 0; forward, backward, running statistics and eval
+// equal one process on the others' samples (W = 2: batches 0 and 5; W = 3:
+// 0, 0 and 3).
+TEST(SyncBatchNormTrackerCases, Pr74944ARankWithAnEmptyBatch) {
+  DDP_REQUIRE_BACKEND();
+  for (const auto& [w, cs] : {std::pair<int, Case>{2, {{0, 5}, 0}}, {3, {{0, 0, 3}, 0}}}) {
+    const auto world = harness::RunWorld(World(w), [&](comm::Comm& comm) { return RunCase<double>(comm, cs); });
+    ASSERT_TRUE(world.ok) << world.failure;
+    for (const Json& e : world.rank_values) {
+      for (const char* q : {"y", "dx", "dweight", "dbias", "running_mean", "running_var", "eval_y"}) {
+        EXPECT_LE(e.Find(q)->AsDouble(), 1e-10) << "W=" << w << " " << q;
+      }
+      EXPECT_EQ(e.Find("collectives_per_step")->AsDouble(), 2.0) << "the empty rank joins both";
+    }
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "core/testing/backend.h"
 #include "gtest/gtest.h"
+#include "repro/mean_of_means/lightning.h"
 #include "repro/mean_of_means/variants.h"
 
 namespace ddp::mean_of_means {
@@ -57,6 +58,33 @@ TEST(MeanOfMeansRepro, BiasedWhereCountsDifferExactOnControls) {
   }
   EXPECT_EQ(controls, 8);  // 2 shardings x 2 batch sizes x 2 variants
   EXPECT_GE(reproduced, 8);
+}
+
+// Lightning issues 21838 / 21859: the integer batch-size accumulator floors
+// under the mean-sync, every metric inflated 1.375x at W = 16 with 44
+// samples (16 ranks on a small machine: oversubscribed, values only).
+TEST(MeanOfMeansRepro, LightningIntegerCountInflates1375AtW16With44Samples) {
+  DDP_REQUIRE_BACKEND();
+  if (testing::TestBackend() != "gloo") GTEST_SKIP() << "the Lightning rows run on gloo";
+  harness::CommonFlags f = Flags(4);
+  f.seeds = 1;
+  const auto records = RunLightning(f);
+  ASSERT_EQ(records.size(), 2u);
+  for (const auto& r : records) {
+    ASSERT_NE(r.verdict, results::Verdict::kError) << r.error;
+    EXPECT_EQ(r.variant, "lightning_int_count");
+    EXPECT_EQ(r.world_size, 16);
+    const double inflation = r.measured.Find("inflation")->AsDouble();
+    if (r.config.Find("n")->AsDouble() == 44) {
+      EXPECT_EQ(r.verdict, results::Verdict::kReproduced) << r.measured.Dump();
+      EXPECT_NEAR(inflation, 1.375, 1e-12);
+      EXPECT_NEAR(r.measured.Find("loss_inflation")->AsDouble(), 1.375, 1e-12);
+      EXPECT_EQ(r.measured.Find("synced_count")->AsDouble(), 2);  // floor(44 / 16)
+    } else {
+      EXPECT_EQ(r.verdict, results::Verdict::kControl) << r.measured.Dump();
+      EXPECT_NEAR(inflation, 1.0, 1e-12);
+    }
+  }
 }
 
 }  // namespace

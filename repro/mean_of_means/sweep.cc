@@ -35,6 +35,21 @@ std::vector<Row> Rows(const harness::CommonFlags& f, bool sweep) {
   return rows;
 }
 
+std::vector<Row> LightningRows(const harness::CommonFlags& f) {
+  std::vector<Row> rows;
+  for (int64_t n : {44, 48}) {
+    Row r;
+    r.config.n = n;
+    r.config.world_size = kLightningWorld;
+    r.config.batch_size = 3;  // one batch per rank
+    r.config.sharding = Sharding::kStrided;
+    r.seeds = f.seeds;
+    r.first_seed = static_cast<std::uint64_t>(f.seed);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
 std::vector<int> WorldSizes(const std::vector<Row>& rows) {
   std::set<int> ws;
   for (const Row& r : rows) ws.insert(r.config.world_size);

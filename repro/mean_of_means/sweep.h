@@ -30,4 +30,11 @@ std::vector<Row> RowsOf(const std::vector<Row>& rows, int world_size);
 
 results::Json ConfigJson(const Row& row);
 
+// Lightning issues 21838 / 21859: W = 16 ranks, a 44-sample validation split
+// sharded without padding (12 ranks hold 3 samples, 4 hold 2), one batch per
+// rank; and the control N = 48 (3 each). Gloo only; oversubscribed on a
+// small machine, which is fine: the case is about values, not time.
+constexpr int kLightningWorld = 16;
+std::vector<Row> LightningRows(const harness::CommonFlags& f);
+
 }  // namespace ddp::mean_of_means

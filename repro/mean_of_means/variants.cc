@@ -3,7 +3,7 @@
 // Each rank averages accuracy and loss over its own samples — or, as the
 // seed's code does, all-reduces every step's batch average and divides by W
 // — and the result is compared with the one-process value over the N
-// distinct samples. Two variants:
+// distinct samples. Two variants here, and Lightning's (lightning.cc):
 //   rank_mean  all_reduce(local mean) / W, once at the end of evaluation
 //   step_mean  every step: all_reduce(batch mean) / W, accumulated by an
 //              AverageMeter weighted by the local batch size (seed 004's
@@ -16,6 +16,7 @@
 
 #include "repro/mean_of_means/variants.h"
 #include "core/harness/pair_main.h"
+#include "repro/mean_of_means/lightning.h"
 #include "repro/mean_of_means/scenario.h"
 #include "repro/mean_of_means/sweep.h"
 
@@ -205,6 +206,8 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep)
       }
     }
   }
+  // Lightning's integer batch-size accumulator (lightning.cc): W = 16, Gloo.
+  for (results::Record& rec : RunLightning(f)) records.push_back(std::move(rec));
   return records;
 }
 

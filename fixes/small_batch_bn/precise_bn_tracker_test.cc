@@ -1,0 +1,114 @@
+// fvcore issue 152 (detectron2 issues 5398 / 5409): fvcore's update_bn_stats
+// (PreciseBN) averages each rank's own batches and never synchronises the
+// batch counts, so ranks with different numbers of batches end with
+// different running statistics, and averaging those across ranks weighs a
+// rank with 1 batch like a rank with 3. Ours (repro/small_batch_bn/task.h
+// PreciseBn) sends the sums and the batch count in one all-reduce: with
+// rank 0 holding 1 batch and rank 1 holding 3 (and W = 3 with an empty rank),
+// every rank's running statistics equal the one-process PreciseBN over all
+// the batches to 1e-12 and are the same bits on every rank. The fvcore
+// behaviour on the same batches (each rank alone, and the equal-weight
+// average of the ranks) is measured off, so the case tells them apart.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/harness/world.h"
+#include "core/nn/batch_norm.h"
+#include "core/testing/backend.h"
+#include "gtest/gtest.h"
+#include "repro/small_batch_bn/task.h"
+
+namespace ddp::small_batch_bn {
+namespace {
+
+using results::Json;
+
+// Batch k of rank r: 4 training images, deterministic.
+Images Batch(const Images& train, int rank, int k) {
+  std::vector<int64_t> idx;
+  for (int i = 0; i < 4; ++i) idx.push_back(100 * rank + 4 * k + i);
+  return Take(train, idx);
+}
+
+std::vector<double> RunningStats(Model& m) {
+  std::vector<double> out;
+  for (int l = 0; l < 2; ++l) {
+    for (const auto* buf : {&m.bn(l)->running_mean(), &m.bn(l)->running_var()}) {
+      out.insert(out.end(), buf->data(), buf->data() + buf->size());
+    }
+  }
+  return out;
+}
+
+double RelError(const std::vector<double>& got, const std::vector<double>& want) {
+  double d = 0, s = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    d = std::max(d, std::fabs(got[i] - want[i]));
+    s = std::max(s, std::fabs(want[i]));
+  }
+  return d / s;
+}
+
+TEST(PreciseBnTrackerCases, Fvcore152BatchCountsSynchronised) {
+  DDP_REQUIRE_BACKEND();
+  const TaskConfig task;
+  const Images train = TrainImages(task, 0);
+  for (const std::vector<int>& batches : {std::vector<int>{1, 3}, std::vector<int>{2, 0, 3}}) {
+    const int w = static_cast<int>(batches.size());
+    std::vector<Images> all;
+    for (int r = 0; r < w; ++r) {
+      for (int k = 0; k < batches[r]; ++k) all.push_back(Batch(train, r, k));
+    }
+    Model one(Task::kDigits, NormKind::kBatchNorm, 0, nullptr);
+    PreciseBn(nullptr, one, all);
+    const std::vector<double> want = RunningStats(one);
+    harness::WorldOptions o;
+    o.world_size = w;
+    o.backend = testing::TestBackend();
+    o.timeout_s = 30;
+    const auto world = harness::RunWorld(o, [&](comm::Comm& comm) {
+      std::vector<Images> mine;
+      for (int k = 0; k < batches[comm.rank()]; ++k) mine.push_back(Batch(train, comm.rank(), k));
+      Model ours(Task::kDigits, NormKind::kBatchNorm, 0, nullptr);
+      PreciseBn(&comm, ours, mine);
+      Json out;
+      out["ours_rel_error"] = RelError(RunningStats(ours), want);
+      out["ours_first"] = RunningStats(ours)[0];
+      // fvcore 152: this rank's batches only, no communication.
+      if (!mine.empty()) {
+        Model alone(Task::kDigits, NormKind::kBatchNorm, 0, nullptr);
+        PreciseBn(nullptr, alone, mine);
+        std::vector<double> stats = RunningStats(alone);
+        out["alone_rel_error"] = RelError(stats, want);
+        // ... and the ranks' results averaged with equal weights.
+        stats.push_back(1.0);  // ranks that had batches
+        comm.Allreduce(std::span<double>(stats));
+        const double ranks = stats.back();
+        stats.pop_back();
+        for (double& v : stats) v /= ranks;
+        out["equal_average_rel_error"] = RelError(stats, want);
+      } else {
+        std::vector<double> zeros(want.size() + 1, 0.0);
+        comm.Allreduce(std::span<double>(zeros));
+      }
+      return out;
+    });
+    ASSERT_TRUE(world.ok) << world.failure;
+    const double first = world.rank_values[0].Find("ours_first")->AsDouble();
+    for (const Json& e : world.rank_values) {
+      EXPECT_LE(e.Find("ours_rel_error")->AsDouble(), 1e-12);
+      EXPECT_EQ(e.Find("ours_first")->AsDouble(), first) << "same bits on every rank";
+      if (e.Find("alone_rel_error")) {
+        EXPECT_GT(e.Find("alone_rel_error")->AsDouble(), 1e-3) << "fvcore 152: ranks differ";
+        EXPECT_GT(e.Find("equal_average_rel_error")->AsDouble(), 1e-4)
+            << "an equal-weight average is off when batch counts differ";
+      }
+    }
+    std::printf("fvcore 152, batches per rank %d..: rank 0 %s\n", batches[0],
+                world.rank_values[0].Dump().c_str());
+  }
+}
+
+}  // namespace
+}  // namespace ddp::small_batch_bn

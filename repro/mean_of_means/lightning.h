@@ -1,0 +1,14 @@
+// The Lightning variant of the mean-of-means repro (see lightning.cc).
+#pragma once
+
+#include <vector>
+
+#include "core/harness/pair_main.h"
+
+namespace ddp::mean_of_means {
+
+// Runs LightningRows (sweep.h) on real Gloo ranks: one record per row,
+// variant "lightning_int_count". Empty on any backend but gloo.
+std::vector<results::Record> RunLightning(const harness::CommonFlags& flags);
+
+}  // namespace ddp::mean_of_means
