@@ -9,14 +9,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import figures  # noqa: E402
-
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print("FAIL:", what)
+from checks import check, status  # noqa: E402
 
 
 class Recording:
@@ -132,8 +125,7 @@ def main():
     ticks = [float(x) for x in ax.get_xticks()]
     check(ticks and min(ticks) > 0, f"small_batch_bn: no zero on the log axis, ticks {ticks}")
 
-    print("FAILED" if FAILURES else "PASS")
-    return 1 if FAILURES else 0
+    return status()
 
 
 if __name__ == "__main__":

@@ -1,19 +1,44 @@
 """Per bug: the two-sentence finding and the headline table, from the records
 and the benchmark JSON, following the templates in bugs.json."""
-import os
-import re
-import statistics
-
+import bench_cost
 from pick import (Summary, expected, first_metric, is_number, num, seed_spread, seeds_per_record,
-                  select)
+                  select, value)
 
 
 def scaled(m, v):
     return None if v is None else v * m.get("scale", 1)
 
 
+def row_name(r):
+    """'variant, W = 4, N = 1003, batch 32': which configuration a number is from."""
+    c = r.get("config", {})
+    parts = [r["variant"], f"W = {r['world_size']}"]
+    for key, name in (("n", "N = "), ("batch_size", "batch "), ("batch_per_rank", "per-rank batch "),
+                      ("sharding", ""), ("loss", "loss "), ("task", "")):
+        if key in c:
+            parts.append(f"{name}{c[key]}")
+    ref = r.get("reference", {})
+    if isinstance(ref, dict) and ref.get("what"):
+        parts.append(f"reference: {ref['what']}")
+    return ", ".join(parts)
+
+
+def extreme_row(recs, path, how):
+    """The record behind a max / absmax / min of `path` (None for other aggs)."""
+    vals = [(value(r, path), r) for _, r in recs]
+    vals = [(v, r) for v, r in vals if is_number(v)]
+    if not vals or how not in ("max", "absmax", "min"):
+        return None
+    key = {"max": lambda x: x[0], "absmax": lambda x: abs(x[0]), "min": lambda x: -x[0]}[how]
+    return max(vals, key=key)[1]
+
+
 def metric_text(m, recs):
-    """"LABEL up to X (median Y; seeds: ...)" for a metric over records."""
+    """"LABEL up to X (at CONFIG; median Y; seeds: ...)" for a metric over
+    records; a max or min names the configuration it comes from, so no number
+    stands for a pool of unlike configurations."""
+    if m.get("select"):
+        recs = select(recs, m["select"])
     s = Summary(recs, m["path"])
     if s.bools and not s.nums:
         return f"{m['label']}: {sum(s.bools)} of {len(s.bools)}"
@@ -24,55 +49,37 @@ def metric_text(m, recs):
     words = {"absmax": "up to", "max": "up to", "min": "at least", "median": "median",
              "mean": "mean"}[m.get("agg", "max")]
     extra = []
-    if s.n > 1 and m.get("agg") != "median":
-        extra.append(f"median {num(scaled(m, s.agg('median')), unit)}")
-    spread = seed_spread(recs, m["path"], m.get("scale", 1), unit, m.get("seeds_stem"))
+    # A number from several configurations is their extreme, and names the
+    # configuration it comes from; its spread over seeds is that row's own.
+    at = extreme_row(recs, m["path"], m.get("agg", "max")) if s.agg("min") != s.agg("max") else None
+    if at:
+        extra.append(f"at {row_name(at)}")
+    spread = seed_spread([("", at)] if at else recs, m["path"], m.get("scale", 1), unit,
+                         m.get("seeds_stem"))
     if spread:
         extra.append(spread)
     tail = f" ({'; '.join(extra)})" if extra else ""
     return f"{m['label']} {words} {head}{tail}"
 
 
-def bench_cost(spec, benches):
-    """(median, min, max, file) of a benchmark ratio, or None. "counter" reads
-    a per-benchmark counter; "over": [num, den] divides the time of each
-    benchmark matching num by the one whose name has den in its place (the
-    iteration counts in the names are ignored, so a repetition is divided by
-    the same repetition): its median iteration (`median_us`) where the file
-    has one, else Google Benchmark's mean (`real_time`)."""
-    for path, bench in benches:
-        if os.path.splitext(os.path.basename(path))[0] != spec["bench"]:
-            continue
-        rows = [b for b in bench["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
-        strip = lambda name: re.sub(r"/iterations:\d+", "", name)  # noqa: E731
-        by_name = {strip(b["name"]): b for b in rows}
-        vals = []
-        for b in rows:
-            if not re.search(spec["match"], b["name"]):
-                continue
-            if "counter" in spec and is_number(b.get(spec["counter"])):
-                vals.append(float(b[spec["counter"]]))
-            elif "over" in spec:
-                den = by_name.get(re.sub(spec["over"][0], spec["over"][1], strip(b["name"])))
-                key = "median_us" if "median_us" in b else "real_time"
-                if den and is_number(den.get(key)) and den[key] > 0 and is_number(b.get(key)):
-                    vals.append(float(b[key]) / float(den[key]))
-        if vals:
-            return statistics.median(vals), min(vals), max(vals), os.path.basename(path)
-    return None
-
-
 def cost_text(spec, fix_recs, benches):
+    """The cost at the spec's named shape (bench_cost), or a record field."""
     if not spec:
         return ""
-    unit = spec.get("unit", "")
+    unit = spec.get("unit", "x")
     if "bench" in spec:
-        c = bench_cost(spec, benches)
+        c = bench_cost.cost(spec, benches)
         if not c:
             return ""
-        med, lo, hi, f = c
-        return (f"; it costs {num(med, unit)} {spec['label']} (median over {f}; "
-                f"range {num(lo, unit)} to {num(hi, unit)})")
+        text = (f"; the best fix at {c['shape']} ({c['method']}) costs {num(c['median'], unit)} "
+                f"{spec['label']} (median [min, max] over {c['reps']} repetitions: "
+                f"[{num(c['min'], unit)}, {num(c['max'], unit)}], W = "
+                f"{c['context'].get('ddp_world_size', '?')}, {c['file']})")
+        if c.get("shapes"):
+            (lo, s_lo), (hi, s_hi) = c["shapes"][0], c["shapes"][-1]
+            text += (f"; the per-shape medians run from {num(lo, unit)} at {s_lo} to "
+                     f"{num(hi, unit)} at {s_hi}")
+        return text
     s = Summary(fix_recs, spec["record"])
     if not s.nums:
         return ""
@@ -152,6 +159,7 @@ def headline_rows(spec, recs):
     for (kind, variant, tag), g in sorted(groups.items(), key=lambda kv: order(kv[0])):
         metrics = spec["fix_metrics"] if kind == "fix" else spec["symptom_metrics"]
         metrics = metrics + spec.get("symptom_extra", []) if kind == "repro" else metrics
+        metrics = [x for x in metrics if not x.get("select") or select(g, x["select"])]
         m = first_metric(g, metrics)
         name = variant + (f" ({tag})" if tag else "")
         if not m:
@@ -172,5 +180,5 @@ def headline_rows(spec, recs):
     return rows
 
 
-HEADLINE_HEADER = ["kind", "variant", "rows (verdicts)", "measure (unit)", "median",
+HEADLINE_HEADER = ["kind", "variant", "rows (verdicts)", "measure (unit)", "median of the rows",
                    "range over configs", "spread over seeds", "seeds per row"]

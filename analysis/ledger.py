@@ -1,49 +1,131 @@
 """The claims ledger: every claim of the source posts (claims.json) with our
-verdict, the number the records measure for it, and the record file."""
+verdict, the number the records measure for it, and the record file.
+
+Verdict classes, kept apart in the report:
+  confirmed, partly, refuted  measured: a selector that picks records, a
+                              metric, and a check [op, bound] whose bound
+                              comes from the claim's own number ("threshold"
+                              says how), so that the check could fail; the
+                              report flags a check the records no longer pass
+  not tested                  "reason" says why (e.g. it needs NCCL on a GPU);
+                              a measurement may be shown for information
+  judged from code            "code" names the code read, "outcome" what it
+                              showed (confirmed, partly, refuted)
+A claim may carry a per-version field (PER_VERSION_KEYS: PyTorch version ->
+verdict, or {"verdict", "note"}); it is carried into the ledger as written.
+Sources (claims.json "sources") are cited by title, author, date and site.
+"""
 import json
+import math
 import operator
 
-from pick import Summary, num, select
+from pick import Summary, is_number, num, select
 from records import InputError
 
-VERDICTS = ("reproduced", "refuted", "partly")
+MEASURED = ("confirmed", "partly", "refuted")
+NOT_TESTED = "not tested"
+FROM_CODE = "judged from code"
+CLASSES = MEASURED + (NOT_TESTED, FROM_CODE)
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
        "==": operator.eq}
+PER_VERSION_KEYS = ("versions", "per_version", "by_version", "pytorch_versions",
+                    "torch_versions", "pytorch")
 HEADER = ["bug", "seed", "claim", "verdict", "measured", "record: variants", "judged in",
-          "note"]
+          "note", "check", "threshold, reason or code", "per version"]
+
+
+def signed(claim):
+    """Whether the claim's measure can be negative: a difference (diff(...)),
+    or a field the claim declares "signed" (e.g. a change in accuracy)."""
+    metrics = claim.get("metric") if isinstance(claim.get("metric"), list) else [claim.get("metric")]
+    return bool(claim.get("signed")) or all(str(m).startswith("diff(") for m in metrics)
+
+
+def check_problem(check, where, can_be_negative=False):
+    """Why a check could never fail (or is malformed), or None. A measure
+    that is a magnitude, count, share or ratio is never negative, so "> 0"
+    or ">= 0" holds for any record that carries it."""
+    if not (isinstance(check, list) and len(check) == 2 and check[0] in OPS
+            and is_number(check[1])):
+        return f"{where}: check must be [op, number] with op one of {', '.join(OPS)}"
+    op, bound = check
+    if op in (">", ">=") and bound <= 0 and not can_be_negative:
+        return f"{where}: check {op} {bound} cannot fail on a non-negative measure"
+    if op in ("<", "<=") and math.isinf(bound):
+        return f"{where}: check {op} {bound} cannot fail"
+    return None
+
+
+def problems(claim, sources=None):
+    """The ways a claim breaks the verdict rules (empty when it keeps them)."""
+    out = []
+    v = claim.get("verdict")
+    if v not in CLASSES:
+        return [f"verdict {v!r} is not one of {', '.join(CLASSES)}"]
+    for key in ("bug", "seed", "claim"):
+        if not claim.get(key):
+            out.append(f"no {key}")
+    if sources is not None and claim.get("seed") not in sources:
+        out.append(f"seed {claim.get('seed')!r} has no entry in sources")
+    if v in MEASURED:
+        alts = [dict(claim, **a) for a in claim.get("measures", []) if a] or [claim]
+        for i, alt in enumerate(alts):
+            where = "measure" if len(alts) == 1 else f"measure {i + 1}"
+            if not alt.get("select") or not alt.get("metric"):
+                out.append(f"{where}: a {v} verdict needs a record (select and metric)")
+            p = check_problem(alt.get("check"), where, signed(alt))
+            if p:
+                out.append(p)
+            if alt.get("verdict", v) != v:
+                out.append(f"{where}: an alternative may not change the verdict")
+        if not claim.get("threshold"):
+            out.append("a measured verdict needs 'threshold': where the check's bound comes from")
+    elif v == NOT_TESTED:
+        if not claim.get("reason"):
+            out.append("'not tested' needs a reason")
+        if claim.get("check"):
+            out.append("'not tested' carries no check (a checked claim is measured)")
+    else:
+        if not claim.get("code"):
+            out.append("'judged from code' must name the code")
+        if claim.get("outcome") not in MEASURED:
+            out.append(f"'judged from code' needs an outcome: one of {', '.join(MEASURED)}")
+    return out
+
+
+def load(path):
+    """(claims, sources) from claims.json; a claim that breaks the rules is
+    an InputError naming it."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        claims, sources = doc["claims"], doc.get("sources", {})
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InputError(f"{path}: cannot read the claims: {e}")
+    bad = [f"claim {i} ({c.get('claim', '?')!r}): {p}"
+           for i, c in enumerate(claims) for p in problems(c, sources)]
+    if bad:
+        raise InputError(f"{path}: " + "; ".join(bad))
+    return claims, sources
 
 
 def load_claims(path):
-    try:
-        with open(path) as f:
-            claims = json.load(f)["claims"]
-    except (OSError, ValueError, KeyError) as e:
-        raise InputError(f"{path}: cannot read the claims: {e}")
-    for i, c in enumerate(claims):
-        if c.get("verdict") not in VERDICTS:
-            raise InputError(f"{path}: claim {i}: verdict must be one of {', '.join(VERDICTS)}")
-        if "select" not in c and "evidence" not in c and "measures" not in c:
-            raise InputError(f"{path}: claim {i}: needs a record selector or an evidence text")
-    return claims
+    return load(path)[0]
 
 
 def measure(claim, recs):
-    """(text, record files, check, verdict, note): the measured number as
-    prose, where it came from, whether it passes the check (None: no check),
-    and the verdict and note that go with it. A claim may list "measures":
-    alternatives for records of different generations, each with its own
-    selector, metric, check and (optionally) verdict and note; the first one
-    some record carries is used."""
-    alternatives = [dict(claim, **alt) for alt in claim.get("measures", [])] or [claim]
+    """(text, record files, check passed or None) of a claim's measurement;
+    the first of its "measures" alternatives some record carries is used."""
+    alternatives = [dict(claim, **alt) for alt in claim.get("measures", []) if alt] or [claim]
     for alt in alternatives:
         if "select" not in alt:
             continue
         metrics = alt["metric"] if isinstance(alt["metric"], list) else [alt["metric"]]
         if any(Summary(select(recs, alt["select"]), m) for m in metrics):
-            return measure_one(alt, recs) + (alt["verdict"], alt.get("note", ""))
-    if "evidence" in claim:
-        return claim["evidence"], "", None, claim["verdict"], claim.get("note", "")
-    return "no record carries it", "", False, claim["verdict"], claim.get("note", "")
+            return measure_one(alt, recs)
+    if claim.get("select") or claim.get("measures"):
+        return "no record carries it", "", False if claim.get("check") else None
+    return claim.get("evidence", ""), "", None
 
 
 def measure_one(claim, recs):
@@ -74,15 +156,60 @@ def measure_one(claim, recs):
     return text, f"{', '.join(s.files)}: {variants}", ok
 
 
+def per_version(claim):
+    """'1.13: refuted; 2.15: confirmed' from a per-version field, or ''."""
+    for key in PER_VERSION_KEYS:
+        field = claim.get(key)
+        if isinstance(field, dict) and field:
+            parts = []
+            for version, v in field.items():
+                if isinstance(v, dict):
+                    words = v.get("verdict", "")
+                    extra = v.get("note") or v.get("measured") or v.get("evidence")
+                    parts.append(f"{version}: {words}" + (f" ({extra})" if extra else ""))
+                else:
+                    parts.append(f"{version}: {v}")
+            return "; ".join(parts)
+    return ""
+
+
+def check_text(claim):
+    c = claim.get("check")
+    return f"{c[0]} {c[1]:g}" if isinstance(c, list) and len(c) == 2 and is_number(c[1]) else ""
+
+
 def rows(claims, recs):
-    """Ledger rows, and the claims whose check failed (their verdict no
-    longer follows from the records)."""
+    """Ledger rows (HEADER), and the measured claims whose check failed
+    (their verdict no longer follows from the records)."""
     out, failed = [], []
     for c in claims:
-        text, files, ok, verdict, note = measure(c, recs)
-        if ok is False:
+        text, files, ok = measure(c, recs)
+        verdict = c["verdict"]
+        if verdict in MEASURED and ok is False:
             verdict += " (CHECK FAILED)"
             failed.append(c)
-        out.append([c["bug"], c["seed"], c["claim"], verdict, text, files or "-",
-                    c.get("readme", "-"), note])
+        if verdict == FROM_CODE:
+            verdict = f"{FROM_CODE}: {c['outcome']}"
+            text = text or c.get("evidence", "")
+        why = {NOT_TESTED: c.get("reason", ""), FROM_CODE: c.get("code", "")}.get(
+            c["verdict"], c.get("threshold", ""))
+        out.append([c["bug"], c["seed"], c["claim"], verdict, text or "-", files or "-",
+                    c.get("readme", "-"), c.get("note", ""), check_text(c), why, per_version(c)])
     return out, failed
+
+
+def counts(claims):
+    """{class: number of claims}, every class listed."""
+    out = {k: 0 for k in CLASSES}
+    for c in claims:
+        out[c["verdict"]] += 1
+    return out
+
+
+def cite(seed, sources):
+    s = sources.get(seed)
+    if not s:
+        return f"seed {seed}"
+    parts = [f"“{s['title']}”", s.get("author") or "author not named",
+             s.get("date") or "undated", s.get("site", "")]
+    return ", ".join(p for p in parts if p)

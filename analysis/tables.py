@@ -2,6 +2,7 @@
 under MAX_LINE), CSV (every field of every record, one column per field
 path) and LaTeX booktabs."""
 import csv
+import textwrap
 
 from pick import num
 
@@ -53,6 +54,11 @@ def write_csv(path, header, rows):
         w = csv.writer(f)
         w.writerow(header)
         w.writerows(rows)
+
+
+def para(text):
+    """A Markdown paragraph wrapped at 100 columns."""
+    return textwrap.fill(text, width=100, break_long_words=False, break_on_hyphens=False)
 
 
 def markdown(header, rows):

@@ -1,0 +1,70 @@
+"""The claims ledger as a report section: the counts per verdict class, the
+measured verdicts (each with its check and where the check's bound comes
+from), the claims not tested (with the reason) and those judged from code
+(naming the code) in tables of their own, and the source posts cited as a
+reader can find them."""
+import ledger
+import tables
+
+
+def section(claims, sources, recs, full=True):
+    """(Markdown lines, ledger rows, measured claims whose check failed).
+    full=False: the compact form for report.md (no bound column, shorter
+    cells); the full form goes to ledger.md and claims.csv."""
+    rows, failed = ledger.rows(claims, recs)
+    n = ledger.counts(claims)
+    measured = sum(n[k] for k in ledger.MEASURED)
+    numbered = list(enumerate(rows, 1))
+    md = ["## Claims ledger", "",
+          tables.para(
+              f"{len(claims)} claims of the {len(sources)} source posts (cited below by seed "
+              f"number). Measured on the records of this report: {n['confirmed']} confirmed, "
+              f"{n['partly']} partly, {n['refuted']} refuted, each with a check whose bound "
+              "comes from the claim's own number, so that the check could fail. Kept apart: "
+              f"{n[ledger.NOT_TESTED]} not tested (with the reason) and {n[ledger.FROM_CODE]} "
+              "judged from code (naming the code), which no check covers. "
+              + (f"{len(failed)} of the {measured} checks FAILED: those verdicts no longer follow "
+                 "from the records." if failed else
+                 f"Every one of the {measured} checks holds on these records.")
+              + (" A PyTorch version column gives the verdict per version."
+                 if any(r[10] for r in rows) else "")), ""]
+    has_versions = any(r[10] for r in rows)
+
+    def table(title, head, pick, cells):
+        picked = [(k, r) for k, r in numbered if pick(r)]
+        if not picked:
+            return []
+        return [f"### {title}", "", tables.markdown(head, [cells(k, r) for k, r in picked]), ""]
+
+    vcol = ["per PyTorch version"] if has_versions else []
+    w = 1 if full else 0.55  # cell widths: the compact form keeps about half
+    measured_head = ["#", "bug", "seed", "claim", "verdict", "measured", "check"] + (
+        ["bound from", "record: variants"] if full else [])
+    md += table("Measured verdicts", measured_head + vcol,
+                lambda r: r[3].split(" ")[0] in ledger.MEASURED,
+                lambda k, r: [str(k), r[0], r[1], r[2], r[3], tables.cell(r[4], int(160 * w)), r[8]]
+                + ([tables.cell(r[9], 200), tables.cell(r[5], 100)] if full else [])
+                + ([r[10]] if has_versions else []))
+    md += table("Not tested", ["#", "bug", "seed", "claim", "why not"]
+                + (["measured (information)"] if full else []) + vcol,
+                lambda r: r[3] == ledger.NOT_TESTED,
+                lambda k, r: [str(k), r[0], r[1], r[2], tables.cell(r[9], int(220 * w))]
+                + ([tables.cell(r[4], 120) if r[5] != "-" else "-"] if full else [])
+                + ([r[10]] if has_versions else []))
+    md += table("Judged from code", ["#", "bug", "seed", "claim", "outcome", "code read"]
+                + (["what it shows"] if full else []) + vcol,
+                lambda r: r[3].startswith(ledger.FROM_CODE),
+                lambda k, r: [str(k), r[0], r[1], r[2], r[3][len(ledger.FROM_CODE) + 2:],
+                              tables.cell(r[9], int(200 * w))]
+                + ([tables.cell(r[4], 200)] if full else [])
+                + ([r[10]] if has_versions else []))
+    notes = [f"{k}. {r[7]}" for k, r in numbered if r[7]] if full else []
+    if not full:
+        md += [tables.para("Every claim with the bound each check uses and where it comes from, the "
+                           "record behind each number and the notes: [ledger.md](ledger.md) and "
+                           "claims.csv."), ""]
+    if notes:
+        md += ["Notes on the claims (by #):", ""] + [tables.para(x) for x in notes] + [""]
+    md += ["### Sources", ""] + [
+        f"- seed {seed}: {ledger.cite(seed, sources)}" for seed in sorted(sources)] + [""]
+    return md, rows, failed

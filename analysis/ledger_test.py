@@ -1,0 +1,110 @@
+"""The claims ledger keeps its verdict rules (//analysis:ledger_test):
+  - claims.json loads: every claim is confirmed / partly / refuted with a
+    record selector, a check that could fail and where its bound comes from;
+    not tested with a reason; judged from code naming the code;
+  - on the committed records every measured claim finds its records and its
+    check holds (a verdict the records no longer support fails here);
+  - a claim that breaks a rule is refused (each rule shown to bite);
+  - a per-version field is carried into the ledger; sources are cited by
+    title, author, date and site, never by a file path.
+Usage: ledger_test.py CLAIMS.json RESULT.json..."""
+import copy
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ledger  # noqa: E402
+import ledger_section  # noqa: E402
+from records import InputError  # noqa: E402
+from checks import check, status  # noqa: E402
+
+
+def main(claims_path, result_paths):
+    claims, sources = ledger.load(claims_path)
+    recs = []
+    for p in result_paths:
+        with open(p) as f:
+            data = json.load(f)
+        if isinstance(data, list):
+            recs += [(p, r) for r in data]
+    check(len(recs) > 0, "no committed records given")
+
+    # Every measured verdict stands on the committed records.
+    rows, failed = ledger.rows(claims, recs)
+    for c in claims:
+        if c["verdict"] in ledger.MEASURED:
+            text, files, ok = ledger.measure(c, recs)
+            check(files and ok is True,
+                  f"{c['verdict']} without a record that passes its check: {c['claim']!r} ({text})")
+    check(not failed, f"checks failed: {[c['claim'] for c in failed]}")
+    n = ledger.counts(claims)
+    check(sum(n.values()) == len(claims) and all(n[k] > 0 for k in ledger.CLASSES),
+          f"every class used, counts add up: {n}")
+
+    # Sources: cited by title, site (author and date where the post gives them); no paths.
+    for seed in {c["seed"] for c in claims}:
+        s = sources.get(seed, {})
+        check(s.get("title") and s.get("site"), f"seed {seed}: no title or site")
+        check("/work/" not in json.dumps(s) and "seeds/" not in json.dumps(s),
+              f"seed {seed}: cited by a file path")
+    check("/work/shared" not in json.dumps([c for c in claims]),
+          "a claim cites a path that exists on no reader's machine")
+
+    # Each rule bites: a rule-breaking claim is refused.
+    good = {"bug": "x", "seed": "000", "claim": "c", "verdict": "confirmed",
+            "select": {"bug": "x"}, "metric": "measured.error", "check": [">", 0.01],
+            "threshold": "the claim's 0.01"}
+    check(ledger.problems(good, sources) == [], f"a good claim refused: {ledger.problems(good, sources)}")
+    broken = {
+        "confirmed without a record": dict(good, select=None),
+        "refuted whose check cannot fail (> 0 on a magnitude)": dict(good, verdict="refuted", check=[">", 0]),
+        "partly with >= 0": dict(good, verdict="partly", check=[">=", 0]),
+        "measured without its bound's source": {k: v for k, v in good.items() if k != "threshold"},
+        "measured without a check": {k: v for k, v in good.items() if k != "check"},
+        "an old verdict word": dict(good, verdict="reproduced"),
+        "not tested without a reason": {"bug": "x", "seed": "000", "claim": "c", "verdict": "not tested"},
+        "judged from code without the code": {"bug": "x", "seed": "000", "claim": "c",
+                                              "verdict": "judged from code", "outcome": "refuted"},
+        "judged from code without an outcome": {"bug": "x", "seed": "000", "claim": "c",
+                                                "verdict": "judged from code", "code": "f.py"},
+        "a seed with no source": dict(good, seed="999"),
+    }
+    for why, c in broken.items():
+        check(ledger.problems(c, sources), f"not refused: {why}")
+    signed = dict(good, metric="diff(measured.a,measured.b)", check=[">", 0])
+    check(ledger.problems(signed, sources) == [], "a difference may be checked against 0")
+    doc = {"sources": sources, "claims": [broken["refuted whose check cannot fail (> 0 on a magnitude)"]]}
+    bad_path = os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "bad_claims.json")
+    with open(bad_path, "w") as f:
+        json.dump(doc, f)
+    try:
+        ledger.load(bad_path)
+        check(False, "load accepted a claim whose check cannot fail")
+    except InputError as e:
+        check("cannot fail" in str(e), f"load's message names the rule: {e}")
+
+    # A check that the records no longer pass is flagged, not hidden.
+    measured = next(c for c in claims if c["verdict"] in ledger.MEASURED and c.get("check"))
+    flipped = copy.deepcopy(measured)
+    op, bound = flipped["check"]
+    flipped["check"] = [{">": "<=", ">=": "<", "<": ">=", "<=": ">", "==": ">"}[op], bound]
+    _, failed = ledger.rows([flipped], recs)
+    check(failed, f"a check the records fail is not flagged: {flipped['claim']}")
+
+    # A per-version field is carried as written.
+    versioned = dict(claims[0], versions={"1.13": "refuted", "2.15": {"verdict": "confirmed", "note": "n"}})
+    row = ledger.rows([versioned], recs)[0][0]
+    check(row[10] == "1.13: refuted; 2.15: confirmed (n)", f"per-version field: {row[10]!r}")
+
+    # The report keeps the classes apart and counts each.
+    md = "\n".join(ledger_section.section(claims, sources, recs, full=False)[0])
+    for head in ("### Measured verdicts", "### Not tested", "### Judged from code", "### Sources"):
+        check(head in md, f"ledger section lacks {head}")
+    check(f"{n['confirmed']} confirmed" in md and f"{n['not tested']} not tested" in md,
+          "ledger section does not count the classes")
+    return status()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2:]))
