@@ -243,10 +243,14 @@ std::unique_ptr<Memory> DeviceMemory(int device) { return std::make_unique<Devic
 std::shared_ptr<RawNccl> ConnectRawNccl(const launch::RankEnv& env, int device,
                                         std::int64_t timeout_ms) {
   const std::chrono::milliseconds deadline(timeout_ms);
-  const auto startup = comm::ResolveStartupTimeout(comm::CommOptions{}, deadline);
-  auto store = launch::PrefixedStore(launch::OpenStore(env.rdzv, startup),
+  comm::CommOptions options;
+  options.backend = "nccl";
+  const auto startup = comm::ResolveStartupTimeout(options, deadline);
+  // Store operations keep the deadline; waiting for rank 0's id is part of
+  // the start-up.
+  auto store = launch::PrefixedStore(launch::OpenStore(env.rdzv, deadline),
                                      env.run_id + "/bench_padding_raw_nccl");
-  store->set_timeout(startup);  // the rendezvous is part of the start-up
+  store->set_timeout(startup);
   auto nccl = std::make_shared<RawNccl>(env.rank, env.world_size, device, deadline, startup);
   nccl->Connect(*store);
   return nccl;

@@ -68,7 +68,13 @@ std::chrono::milliseconds ResolveStartupTimeout(const CommOptions& options,
   if (const auto t = Seconds(options.startup_timeout, "startup_timeout", kEnvStartupTimeout, env)) {
     return *t;
   }
-  return std::max(deadline, kDefaultStartupTimeout);
+  // NCCL's start is slow by nature (a CUDA context per rank, several on one
+  // GPU when shared; connections made inside the first collective); Gloo's
+  // is TCP connects, and a Gloo rank missing past the deadline is as likely
+  // dead as late: the launcher's promise that a fault ends the run within
+  // the deadline + 1 s holds for faults at start-up too.
+  if (options.backend == "nccl") return std::max(deadline, kDefaultStartupTimeout);
+  return deadline;
 }
 
 bool ResolveChecked(const CommOptions& options, const launch::EnvLookup& env) {

@@ -7,9 +7,9 @@
 //                          ncclCommInitRankConfig) and, on NCCL, which
 //                          connects lazily inside it, the first collective
 //                          (Gloo has connected before: its first collective
-//                          has the deadline); default max(deadline, 60 s), so
-//                          a short collective deadline does not also cut
-//                          short a slow start
+//                          has the deadline); default: on NCCL max(deadline,
+//                          60 s), so a short collective deadline does not also
+//                          cut short its slow start; on Gloo the deadline
 //   DDP_PITFALLS_CHECK     1: checked mode (fingerprints first), 0: raw (default)
 //   DDP_PITFALLS_TRACE_ENTRIES  flight recorder ring size per communicator
 //                          (default 2000; 0 turns the recorder off)
@@ -91,7 +91,8 @@ CommOptions OptionsFromEnvironment();
 // throws ConfigError naming the variable for an unparsable value.
 std::chrono::milliseconds ResolveTimeout(const CommOptions& options,
                                          const launch::EnvLookup& env = launch::ProcessEnv);
-// `deadline` is ResolveTimeout's: the default is max(deadline, 60 s).
+// `deadline` is ResolveTimeout's; the default is max(deadline, 60 s) for the
+// nccl backend, `deadline` for gloo (options.cc says why).
 std::chrono::milliseconds ResolveStartupTimeout(const CommOptions& options,
                                                 std::chrono::milliseconds deadline,
                                                 const launch::EnvLookup& env = launch::ProcessEnv);

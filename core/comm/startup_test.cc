@@ -195,11 +195,14 @@ TEST(Startup, EagerEngineKeepsTheDeadlineForItsFirstCollective) {
   EXPECT_EQ(comm.seen, std::vector<milliseconds>{kDeadline});
 }
 
-TEST(Startup, DefaultIsTheLongerOfTheDeadlineAndAMinute) {
+TEST(Startup, DefaultIsTheLongerOfTheDeadlineAndAMinuteOnNcclTheDeadlineOnGloo) {
   CommOptions o;
+  o.backend = "nccl";
   auto none = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
   EXPECT_EQ(ResolveStartupTimeout(o, milliseconds(1500), none), std::chrono::seconds(60));
   EXPECT_EQ(ResolveStartupTimeout(o, std::chrono::seconds(90), none), std::chrono::seconds(90));
+  o.backend = "gloo";
+  EXPECT_EQ(ResolveStartupTimeout(o, milliseconds(1500), none), milliseconds(1500));
   auto env = [](const std::string& k) -> std::optional<std::string> {
     if (k == kEnvStartupTimeout) return std::string("7.5");
     return std::nullopt;
