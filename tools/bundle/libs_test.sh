@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # make_bundle.sh --list-libs on a real binary of the suite (the allreduce
 # example: Gloo, and NCCL where CUDA exists): Gloo travels with the bundle,
-# glibc and NCCL come from the target machine. Also its usage errors.
+# glibc, the C++ runtime and NCCL come from the target machine; neither the
+# binary nor a carried library needs a glibc above 2.34 or a libstdc++ above
+# GLIBCXX_3.4.30 (--check-versions), and the check does catch Debian 12's own
+# libstdc++.so.6 (GLIBC_2.36), which bundles used to carry. Also usage errors.
 set -euo pipefail
 make_bundle="$1"
 binary="$2"
@@ -17,9 +20,21 @@ grep -qE '^host libc\.so\.6$' <<<"$libs" || fail "libc must come from the target
 if ldd "$binary" | grep -q libnccl; then
   grep -qE '^host libnccl\.so\.2$' <<<"$libs" || fail "libnccl must come from the target"
 fi
-! grep -qE '^bundle (libc|libm|libnccl|libcuda|libcudart|ld-linux)' <<<"$libs" || fail "a target library would be carried"
+! grep -qE '^bundle (libc|libm|libnccl|libcuda|libcudart|ld-linux|libstdc\+\+|libgcc_s)' <<<"$libs" || fail "a target library would be carried"
+grep -qE '^host libstdc\+\+\.so\.6$' <<<"$libs" || fail "libstdc++ must come from the target"
 
-for args in "--compilation_mode fast" "--bogus" "--list-libs /nonexistent" ""; do
+mapfile -t carried < <(awk '$1 == "bundle" {print $3}' <<<"$libs")
+versions="$("$make_bundle" --check-versions "$binary" "${carried[@]}")" || fail "too new a version needed: $versions"
+echo "$versions"
+grep -q "GLIBC_2\.[0-9]" <<<"$versions" || fail "no GLIBC_ versions read: $versions"
+set +e
+stdcxx="$("$make_bundle" --check-versions /usr/lib/x86_64-linux-gnu/libstdc++.so.6 2>&1)"
+rc=$?
+set -e
+[[ $rc -eq 1 ]] || fail "Debian 12's libstdc++.so.6 passed the check (exit $rc): $stdcxx"
+grep -q '^too new: .*libstdc++.so.6 needs GLIBC_2.36 (max 2.34)$' <<<"$stdcxx" || fail "check output: $stdcxx"
+
+for args in "--compilation_mode fast" "--bogus" "--list-libs /nonexistent" "" "--check-versions" "--check-versions /nonexistent"; do
   set +e
   msg="$("$make_bundle" $args 2>&1)"
   rc=$?

@@ -10,6 +10,7 @@ usage() {
   cat <<'USAGE'
 usage: make_bundle.sh --out DIR [--compilation_mode opt|fastbuild|dbg] [--tar]
        make_bundle.sh --list-libs BINARY
+       make_bundle.sh --check-versions ELF...
        bazel run //tools/bundle -- --out DIR [...]
 
   --out DIR              bundle folder to create (replaced if it exists);
@@ -21,6 +22,9 @@ usage: make_bundle.sh --out DIR [--compilation_mode opt|fastbuild|dbg] [--tar]
   --list-libs BINARY     print which shared libraries BINARY's bundle would
                          carry ("bundle NAME PATH") or leave to the target
                          ("host NAME"), then exit
+  --check-versions ELF...  print the GLIBC_ / GLIBCXX_ versions each file
+                         needs; exit 1 if one is above what the bundle
+                         promises (glibc 2.34, GLIBCXX_3.4.30), else 0
   --help                 this text
 
 Needs CUDA + NCCL detected by the WORKSPACE (@local_cuda), or there are no
@@ -51,7 +55,7 @@ done
 # shellcheck source=tools/bundle/bundle_lib.sh
 source "$here/bundle_lib.sh"
 
-out="" mode="opt" tar=0 list_libs=""
+out="" mode="opt" tar=0 list_libs="" check_versions=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) [[ $# -ge 2 && -n "$2" ]] || die_usage "--out needs a folder"; out="$2"; shift 2 ;;
@@ -61,11 +65,18 @@ while [[ $# -gt 0 ]]; do
       shift 2 ;;
     --tar) tar=1; shift ;;
     --list-libs) [[ $# -ge 2 ]] || die_usage "--list-libs needs a binary"; list_libs="$2"; shift 2 ;;
+    --check-versions) check_versions=1; shift; break ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --out, --compilation_mode, --tar, --list-libs, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --out, --compilation_mode, --tar, --list-libs, --check-versions, --help" ;;
   esac
 done
 
+if [[ $check_versions -eq 1 ]]; then
+  [[ $# -ge 1 ]] || die_usage "--check-versions needs ELF files"
+  for f in "$@"; do [[ -f "$f" ]] || die_usage "--check-versions: no such file '$f'"; done
+  bundle_check_versions "$@"
+  exit
+fi
 if [[ -n "$list_libs" ]]; then
   [[ -f "$list_libs" ]] || die_usage "--list-libs: no such file '$list_libs'"
   bundle_list_libs "$list_libs"
@@ -159,6 +170,12 @@ while read -r sum file; do
   fi
 done < <(find "$out/bin" -type f -size +64k -print0 | xargs -0 -r sha256sum | sort)
 
+# What the target must provide: no file may need a newer glibc or libstdc++
+# than the README promises.
+mapfile -t elves < <(find "$out/bin" "$out/lib" -type f -exec sh -c 'head -c 4 "$1" | grep -q ELF' _ {} \; -print | sort)
+versions="$(bundle_check_versions "${elves[@]}")" ||
+  die "$(grep '^too new: ' <<<"$versions" | sed "s|$out/||" | head -5 | tr '\n' ';') the bundle would not load on glibc $BUNDLE_MAX_GLIBC"
+
 cp "$here/run_all.sh" "$out/run_all.sh"
 chmod +x "$out/run_all.sh"
 
@@ -171,7 +188,8 @@ cuda_version="$(sed -n 's/^CUDA_VERSION = "\(.*\)"/\1/p' "$defs")"
   echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname) ($(uname -m)), -c $mode"
   echo "cuda: $cuda_version (runtime linked statically; needs an NVIDIA driver that supports it)"
   echo "compiler: $(gcc --version | head -1)"
-  echo "glibc: $(ldd --version | head -1)"
+  echo "glibc: built with $(ldd --version | head -1)"
+  echo "target needs: glibc >= $BUNDLE_MAX_GLIBC and a libstdc++.so.6 with GLIBCXX_$BUNDLE_MAX_GLIBCXX (GCC 12 or newer); highest needed by a file here: GLIBC_$(awk '{print $2}' <<<"$versions" | sed 's/GLIBC_//' | grep -v none | sort -V | tail -1), GLIBCXX_$(awk '{print $3}' <<<"$versions" | sed 's/GLIBCXX_//' | grep -v none | sort -V | tail -1)"
   echo "carried libraries (lib/):"
   grep '^bundle ' "$libs_file" | sort -u | awk '{print "  " $2 "  <- " $3}'
   echo "left to the target machine:"

@@ -117,7 +117,8 @@ fi
 [[ -n "$nccl_dir" ]] || echo "$nccl_hint" >&2
 
 # The oldest driver branch that runs a CUDA major version's runtime (minor
-# version compatibility within a major: NVIDIA's CUDA compatibility guide).
+# version compatibility within a major: NVIDIA's CUDA compatibility guide);
+# the same table as core/env/driver_check.cc (the doctor's check).
 min_driver_for_cuda() {
   case "$1" in 11) echo 450 ;; 12) echo 525 ;; 13) echo 580 ;; *) echo "" ;; esac
 }
@@ -193,9 +194,10 @@ run_binary() {
 }
 
 # A binary's refusal of NCCL for want of a GPU (exit 2 from a pair's check,
-# or a rank's "backend 'nccl' needs a GPU"), "" otherwise.
+# a rank's "backend 'nccl' needs a GPU", bench/padding's "--backend nccl
+# needs a GPU"), "" otherwise.
 gpu_refusal() {
-  grep -m1 -oE -- "--backend nccl: .*|backend 'nccl' needs a GPU.*" "$1" | head -c 200
+  grep -m1 -oE -- "--backend nccl: .*|backend '?nccl'? needs a GPU.*" "$1" | head -c 200
 }
 
 passed=0 failed=0 skipped=0
