@@ -43,7 +43,7 @@ scripts=(
   "missing_set_epoch_sampler|repro/missing_set_epoch/pytorch/sampler_vs_golden.py|1.13,2.15|repro/missing_set_epoch/README.md|pytorch"
   "small_batch_bn_sync_bn|fixes/small_batch_bn/pytorch/sync_bn_cases.py|1.13,2.15|fixes/small_batch_bn/README.md|pytorch"
   "autograd_lost_gather_diff_gather|fixes/autograd_lost_gather/pytorch/diff_gather.py|1.13,2.15|fixes/autograd_lost_gather/README.md|pytorch"
-  "mean_of_means_lightning|repro/mean_of_means/pytorch/lightning_accumulator.py|2.15|repro/mean_of_means/README.md|lightning"
+  "mean_of_means_lightning|repro/mean_of_means/pytorch/lightning_accumulator.py|2.15|repro/mean_of_means/README.md|pytorch_lightning"
 )
 
 python_for() {
