@@ -38,7 +38,7 @@ void PrintTable(const std::vector<results::Record>& records, std::FILE* out, boo
 int PairMain(int argc, char** argv, const PairSpec& spec) {
   CommonFlags f = spec.defaults;
   cli::Flags flags(spec.program, spec.summary);
-  flags.Int("world_size", &f.world_size, "number of ranks to spawn", 1, 64);
+  flags.Int("world_size", &f.world_size, "number of ranks to spawn", spec.min_world_size, 64);
   flags.Choice("backend", &f.backend, "collective engine", {"gloo", "nccl"});
   flags.Int64("seed", &f.seed, "first random seed", 0, 1LL << 40);
   flags.Int("seeds", &f.seeds, "how many seeds to sweep (seed, seed+1, ...)", 1, 10000);

@@ -45,6 +45,9 @@ struct PairSpec {
   std::string program;
   std::string summary;
   CommonFlags defaults;
+  // The least --world_size the pair can run (the flag's allowed range, which
+  // --help states, is min_world_size..64).
+  int min_world_size = 1;
   // Registers the pair's own flags (optional).
   std::function<void(cli::Flags&)> add_flags;
   // Checks the pair's own flags after parsing; returns "" or the message

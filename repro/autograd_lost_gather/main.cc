@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
       "full-batch objective; then trains --steps SGD steps with each. --n is the held-out\n"
       "set size, --batch_size the rows per rank per step, --seeds the gradient-check seeds;\n"
       "--drop_last has no effect (batches are drawn fresh each step, no sampler).";
+  spec.min_world_size = 2;  // with one rank every gather is exact
   spec.defaults.seeds = 3;
   spec.add_flags = [&](ddp::cli::Flags& flags) {
     ddp::autograd_lost_gather::AddPairFlags(flags, &pair);

@@ -115,6 +115,7 @@ HangRun RunTrainingWorld(const Config& c, const HangOptions& o) {
   so.backend = o.backend;
   so.share_gpu = o.share_gpu;
   so.fail_fast = true;  // as torchrun: one failed rank stops the job
+  so.forward_signals = o.forward_signals;
   so.run_id = "drop_last_hang";
   HangRun out;
   out.run = launch::SpawnRanks(

@@ -33,6 +33,10 @@ struct HangOptions {
   EarlyRanks early = EarlyRanks::kWaitForJob;
   // NCCL: ranks share GPUs (--share_gpu; also automatic, core/launch/share_gpu.h).
   bool share_gpu = false;
+  // Ctrl-C or SIGTERM to this process stops the ranks at once (the caller
+  // has installed core/launch/interrupt.h's handlers and reports it), as in
+  // every other pair's worlds.
+  bool forward_signals = false;
 };
 
 struct HangRun {

@@ -23,12 +23,17 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "core/launch/interrupt.h"
 #include "core/trace/analyze.h"
 #include "repro/drop_last_hang/hang_run.h"
 #include "repro/drop_last_hang/scenario.h"
 
 namespace ddp::drop_last_hang {
 namespace {
+
+void StopIfInterrupted() {
+  if (const int sig = launch::InterruptSignal()) throw harness::Interrupted{sig};
+}
 
 using results::Json;
 
@@ -58,6 +63,7 @@ std::vector<Row> Rows(const harness::CommonFlags& f, const PairOptions& o) {
     HangOptions deadline;
     deadline.backend = f.backend;
     deadline.share_gpu = f.share_gpu;
+    deadline.forward_signals = launch::InterruptHandlersInstalled();
     deadline.collective_deadline_s = f.timeout;
     deadline.world_deadline_s = 2 * f.timeout + 30;
     auto add = [&](const char* variant, Sharding s, int64_t n, int b, HangOptions ho) {
@@ -124,7 +130,11 @@ results::Record RunRow(const harness::CommonFlags& f, const Row& row) {
     rec.reference["steps_with_drop_last"] = IntArray(StepCounts(dl));
   }
 
+  // Ctrl-C or SIGTERM (PairMain's handlers): the running world is stopped
+  // (forward_signals) and no row after it runs or is recorded.
+  StopIfInterrupted();
   const HangRun hr = RunTrainingWorld(c, row.options);
+  StopIfInterrupted();
   const auto& run = hr.run;
   rec.measured["launcher_exit_code"] = run.ExitCode();
   rec.measured["world_elapsed_s"] = run.elapsed.count() / 1000.0;
