@@ -156,17 +156,18 @@ def measure_one(claim, recs):
     return text, f"{', '.join(s.files)}: {variants}", ok
 
 
-def per_version(claim):
-    """'1.13: refuted; 2.15: confirmed' from a per-version field, or ''."""
+def per_version(claim, detail=False):
+    """'1.13: refuted; 2.15: confirmed' from a per-version field, or ''; with
+    detail, each version's note, measurement or evidence in parentheses."""
     for key in PER_VERSION_KEYS:
         field = claim.get(key)
         if isinstance(field, dict) and field:
             parts = []
             for version, v in field.items():
                 if isinstance(v, dict):
-                    words = v.get("verdict", "")
                     extra = v.get("note") or v.get("measured") or v.get("evidence")
-                    parts.append(f"{version}: {words}" + (f" ({extra})" if extra else ""))
+                    parts.append(f"{version}: {v.get('verdict', '')}"
+                                 + (f" ({extra})" if detail and extra else ""))
                 else:
                     parts.append(f"{version}: {v}")
             return "; ".join(parts)

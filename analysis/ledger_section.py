@@ -37,7 +37,7 @@ def section(claims, sources, recs, full=True):
         return [f"### {title}", "", tables.markdown(head, [cells(k, r) for k, r in picked]), ""]
 
     vcol = ["per PyTorch version"] if has_versions else []
-    w = 1 if full else 0.55  # cell widths: the compact form keeps about half
+    w = 1 if full else 0.45  # cell widths: the compact form keeps under half
     measured_head = ["#", "bug", "seed", "claim", "verdict", "measured", "check"] + (
         ["bound from", "record: variants"] if full else [])
     md += table("Measured verdicts", measured_head + vcol,

@@ -95,7 +95,9 @@ def main(claims_path, result_paths):
     # A per-version field is carried as written.
     versioned = dict(claims[0], versions={"1.13": "refuted", "2.15": {"verdict": "confirmed", "note": "n"}})
     row = ledger.rows([versioned], recs)[0][0]
-    check(row[10] == "1.13: refuted; 2.15: confirmed (n)", f"per-version field: {row[10]!r}")
+    check(row[10] == "1.13: refuted; 2.15: confirmed", f"per-version field: {row[10]!r}")
+    check(ledger.per_version(versioned, detail=True) == "1.13: refuted; 2.15: confirmed (n)",
+          "per-version detail")
 
     # The report keeps the classes apart and counts each.
     md = "\n".join(ledger_section.section(claims, sources, recs, full=False)[0])

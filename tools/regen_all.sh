@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# tools/regen_all.sh [--dry-run] [--only NAME[,NAME...]] — regenerates every
+# record and benchmark file under results/ at ONE commit (issue 30 item 5),
+# then the tables made from them and the report, and writes a manifest.
+#
+#   - refuses a dirty tree (any change, staged, unstaged or untracked outside
+#     ignored files): the records must carry the commit they name;
+#   - runs every step in a clean worktree of HEAD (git worktree add), so
+#     nothing uncommitted can leak in, and copies results/ back at the end;
+#   - waits for a quiet machine before every step, as bench/quiet.sh does
+#     (MAX_LOAD, WAIT_S, FORCE as there);
+#   - writes results/regen_manifest.json: commit, date, machine (host,
+#     kernel, CPU model, CPUs), and per step its command, the load at its
+#     start, its wall time in seconds and its exit status.
+# Steps: every pair record (the commands the pair READMEs name), bench/regen.sh
+# all, the PyTorch evidence (tools/vs_pytorch/run_all.sh, when its venv
+# exists), the pair README tables (analysis/pair_table.py --all) and the
+# report. --dry-run checks the tree and prints the steps without running
+# them. A failed step stops the run (exit 1); the manifest says which.
+# Takes hours on a 2-core machine (bench/regen.sh alone about 50 minutes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+dry=0
+only=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --help | -h) usage; exit 0 ;;
+    --dry-run) dry=1 ;;
+    --only) only="${2:?--only needs a list of step names}"; shift ;;
+    *) echo "regen_all: unknown argument '$1' (allowed: --dry-run, --only NAMES, --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+# name|command (run from the worktree's root; records go to results/)
+STEPS=(
+  "wrong_all_gather_repro|bazel run //repro/wrong_all_gather -- --sweep --json \$PWD/results/wrong_all_gather_repro.json"
+  "wrong_all_gather_fix|bazel run //fixes/wrong_all_gather -- --sweep --json \$PWD/results/wrong_all_gather_fix.json"
+  "mean_of_means_repro|bazel run //repro/mean_of_means -- --sweep --json \$PWD/results/mean_of_means_repro.json"
+  "mean_of_means_fix|bazel run //fixes/mean_of_means -- --sweep --json \$PWD/results/mean_of_means_fix.json"
+  "missing_set_epoch_repro|bazel run //repro/missing_set_epoch -- --json \$PWD/results/missing_set_epoch_repro.json"
+  "missing_set_epoch_fix|bazel run //fixes/missing_set_epoch -- --json \$PWD/results/missing_set_epoch_fix.json"
+  "missing_set_epoch_fix_sweep|bazel run //fixes/missing_set_epoch -- --sweep --json \$PWD/results/missing_set_epoch_fix_sweep.json"
+  "drop_last_hang_repro|bazel run //repro/drop_last_hang -- --json \$PWD/results/drop_last_hang_repro.json"
+  "drop_last_hang_fix|bazel run //fixes/drop_last_hang -- --json \$PWD/results/drop_last_hang_fix.json"
+  "drop_last_hang_fix_sweep|bazel run //fixes/drop_last_hang -- --sweep --json \$PWD/results/drop_last_hang_fix_sweep.json"
+  "small_batch_bn_repro|bazel run //repro/small_batch_bn -- --json \$PWD/results/small_batch_bn_repro.json"
+  "small_batch_bn_repro_sweep|bazel run //repro/small_batch_bn -- --sweep --json \$PWD/results/small_batch_bn_repro_sweep.json"
+  "small_batch_bn_fix|bazel run //fixes/small_batch_bn -- --json \$PWD/results/small_batch_bn_fix.json"
+  "small_batch_bn_fix_sweep|bazel run //fixes/small_batch_bn -- --sweep --json \$PWD/results/small_batch_bn_fix_sweep.json"
+  "autograd_lost_gather_repro|bazel run //repro/autograd_lost_gather -- --sweep --json \$PWD/results/autograd_lost_gather_repro.json"
+  "autograd_lost_gather_fix|bazel run //fixes/autograd_lost_gather -- --sweep --json \$PWD/results/autograd_lost_gather_fix.json"
+  "bench|bench/regen.sh all"
+  "vs_pytorch|tools/vs_pytorch/run_all.sh"
+  "pair_tables|python3 analysis/pair_table.py --all"
+  "report|bazel run //analysis:report -- --results results --out results/report --latex"
+)
+
+dirty="$(git status --porcelain --untracked-files=normal)"
+if [ -n "$dirty" ]; then
+  echo "regen_all: the tree is dirty; commit or remove these first (records must name a clean commit):" >&2
+  echo "$dirty" | head -20 >&2
+  exit 1
+fi
+commit="$(git rev-parse HEAD)"
+names=()
+for s in "${STEPS[@]}"; do
+  n="${s%%|*}"
+  if [ -z "$only" ] || [[ ",$only," == *",$n,"* ]]; then names+=("$n"); fi
+done
+if [ -n "$only" ] && [ "${#names[@]}" -eq 0 ]; then
+  echo "regen_all: --only names no step (allowed: $(printf '%s ' "${STEPS[@]%%|*}"))" >&2
+  exit 2
+fi
+if [ "$dry" = 1 ]; then
+  echo "regen_all: tree clean at $commit; would run in a worktree of it:"
+  for s in "${STEPS[@]}"; do
+    n="${s%%|*}"
+    [[ " ${names[*]} " == *" $n "* ]] && echo "  $n: ${s#*|}"
+  done
+  exit 0
+fi
+
+source bench/quiet.sh  # wait_quiet
+work="$(mktemp -d "${TMPDIR:-/tmp}/regen-${commit:0:12}-XXXX")"
+git worktree add --detach "$work/tree" "$commit" >/dev/null
+cleanup() { git -C "$root" worktree remove --force "$work/tree" >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+manifest="$work/steps.jsonl"
+: > "$manifest"
+status=0
+for s in "${STEPS[@]}"; do
+  n="${s%%|*}" cmd="${s#*|}"
+  [[ " ${names[*]} " == *" $n "* ]] || continue
+  if [ "$n" = vs_pytorch ] && [ ! -x "$root/.venv-torch2.15/bin/python" ]; then
+    printf '{"step": "%s", "skipped": "no .venv-torch2.15 (tools/setup.sh --torch2.15)"}\n' "$n" >> "$manifest"
+    continue
+  fi
+  wait_quiet "regen_all $n"
+  load="$(cut -d' ' -f1-3 /proc/loadavg)"
+  start="$(date +%s.%N)"
+  rc=0
+  (cd "$work/tree" && ln -sfn "$root/.venv-torch2.15" .venv-torch2.15 2>/dev/null; eval "$cmd") || rc=$?
+  secs="$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
+  python3 -c 'import json, sys; print(json.dumps({"step": sys.argv[1], "command": sys.argv[2],
+    "load_at_start": sys.argv[3], "seconds": float(sys.argv[4]), "exit": int(sys.argv[5])}))' \
+    "$n" "$cmd" "$load" "$secs" "$rc" >> "$manifest"
+  if [ "$rc" != 0 ]; then echo "regen_all: step $n failed (exit $rc)" >&2; status=1; break; fi
+done
+python3 - "$manifest" "$commit" "$work/tree/results/regen_manifest.json" <<'PY'
+import json, os, platform, sys, datetime
+steps = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+doc = {"commit": sys.argv[2], "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+       "machine": {"host": platform.node(), "kernel": platform.release(), "cpu": cpu,
+                   "cpus": os.cpu_count()}, "steps": steps}
+with open(sys.argv[3], "w") as f:
+    json.dump(doc, f, indent=1)
+    f.write("\n")
+PY
+# The worktree's results/ and the READMEs whose tables it rewrote come back.
+rsync -a "$work/tree/results/" "$root/results/"
+(cd "$work/tree" && git status --porcelain | awk '{print $2}' | grep -v '^results/' || true) |
+  while read -r f; do [ -f "$work/tree/$f" ] && cp "$work/tree/$f" "$root/$f"; done
+echo "regen_all: manifest results/regen_manifest.json (commit ${commit:0:12})"
+exit "$status"
