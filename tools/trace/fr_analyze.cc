@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "core/trace/analyze.h"  // RankSet
 
@@ -78,7 +79,7 @@ std::string DtypeKey(const Entry& e) {
 struct Member {
   int rank = 0;
   const Dump* dump = nullptr;
-  std::map<int64_t, const Entry*> by_seq;
+  std::unordered_map<int64_t, const Entry*> by_seq;
   int64_t last = 0;  // highest seq entered (0: none)
   int64_t first = 0;
   const Entry* At(int64_t seq) const {
@@ -151,9 +152,9 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
       if (e.pg_name != pg || e.is_p2p || e.seq <= 0) continue;
       m.by_seq[e.seq] = &e;
     }
-    if (!m.by_seq.empty()) {
-      m.first = m.by_seq.begin()->first;
-      m.last = m.by_seq.rbegin()->first;
+    for (const auto& [seq, e] : m.by_seq) {
+      m.first = m.first == 0 ? seq : std::min(m.first, seq);
+      m.last = std::max(m.last, seq);
     }
     ms.push_back(std::move(m));
   }
@@ -193,6 +194,15 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
       }
     }
     if (in.empty()) continue;
+    // The common case first: every rank that entered recorded the very same
+    // call, so nothing can differ but who is missing.
+    const Entry& e0 = *in[0].second;
+    const bool identical = std::all_of(in.begin(), in.end(), [&](const auto& p) {
+      const Entry& e = *p.second;
+      return e.profiling_name == e0.profiling_name && e.input_sizes == e0.input_sizes &&
+             e.output_sizes == e0.output_sizes && e.input_dtypes == e0.input_dtypes &&
+             e.output_dtypes == e0.output_dtypes;
+    });
     const std::string op = in[0].second->Op();
     // Ranks grouped by what they entered: the op first (nothing else is
     // comparable across different ops), then dtype and size together, so
@@ -213,22 +223,24 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
       v.positions = positions(seq);
       return true;
     };
-    std::vector<std::pair<int, std::string>> by_op, by_sig;
-    bool dtypes_differ = false, sizes_differ = false;
-    std::string dtype0, size0;
-    for (const auto& [r, e] : in) {
-      by_op.push_back({r, e->profiling_name});
-      const bool rootless = Among(e->Op(), {"gather", "scatter"}) && e->input_dtypes.empty();
-      const std::string d = rootless ? "" : DtypeKey(*e);
-      std::string n = SizeKey(*e);
-      if (!n.empty()) n = "x" + n.substr(0, n.size() - 1);
-      if (by_sig.empty()) dtype0 = d, size0 = n;
-      dtypes_differ |= !d.empty() && !dtype0.empty() && d != dtype0;
-      sizes_differ |= !n.empty() && !size0.empty() && n != size0;
-      if (!d.empty() || !n.empty()) by_sig.push_back({r, d + (d.empty() || n.empty() ? "" : " ") + n});
+    if (!identical) {
+      std::vector<std::pair<int, std::string>> by_op, by_sig;
+      bool dtypes_differ = false, sizes_differ = false;
+      std::string dtype0, size0;
+      for (const auto& [r, e] : in) {
+        by_op.push_back({r, e->profiling_name});
+        const bool rootless = Among(e->Op(), {"gather", "scatter"}) && e->input_dtypes.empty();
+        const std::string d = rootless ? "" : DtypeKey(*e);
+        std::string n = SizeKey(*e);
+        if (!n.empty()) n = "x" + n.substr(0, n.size() - 1);
+        if (by_sig.empty()) dtype0 = d, size0 = n;
+        dtypes_differ |= !d.empty() && !dtype0.empty() && d != dtype0;
+        sizes_differ |= !n.empty() && !size0.empty() && n != size0;
+        if (!d.empty() || !n.empty()) by_sig.push_back({r, d + (d.empty() || n.empty() ? "" : " ") + n});
+      }
+      const std::string sig_class = dtypes_differ && sizes_differ ? "dtype and size" : dtypes_differ ? "dtype" : "size";
+      if (mismatch("op", by_op) || ((dtypes_differ || sizes_differ) && mismatch(sig_class, by_sig))) return v;
     }
-    const std::string sig_class = dtypes_differ && sizes_differ ? "dtype and size" : dtypes_differ ? "dtype" : "size";
-    if (mismatch("op", by_op) || ((dtypes_differ || sizes_differ) && mismatch(sig_class, by_sig))) return v;
     // all_to_all: only the totals must agree, once every member is in.
     if (IsAllToAll(op) && never.empty() && no_dump.empty()) {
       int64_t sent = 0, received = 0;

@@ -39,13 +39,15 @@ struct Entry {
   std::string state;             // "scheduled", "started", "completed"
   int64_t time_created_ns = 0;
   int64_t timeout_ms = 0;
-  std::vector<Frame> frames;     // innermost first
+  // The first of `frames` (innermost first) outside torch and the
+  // interpreter's plumbing: the user's file and line. Only this one is kept
+  // (a dump of 64 ranks x 2000 entries holds over a million frames).
+  std::optional<Frame> user_frame;
 
   // "all_reduce": profiling_name without the backend.
   std::string Op() const;
-  // The first frame outside torch and the interpreter's plumbing: the
-  // user's file and line. Null when there are no frames (JSON dumps).
-  const Frame* UserFrame() const;
+  // The user's frame, or null when there is none (JSON dumps have no frames).
+  const Frame* UserFrame() const { return user_frame ? &*user_frame : nullptr; }
 };
 
 struct Group {
@@ -62,6 +64,10 @@ struct Dump {
   std::map<std::string, int64_t> last_completed;      // pg_status, by pg_id (decimal)
   std::vector<Entry> entries;
 };
+
+// Whether a frame's file is the user's: not torch's, not the interpreter's
+// (multiprocessing, threading, runpy, "<string>").
+bool IsUserFile(std::string_view file);
 
 // Parses one file's bytes; throws DumpError("<path>: <what>") naming the
 // field, "truncated", or "not a PyTorch Flight Recorder dump".

@@ -259,14 +259,14 @@ TEST(Pickle, DecodesTheSubsetAndRejectsTheRest) {
   const pickle::PickleDoc doc(bytes);
   const pickle::Value* a = doc.Root().Get("a");
   ASSERT_NE(a, nullptr);
-  ASSERT_EQ(a->items.size(), 7u);
-  EXPECT_EQ(a->items[0]->i, 1);
-  EXPECT_EQ(a->items[1]->i, -70000);
-  EXPECT_EQ(a->items[2]->i, int64_t{1} << 60);
-  EXPECT_EQ(a->items[3]->f, 2.5);
-  EXPECT_TRUE(a->items[4]->Is(pickle::Value::Kind::kNone));
-  EXPECT_EQ(a->items[5]->i, 1);
-  EXPECT_EQ(a->items[6]->items[1]->s, "y");
+  ASSERT_EQ(a->items().size(), 7u);
+  EXPECT_EQ(a->items()[0]->i, 1);
+  EXPECT_EQ(a->items()[1]->i, -70000);
+  EXPECT_EQ(a->items()[2]->i, int64_t{1} << 60);
+  EXPECT_EQ(a->items()[3]->f, 2.5);
+  EXPECT_TRUE(a->items()[4]->Is(pickle::Value::Kind::kNone));
+  EXPECT_EQ(a->items()[5]->i, 1);
+  EXPECT_EQ(a->items()[6]->items()[1]->s, "y");
 
   auto error_of = [](const std::string& b) {
     try {

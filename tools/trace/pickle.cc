@@ -1,5 +1,6 @@
 #include "tools/trace/pickle.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -23,8 +24,8 @@ uint64_t Le(const unsigned char* p, int n) {
 
 const Value* Value::Get(std::string_view key) const {
   if (kind != Kind::kDict) return nullptr;
-  for (std::size_t k = 0; k + 1 < items.size(); k += 2) {
-    if (items[k]->kind == Kind::kStr && items[k]->s == key) return items[k + 1];
+  for (uint32_t k = 0; k + 1 < size_; k += 2) {
+    if (items_[k]->kind == Kind::kStr && items_[k]->s == key) return items_[k + 1];
   }
   return nullptr;
 }
@@ -44,12 +45,27 @@ const char* Value::KindName() const {
 }
 
 Value* PickleDoc::New(Value::Kind kind) {
-  if (values_.size() >= max_values_) {
+  if (values_ >= max_values_) {
     throw PickleError("more than " + std::to_string(max_values_) + " objects");
   }
-  values_.emplace_back();
-  values_.back().kind = kind;
-  return &values_.back();
+  ++values_;
+  auto* v = new (arena_.allocate(sizeof(Value), alignof(Value))) Value();
+  v->kind = kind;
+  return v;
+}
+
+void PickleDoc::Append(Value* c, Value* const* from, std::size_t n) {
+  if (c->size_ + n > c->capacity_) {
+    // Doubling, in the arena: the old block is simply left behind.
+    const std::size_t cap = std::max<std::size_t>({8, 2 * std::size_t{c->capacity_}, c->size_ + n});
+    if (cap > max_values_) throw PickleError("a container of more than " + std::to_string(max_values_) + " items");
+    auto** items = static_cast<const Value**>(arena_.allocate(cap * sizeof(Value*), alignof(Value*)));
+    std::copy(c->items_, c->items_ + c->size_, items);
+    c->items_ = items;
+    c->capacity_ = static_cast<uint32_t>(cap);
+  }
+  std::copy(from, from + n, c->items_ + c->size_);
+  c->size_ += static_cast<uint32_t>(n);
 }
 
 PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_values_(max_values) {
@@ -59,6 +75,7 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
   std::vector<Value*> stack;
   std::vector<std::size_t> marks;
   std::vector<Value*> memo;
+  stack.reserve(64);
 
   auto fail = [&](std::size_t where, const std::string& what) -> void {
     throw PickleError(what + " at byte " + std::to_string(where));
@@ -98,7 +115,7 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
   };
   auto tuple_of = [&](std::size_t from) {
     Value* t = New(Value::Kind::kTuple);
-    t->items.assign(stack.begin() + static_cast<std::ptrdiff_t>(from), stack.end());
+    Append(t, stack.data() + from, stack.size() - from);
     stack.resize(from);
     stack.push_back(t);
   };
@@ -151,27 +168,27 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
         Value* value = pop(op_at);
         Value* key = pop(op_at);
         Value* d = top_container(op_at, 0, Value::Kind::kDict);
-        d->items.push_back(key);
-        d->items.push_back(value);
+        Value* const kv[] = {key, value};
+        Append(d, kv, 2);
         break;
       }
       case 'u': {  // SETITEMS
         const std::size_t m = pop_mark(op_at);
         if ((stack.size() - m) % 2 != 0) fail(op_at, "odd SETITEMS");
         Value* d = top_container(op_at, stack.size() - m, Value::Kind::kDict);
-        d->items.insert(d->items.end(), stack.begin() + static_cast<std::ptrdiff_t>(m), stack.end());
+        Append(d, stack.data() + m, stack.size() - m);
         stack.resize(m);
         break;
       }
       case 'a': {  // APPEND
         Value* v = pop(op_at);
-        top_container(op_at, 0, Value::Kind::kList)->items.push_back(v);
+        Append(top_container(op_at, 0, Value::Kind::kList), &v, 1);
         break;
       }
       case 'e': {  // APPENDS
         const std::size_t m = pop_mark(op_at);
         Value* l = top_container(op_at, stack.size() - m, Value::Kind::kList);
-        l->items.insert(l->items.end(), stack.begin() + static_cast<std::ptrdiff_t>(m), stack.end());
+        Append(l, stack.data() + m, stack.size() - m);
         stack.resize(m);
         break;
       }
@@ -266,9 +283,28 @@ void PickleWriter::Float(double v) {
   for (int k = 7; k >= 0; --k) out_.push_back(static_cast<char>((bits >> (8 * k)) & 0xff));
 }
 void PickleWriter::Str(std::string_view v) {
+  if (auto it = memo_.find(std::string(v)); it != memo_.end()) {
+    if (it->second < 256) {
+      out_ += 'h';
+      PutLe(out_, it->second, 1);
+    } else {
+      out_ += 'j';
+      PutLe(out_, it->second, 4);
+    }
+    return;
+  }
   out_ += 'X';
   PutLe(out_, v.size(), 4);
   out_ += v;
+  const auto idx = static_cast<uint32_t>(memo_.size());
+  memo_.emplace(std::string(v), idx);
+  if (idx < 256) {
+    out_ += 'q';
+    PutLe(out_, idx, 1);
+  } else {
+    out_ += 'r';
+    PutLe(out_, idx, 4);
+  }
 }
 void PickleWriter::BeginDict() { out_ += "}("; }
 void PickleWriter::EndDict() { out_ += 'u'; }

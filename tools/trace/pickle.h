@@ -8,10 +8,12 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <span>
+#include <memory_resource>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace ddp::trace::pickle {
@@ -29,12 +31,18 @@ struct Value {
   int64_t i = 0;             // kInt, kBool (0 or 1)
   double f = 0;              // kFloat
   std::string_view s;        // kStr (str and bytes alike)
-  std::vector<const Value*> items;  // kList, kTuple; kDict: key, value, key, value, ...
 
+  // kList, kTuple; kDict: key, value, key, value, ... (in the doc's arena).
+  std::span<const Value* const> items() const { return {items_, size_}; }
   bool Is(Kind k) const { return kind == k; }
   // kDict: the value under the str key, or null.
   const Value* Get(std::string_view key) const;
   const char* KindName() const;  // "dict", "list", ...
+
+ private:
+  friend class PickleDoc;
+  const Value** items_ = nullptr;
+  uint32_t size_ = 0, capacity_ = 0;
 };
 
 // The decoded objects of one pickle; Root() is what the pickle returns.
@@ -49,7 +57,12 @@ class PickleDoc {
 
  private:
   Value* New(Value::Kind kind);
-  std::deque<Value> values_;
+  void Append(Value* container, Value* const* from, std::size_t n);
+  // Every object and every container's items come from one arena, freed at
+  // once (Value is trivially destructible): a 2000-entry dump is about a
+  // million small objects.
+  std::pmr::monotonic_buffer_resource arena_;
+  std::size_t values_ = 0;
   std::size_t max_values_;
   const Value* root_ = nullptr;
 };
@@ -63,6 +76,8 @@ class PickleWriter {
   void Bool(bool v);
   void Int(int64_t v);
   void Float(double v);
+  // Each distinct string is written once and referred back to after (the
+  // memo, as Python's pickler does for a shared str object).
   void Str(std::string_view v);
   // Containers: Begin, then the items (dict: key, value, ...), then End.
   void BeginDict();
@@ -76,6 +91,7 @@ class PickleWriter {
 
  private:
   std::string out_;
+  std::unordered_map<std::string, uint32_t> memo_;
 };
 
 }  // namespace ddp::trace::pickle
