@@ -118,7 +118,7 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, bool sweep) {
   for (int w : WorldSizes(rows)) AppendWorld(f, w, RowsOf(rows, w), records);
   // The Lightning split (W = 16, N = 44; repro variant lightning_int_count):
   // the count travels as a float64 in the same allreduce, nothing floors.
-  if (f.backend == "gloo") AppendWorld(f, kLightningWorld, LightningRows(f), records);
+  if (RunsLightningWorld(f)) AppendWorld(f, kLightningWorld, LightningRows(f), records);
   return records;
 }
 

@@ -95,7 +95,7 @@ Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
 }  // namespace
 
 std::vector<results::Record> RunLightning(const harness::CommonFlags& f) {
-  if (f.backend != "gloo") return {};
+  if (!RunsLightningWorld(f)) return {};
   const std::vector<Row> rows = LightningRows(f);
   const int w = kLightningWorld;
   const unsigned cpus = std::thread::hardware_concurrency();

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "core/harness/world.h"
+
 namespace ddp::mean_of_means {
 
 std::vector<Row> Rows(const harness::CommonFlags& f, bool sweep) {
@@ -48,6 +50,11 @@ std::vector<Row> LightningRows(const harness::CommonFlags& f) {
     rows.push_back(r);
   }
   return rows;
+}
+
+bool RunsLightningWorld(const harness::CommonFlags& f) {
+  if (f.backend != "gloo") return false;
+  return !harness::LaunchedAsRank() || harness::LauncherWorldSize() == kLightningWorld;
 }
 
 std::vector<int> WorldSizes(const std::vector<Row>& rows) {

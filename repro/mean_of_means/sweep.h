@@ -36,5 +36,9 @@ results::Json ConfigJson(const Row& row);
 // small machine, which is fine: the case is about values, not time.
 constexpr int kLightningWorld = 16;
 std::vector<Row> LightningRows(const harness::CommonFlags& f);
+// Whether this run makes the Lightning world: on gloo, and under a launcher
+// only when it started exactly kLightningWorld ranks (a launched world's size
+// is the launcher's, so W = 16 rows on 3 launched ranks would be wrong rows).
+bool RunsLightningWorld(const harness::CommonFlags& f);
 
 }  // namespace ddp::mean_of_means
