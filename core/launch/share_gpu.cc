@@ -16,7 +16,7 @@ ShareGpuDecision DecideShareGpu(const std::string& backend, bool requested, int 
   if (var && *var != "0" && *var != "1") {
     throw ConfigError(std::string(kEnvShareGpu) + "='" + *var + "' must be 0 or 1");
   }
-  if (requested) return {true, "asked for (--share_gpu)"};
+  if (requested) return {true, "asked for"};
   if (var && *var == "1") return {true, std::string(kEnvShareGpu) + "=1"};
   if (var || backend != "nccl" || visible_gpus <= 0 || visible_gpus >= local_ranks) return {};
   return {true, std::to_string(local_ranks) + " NCCL ranks on this host, " +

@@ -253,6 +253,27 @@ TEST(Ddprun, BadInputExits2WithAMessage) {
   }
 }
 
+// Shared-GPU mode under ddprun: DDP_SHARE_GPU=1 gives each rank its own
+// NCCL_HOSTID, none without it; a bad value is exit 2 naming the variable.
+// (The automatic choice on fewer GPUs than ranks: core/launch:share_gpu_test.)
+TEST(Ddprun, DdpShareGpuGivesEachRankItsOwnNcclHostId) {
+  const auto args =
+      Ddprun({"--nproc", "2", "--", "/bin/sh", "-c", "echo HOSTID=${NCCL_HOSTID:-none}"});
+  auto r = RunCmd(Cmd(args, {{"DDP_SHARE_GPU", "1"}}));
+  EXPECT_TRUE(r.ok()) << r.Describe() << r.stderr_text;
+  EXPECT_NE(r.stdout_text.find("HOSTID=ddp-rank-0"), std::string::npos) << r.stdout_text;
+  EXPECT_NE(r.stdout_text.find("HOSTID=ddp-rank-1"), std::string::npos) << r.stdout_text;
+  Cmd plain(args);
+  plain.unset_env = {"DDP_SHARE_GPU", "NCCL_HOSTID"};
+  r = RunCmd(plain);
+  EXPECT_TRUE(r.ok()) << r.Describe() << r.stderr_text;
+  EXPECT_EQ(r.stdout_text.find("HOSTID=ddp-rank"), std::string::npos) << r.stdout_text;
+  r = RunCmd(Cmd(args, {{"DDP_SHARE_GPU", "maybe"}}));
+  EXPECT_TRUE(r.exited && r.exit_code == 2) << r.Describe();
+  EXPECT_NE(r.stderr_text.find("DDP_SHARE_GPU='maybe' must be 0 or 1"), std::string::npos)
+      << r.stderr_text;
+}
+
 // The example as one rank, configured by the environment: bad values exit 2.
 TEST(RankEnvironment, BadValuesExit2WithAMessage) {
   const std::string dir = ddp::launch::MakeFreshDir("env");

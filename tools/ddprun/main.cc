@@ -25,6 +25,7 @@
 #include "core/launch/interrupt.h"
 #include "core/launch/limits.h"
 #include "core/launch/rank_env.h"
+#include "core/launch/share_gpu.h"
 #include "core/launch/spawn.h"
 #include "core/launch/store.h"
 #include "core/launch/supervise.h"
@@ -196,14 +197,22 @@ int Finish(const Args& args, const Plan& plan, const launch::RunResult& result) 
   return code;
 }
 
-int Run(const Args& args) {
+int Run(const Args& given) {
+  // Ranks share GPUs when asked (--share-gpu, DDP_SHARE_GPU=1), or for NCCL
+  // when this host's ranks outnumber its visible GPUs (share_gpu.h).
+  Args args = given;
+  const int gpus = args.backend == "nccl" && !args.share_gpu ? launch::VisibleGpuCount() : -1;
+  const launch::ShareGpuDecision share =
+      launch::DecideShareGpu(args.backend, args.share_gpu, args.nproc, gpus);
+  args.share_gpu = share.share;
   // From here on, Ctrl-C or SIGTERM stops the ranks and is reported.
   launch::InstallInterruptHandlers();
   const Plan plan = Prepare(args);
   if (args.share_gpu) {
     std::fprintf(stderr,
-                 "[ddprun] --share-gpu: ranks may share GPUs (one NCCL_HOSTID per rank, "
-                 "traffic over sockets): functional mode, timings are not meaningful\n");
+                 "[ddprun] ranks share GPUs, one NCCL_HOSTID per rank (%s): traffic over "
+                 "sockets, functional mode, timings are not meaningful\n",
+                 share.why.c_str());
   }
   std::vector<launch::ChildProcess> children;
   try {
