@@ -5,7 +5,6 @@
 #include <set>
 #include <unordered_map>
 
-#include "core/trace/analyze.h"  // RankSet
 
 namespace ddp::trace::fr {
 namespace {
@@ -73,6 +72,25 @@ std::string DtypeKey(const Entry& e) {
   std::set<std::string> d(e.input_dtypes.begin(), e.input_dtypes.end());
   if (d.empty()) d.insert(e.output_dtypes.begin(), e.output_dtypes.end());
   return JoinStr({d.begin(), d.end()});
+}
+
+// "rank 2", "ranks [0, 1]", "ranks [0-16, 18-63]": runs of three or more
+// are written as ranges, so a verdict on 64 ranks stays one readable line.
+std::string Ranks(const std::vector<int>& r) {
+  if (r.size() == 1) return "rank " + std::to_string(r[0]);
+  std::string s;
+  for (std::size_t i = 0; i < r.size();) {
+    std::size_t j = i;
+    while (j + 1 < r.size() && r[j + 1] == r[j] + 1) ++j;
+    s += (s.empty() ? "" : ", ") + std::to_string(r[i]);
+    if (j - i >= 2) {
+      s += "-" + std::to_string(r[j]);
+      i = j + 1;
+    } else {
+      ++i;
+    }
+  }
+  return "ranks [" + s + "]";
 }
 
 // One member's record of one process group.
@@ -183,7 +201,17 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
     return out;
   };
   const std::string name = "process group " + pg + (desc.empty() || desc == "undefined" ? "" : " (" + desc + ")");
-  for (int64_t seq = lo; seq <= hi; ++seq) {
+  // Only the collectives someone recorded, in order: the ids come from the
+  // files, and a hostile 10^18 must not become a loop of 10^18 steps.
+  std::vector<int64_t> seqs;
+  for (const Member& m : ms) {
+    for (const auto& [seq, e] : m.by_seq) {
+      if (seq >= lo) seqs.push_back(seq);
+    }
+  }
+  std::sort(seqs.begin(), seqs.end());
+  seqs.erase(std::unique(seqs.begin(), seqs.end()), seqs.end());
+  for (const int64_t seq : seqs) {
     std::vector<std::pair<int, const Entry*>> in;
     std::vector<int> never;
     for (const Member& m : ms) {
@@ -217,7 +245,7 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
       v.op = op;
       v.culprits = Outliers(groups, &tie);
       std::vector<std::string> parts;
-      for (const auto& [k, ranks] : groups) parts.push_back(RankSet(ranks) + " " + k);
+      for (const auto& [k, ranks] : groups) parts.push_back(Ranks(ranks) + " " + k);
       v.line = name + ", collective #" + std::to_string(seq) + ": " + klass + " mismatch: " + JoinStr(parts, " vs ") +
                (tie ? " (no majority)" : "");
       v.positions = positions(seq);
@@ -266,8 +294,8 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
       // The smaller side is out of step; on an even split, the ranks that
       // never came are the ones holding the others up.
       v.culprits = entered.size() < never.size() ? entered : never;
-      v.line = name + ", collective #" + std::to_string(seq) + " (" + op + "): " + RankSet(entered) +
-               " entered it, " + RankSet(never) + " never did";
+      v.line = name + ", collective #" + std::to_string(seq) + " (" + op + "): " + Ranks(entered) +
+               " entered it, " + Ranks(never) + " never did";
       v.positions = positions(seq);
       return v;
     }
@@ -279,14 +307,14 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
     v.culprits = no_dump;
     std::vector<int> dumped;
     for (const Member& m : ms) dumped.push_back(m.rank);
-    v.line = name + ": no dump from " + RankSet(no_dump) + "; " + RankSet(dumped) + " agree up to #" +
+    v.line = name + ": no dump from " + Ranks(no_dump) + "; " + Ranks(dumped) + " agree up to #" +
              std::to_string(hi) + " and wait for " + (no_dump.size() == 1 ? "it" : "them");
     v.positions = positions(hi);
     if (hi > 0) v.op = ms.empty() ? "" : (ms[0].At(hi) ? ms[0].At(hi)->Op() : "");
     return v;
   }
   v.line = name + ": healthy, " + std::to_string(hi) + " collective" + (hi == 1 ? "" : "s") + " matched on " +
-           RankSet(members);
+           Ranks(members);
   return v;
 }
 
@@ -365,7 +393,7 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
   if (worst != nullptr) {
     a.healthy = false;
     a.culprits = worst->culprits;
-    a.verdict = (a.culprits.empty() ? std::string("problem") : "culprit " + RankSet(a.culprits)) + ": " + worst->line;
+    a.verdict = (a.culprits.empty() ? std::string("problem") : "culprit " + Ranks(a.culprits)) + ": " + worst->line;
     // Where each culprit is in the user's code: its entry at the divergent
     // collective, else its last one in that group.
     std::vector<std::string> at;
@@ -384,7 +412,7 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
     a.healthy = a.no_dump.empty();
     a.culprits = a.no_dump;
     a.verdict = a.no_dump.empty() ? "healthy: no collective recorded"
-                                  : "culprit " + RankSet(a.no_dump) + ": no dump, and no collective recorded by the others";
+                                  : "culprit " + Ranks(a.no_dump) + ": no dump, and no collective recorded by the others";
   } else {
     a.verdict = "healthy: " + std::to_string(world) + " ranks, " + std::to_string(a.groups.size()) +
                 " process group" + (a.groups.size() == 1 ? "" : "s") + ", every collective matched";
@@ -396,7 +424,7 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
   if (worst != nullptr && !worst->positions.empty()) {
     rep += "first divergent collective: process group " + worst->pg + ", #" + std::to_string(worst->seq) +
            (worst->op.empty() ? "" : " (" + worst->op + ")") + ":\n";
-    for (const Position& p : worst->positions) rep += "  " + RankSet(p.ranks) + ": " + p.text + "\n";
+    for (const Position& p : worst->positions) rep += "  " + Ranks(p.ranks) + ": " + p.text + "\n";
   }
   rep += "call sites (each rank's last collective):\n";
   Json sites = Json::MakeArray();

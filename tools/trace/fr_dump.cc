@@ -55,7 +55,10 @@ struct JNode {
   bool IsList() const { return v->IsArray(); }
   bool IsStr() const { return v->IsString(); }
   bool IsInt() const {
-    return v->IsBool() || (v->IsNumber() && std::floor(v->AsDouble()) == v->AsDouble());
+    if (v->IsBool()) return true;
+    if (!v->IsNumber()) return false;
+    const double d = v->AsDouble();
+    return std::floor(d) == d && std::fabs(d) < 9.0e18;  // an int64, not a cast of 1e300
   }
   bool IsNone() const { return v->IsNull(); }
   std::optional<JNode> Get(const char* key) const {

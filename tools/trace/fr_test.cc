@@ -164,6 +164,33 @@ TEST(FrBadInput, TruncatedForeignMissingAndMixedDumpsAreOneLineEach) {
   EXPECT_NE(error_of(dir, 2).find("--world_size 2"), std::string::npos);
 
   EXPECT_NE(error_of(Fresh("fr-empty")).find("no dumps in it"), std::string::npos);
+
+  // Hostile ids: a collective_seq_id of 10^18 beside 1 is two collectives to
+  // look at, not 10^18 (this hung before the analyzer walked recorded ids).
+  dir = Fresh("fr-far");
+  auto one = [](int64_t seq) {
+    pickle::PickleWriter w;
+    w.BeginDict();
+    w.Str("version"); w.Str("2.10");
+    w.Str("entries");
+    w.BeginList();
+    w.BeginDict();
+    w.Str("process_group"); w.BeginTuple(); w.Str("0"); w.Str("default_pg"); w.EndTuple();
+    w.Str("collective_seq_id"); w.Int(seq);
+    w.Str("profiling_name"); w.Str("gloo:barrier");
+    w.Str("state"); w.Str("scheduled");
+    w.EndDict();
+    w.EndList();
+    w.EndDict();
+    return w.Finish();
+  };
+  Put(dir + "/nccl_trace_rank_0", one(1));
+  Put(dir + "/nccl_trace_rank_1", one(int64_t{1} << 60));
+  const Analysis far = Analyze(ReadDir(dir));
+  EXPECT_FALSE(far.healthy);
+  EXPECT_EQ(far.culprits, std::vector<int>{0});  // rank 0 never entered #2^60 (even split)
+  Put(dir + "/nccl_trace_rank_1", "{\"version\": \"2.10\", \"entries\": [{\"process_group\": [\"0\", \"\"], \"collective_seq_id\": 1e300}]}");
+  EXPECT_NE(error_of(dir).find("collective_seq_id: a number, not an integer"), std::string::npos) << error_of(dir);
 }
 
 TEST(FrJson, TheJsonFormReadsLikeThePickle) {
