@@ -188,7 +188,9 @@ std::vector<int> Ranks(const N& x, const std::string& field) {
   while (i < s.size()) {
     if (s[i] >= '0' && s[i] <= '9') {
       int64_t r = 0;
-      while (i < s.size() && s[i] >= '0' && s[i] <= '9' && r < kMaxWorldSize) r = r * 10 + (s[i++] - '0');
+      while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+        r = std::min<int64_t>(r * 10 + (s[i++] - '0'), int64_t{1} << 50);  // no overflow
+      }
       add(r);
     } else if (s[i] == '[' || s[i] == ']' || s[i] == ',' || s[i] == ' ') {
       ++i;

@@ -165,6 +165,17 @@ TEST(FrBadInput, TruncatedForeignMissingAndMixedDumpsAreOneLineEach) {
 
   EXPECT_NE(error_of(Fresh("fr-empty")).find("no dumps in it"), std::string::npos);
 
+  // A group naming rank 2^31-1: refused before anything is sized by it.
+  std::string cfg = Slurp(kCorpus + "/healthy/nccl_trace_rank_0");
+  const std::string ranks = "[0, 1, 2]";
+  ASSERT_NE(cfg.find(ranks), std::string::npos);
+  dir = Fresh("fr-huge");
+  Put(dir + "/nccl_trace_rank_0", cfg.replace(cfg.find(ranks) - 4, 4 + ranks.size(),
+                                                std::string("\x0c\x00\x00\x00[2147483647]", 16)));
+  err = error_of(dir);
+  EXPECT_NE(err.find("pg_config['']"), std::string::npos) << err;
+  EXPECT_NE(err.find("rank 2147483647 outside [0, 65536)"), std::string::npos) << err;
+
   // Hostile ids: a collective_seq_id of 10^18 beside 1 is two collectives to
   // look at, not 10^18 (this hung before the analyzer walked recorded ids).
   dir = Fresh("fr-far");

@@ -76,6 +76,10 @@ big="$tmp/big"; mkdir -p "$big"; cp "$skip"/rank*.json "$big"/
 truncate -s 65M "$big/rank1.json"
 err=$(timeout 20 "$trace" "$big" 2>&1 >/dev/null); code=$?
 [[ $code == 2 && "$err" == *"$big/rank1.json: larger than"* ]] || fail "65 MiB dump: exit $code '$err'"
+deep="$tmp/deep"; mkdir -p "$deep"; cp "$skip"/rank*.json "$deep"/
+{ printf '{"format": '; head -c 1000000 /dev/zero | tr '\0' '['; } > "$deep/rank1.json"
+err=$(timeout 20 "$trace" "$deep" 2>&1 >/dev/null); code=$?
+[[ $code == 2 && "$err" == *"$deep/rank1.json: JSON nested deeper than 64"* ]] || fail "nested JSON: exit $code '$err'"
 "$trace" --help | grep -q "64 MiB" || fail "--help does not state the size cap"
 err=$("$trace" "$skip" --comm nosuch 2>&1 >/dev/null); code=$?
 [[ $code == 2 && "$err" == *"--comm"*"nosuch"*"comm0"* ]] || fail "--comm nosuch: exit $code '$err'"
