@@ -1,5 +1,7 @@
 #include "core/harness/world.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -67,11 +69,28 @@ std::string Tail(const std::string& text, std::size_t max_lines) {
   return out;
 }
 
+// How much longer than the collective deadline the ranks' start-up may take
+// (rendezvous, communicator init, NCCL's first collective: options.cc). The
+// world's own bound must cover it: on NCCL the start-up bound is at least
+// 60 s, and a world killed at 4 x 1.5 s + 10 s while several CUDA contexts
+// start on one GPU would never reach the hang it was built to show.
+double StartupAllowanceS(const WorldOptions& o) {
+  comm::CommOptions c;
+  c.backend = o.backend;
+  const auto deadline = std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
+  try {
+    const auto startup = comm::ResolveStartupTimeout(c, deadline);
+    return std::max(0.0, static_cast<double>(startup.count()) / 1000.0 - o.timeout_s);
+  } catch (const launch::ConfigError& e) {
+    ThrowUsage(e.what());
+  }
+}
+
 WorldResult RunSpawned(const WorldOptions& o, const RankBody& body) {
   WorldResult r;
   r.spawned = true;
   launch::SpawnOptions so;
-  const double deadline = o.world_deadline_s > 0 ? o.world_deadline_s : 4 * o.timeout_s + 10;
+  const double deadline = WorldDeadlineS(o);
   so.deadline = std::chrono::milliseconds(static_cast<long long>(deadline * 1000));
   so.backend = o.backend;
   so.share_gpu = o.share_gpu;
@@ -221,6 +240,10 @@ void ReportRankFailure(const std::exception& e) {
 }
 
 bool LaunchedAsRank() { return launch::LaunchedAsRank(); }
+
+double WorldDeadlineS(const WorldOptions& o) {
+  return o.world_deadline_s > 0 ? o.world_deadline_s : 4 * o.timeout_s + 10 + StartupAllowanceS(o);
+}
 
 int LauncherRank() {
   if (!LaunchedAsRank()) return 0;

@@ -40,7 +40,7 @@ struct WorldOptions {
   // (core/launch/share_gpu.h); launched ranks when DDP_SHARE_GPU=1.
   bool share_gpu = false;
   // Spawned mode: the whole world must finish within this many seconds
-  // (0: 4 x timeout_s + 10). A rank stopped (SIGSTOP) while its peers have
+  // (0: WorldDeadlineS below). A rank stopped (SIGSTOP) while its peers have
   // ended is killed after one second instead (supervise.h).
   double world_deadline_s = 0;
 };
@@ -83,6 +83,11 @@ WorldResult RunWorld(const WorldOptions& options, const RankBody& body);
 
 // True when a launcher started this process as one rank (RANK/WORLD_SIZE).
 bool LaunchedAsRank();
+
+// A spawned world's bound: world_deadline_s when set, else 4 x timeout_s +
+// 10 s plus what the ranks' start-up bound adds over timeout_s (none on
+// Gloo by default; on NCCL at least 60 s - timeout_s: comm/options.h).
+double WorldDeadlineS(const WorldOptions& o);
 // This process's rank under a launcher, 0 otherwise.
 int LauncherRank();
 // The launcher's world size; 0 when not launched as a rank.

@@ -133,5 +133,21 @@ TEST(RunWorld, UnderALauncherALostStoreSkipsTheRemainingWorlds) {
       << out;
 }
 
+// The world's bound covers NCCL's start-up bound (at least 60 s), so a world
+// with the hang repro's 1.5 s deadline is not killed while several CUDA
+// contexts start on one GPU; Gloo's start-up bound is its deadline, so a
+// Gloo world keeps 4 x deadline + 10 s.
+TEST(WorldDeadline, CoversTheStartUpBound) {
+  ::unsetenv("DDP_PITFALLS_STARTUP_TIMEOUT");
+  WorldOptions o;
+  o.timeout_s = 1.5;
+  o.backend = "gloo";
+  EXPECT_DOUBLE_EQ(WorldDeadlineS(o), 16.0);
+  o.backend = "nccl";
+  EXPECT_DOUBLE_EQ(WorldDeadlineS(o), 16.0 + 60.0 - 1.5);
+  o.world_deadline_s = 5;
+  EXPECT_DOUBLE_EQ(WorldDeadlineS(o), 5.0);
+}
+
 }  // namespace
 }  // namespace ddp::harness
