@@ -185,8 +185,8 @@ CommTrace CommFromJson(const Json& j, const std::string& path) {
   // The analyzer walks sequence numbers between the entries: the newest
   // entry must be the last collective entered, or next_seq is a lie.
   if (!c.entries.empty() && c.entries.back().seq != c.next_seq - 1) {
-    r.Fail("next_seq", "not one past the newest entry's seq (" +
-                           std::to_string(c.entries.back().seq) + ")");
+    r.Fail("next_seq",
+           "not one past the newest entry's seq (" + std::to_string(c.entries.back().seq) + ")");
   }
   return c;
 }
@@ -244,13 +244,16 @@ void CheckJsonDepth(std::string_view text, int max_depth) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > max_depth) {
-        throw DumpError("JSON nested deeper than " + std::to_string(max_depth) + " at byte " + std::to_string(i));
+        throw DumpError("JSON nested deeper than " + std::to_string(max_depth) + " at byte " +
+                        std::to_string(i));
       }
     } else if (c == ']' || c == '}') {
       --depth;
@@ -378,7 +381,8 @@ std::vector<std::optional<RankDump>> ReadDumpDir(const std::string& dir) {
     found.emplace_back(rank, std::move(d));
   }
   if (found.empty()) throw DumpError(dir + ": no rank<R>.json flight recorder dumps in it");
-  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   const int world = found.front().second.world_size;
   std::vector<std::optional<RankDump>> out(static_cast<std::size_t>(world));
   for (auto& [rank, d] : found) {

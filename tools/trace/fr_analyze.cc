@@ -5,7 +5,6 @@
 #include <set>
 #include <unordered_map>
 
-
 namespace ddp::trace::fr {
 namespace {
 
@@ -15,7 +14,8 @@ std::string Shapes(const std::vector<std::vector<int64_t>>& sizes) {
   std::string s = "[";
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     s += i ? ", [" : "[";
-    for (std::size_t d = 0; d < sizes[i].size(); ++d) s += (d ? ", " : "") + std::to_string(sizes[i][d]);
+    for (std::size_t d = 0; d < sizes[i].size(); ++d)
+      s += (d ? ", " : "") + std::to_string(sizes[i][d]);
     s += "]";
   }
   return s + "]";
@@ -49,7 +49,9 @@ bool Among(const std::string& op, std::initializer_list<const char*> names) {
   return std::any_of(names.begin(), names.end(), [&](const char* n) { return op == n; });
 }
 
-bool IsAllToAll(const std::string& op) { return op.rfind("all_to_all", 0) == 0 || op == "alltoall_base"; }
+bool IsAllToAll(const std::string& op) {
+  return op.rfind("all_to_all", 0) == 0 || op == "alltoall_base";
+}
 
 // What must be equal across ranks for the sizes to agree, by op ("" when
 // nothing per rank is: barrier, all_to_all).
@@ -125,26 +127,31 @@ std::string Describe(const Member& m, const Entry& e) {
 }
 
 // Groups ranks by a key, largest group first (ties: lowest rank first).
-std::vector<std::pair<std::string, std::vector<int>>> GroupBy(const std::vector<std::pair<int, std::string>>& keyed) {
+std::vector<std::pair<std::string, std::vector<int>>> GroupBy(
+    const std::vector<std::pair<int, std::string>>& keyed) {
   std::vector<std::pair<std::string, std::vector<int>>> groups;
   for (const auto& [rank, key] : keyed) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
     if (it == groups.end()) {
       groups.push_back({key, {}});
       it = groups.end() - 1;
     }
     it->second.push_back(rank);
   }
-  std::stable_sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
   return groups;
 }
 
 // Ranks outside the one largest group; with no single largest group, every
 // group but the one holding the lowest rank (said "no majority" in the line).
-std::vector<int> Outliers(const std::vector<std::pair<std::string, std::vector<int>>>& groups, bool* tie) {
+std::vector<int> Outliers(const std::vector<std::pair<std::string, std::vector<int>>>& groups,
+                          bool* tie) {
   std::vector<int> out;
   *tie = groups.size() > 1 && groups[0].second.size() == groups[1].second.size();
-  for (std::size_t i = 1; i < groups.size(); ++i) out.insert(out.end(), groups[i].second.begin(), groups[i].second.end());
+  for (std::size_t i = 1; i < groups.size(); ++i)
+    out.insert(out.end(), groups[i].second.begin(), groups[i].second.end());
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -191,16 +198,20 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
     std::vector<std::pair<int, std::string>> keyed;
     for (const Member& m : ms) {
       const Entry* e = m.At(seq);
-      keyed.push_back({m.rank, e ? Describe(m, *e) : m.last < seq ? where_never(m) : "no record (overwritten)"});
+      keyed.push_back({m.rank, e              ? Describe(m, *e)
+                               : m.last < seq ? where_never(m)
+                                              : "no record (overwritten)"});
     }
     for (int r : no_dump) keyed.push_back({r, "no dump (killed, hung hard, or its dump was lost)"});
     std::sort(keyed.begin(), keyed.end());
     std::vector<Position> out;
     for (const auto& [key, ranks] : GroupBy(keyed)) out.push_back({ranks, key});
-    std::sort(out.begin(), out.end(), [](const Position& a, const Position& b) { return a.ranks < b.ranks; });
+    std::sort(out.begin(), out.end(),
+              [](const Position& a, const Position& b) { return a.ranks < b.ranks; });
     return out;
   };
-  const std::string name = "process group " + pg + (desc.empty() || desc == "undefined" ? "" : " (" + desc + ")");
+  const std::string name =
+      "process group " + pg + (desc.empty() || desc == "undefined" ? "" : " (" + desc + ")");
   // Only the collectives someone recorded, in order: the ids come from the
   // files, and a hostile 10^18 must not become a loop of 10^18 steps.
   std::vector<int64_t> seqs;
@@ -235,7 +246,8 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
     // Ranks grouped by what they entered: the op first (nothing else is
     // comparable across different ops), then dtype and size together, so
     // that one rank off in dtype and another off in size are both named.
-    auto mismatch = [&](const std::string& klass, const std::vector<std::pair<int, std::string>>& keyed) {
+    auto mismatch = [&](const std::string& klass,
+                        const std::vector<std::pair<int, std::string>>& keyed) {
       const auto groups = GroupBy(keyed);
       if (groups.size() < 2) return false;
       bool tie = false;
@@ -246,8 +258,8 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
       v.culprits = Outliers(groups, &tie);
       std::vector<std::string> parts;
       for (const auto& [k, ranks] : groups) parts.push_back(Ranks(ranks) + " " + k);
-      v.line = name + ", collective #" + std::to_string(seq) + ": " + klass + " mismatch: " + JoinStr(parts, " vs ") +
-               (tie ? " (no majority)" : "");
+      v.line = name + ", collective #" + std::to_string(seq) + ": " + klass +
+               " mismatch: " + JoinStr(parts, " vs ") + (tie ? " (no majority)" : "");
       v.positions = positions(seq);
       return true;
     };
@@ -264,22 +276,28 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
         if (by_sig.empty()) dtype0 = d, size0 = n;
         dtypes_differ |= !d.empty() && !dtype0.empty() && d != dtype0;
         sizes_differ |= !n.empty() && !size0.empty() && n != size0;
-        if (!d.empty() || !n.empty()) by_sig.push_back({r, d + (d.empty() || n.empty() ? "" : " ") + n});
+        if (!d.empty() || !n.empty())
+          by_sig.push_back({r, d + (d.empty() || n.empty() ? "" : " ") + n});
       }
-      const std::string sig_class = dtypes_differ && sizes_differ ? "dtype and size" : dtypes_differ ? "dtype" : "size";
-      if (mismatch("op", by_op) || ((dtypes_differ || sizes_differ) && mismatch(sig_class, by_sig))) return v;
+      const std::string sig_class = dtypes_differ && sizes_differ ? "dtype and size"
+                                    : dtypes_differ               ? "dtype"
+                                                                  : "size";
+      if (mismatch("op", by_op) || ((dtypes_differ || sizes_differ) && mismatch(sig_class, by_sig)))
+        return v;
     }
     // all_to_all: only the totals must agree, once every member is in.
     if (IsAllToAll(op) && never.empty() && no_dump.empty()) {
       int64_t sent = 0, received = 0;
-      for (const auto& [r, e] : in) sent += Total(e->input_sizes), received += Total(e->output_sizes);
+      for (const auto& [r, e] : in)
+        sent += Total(e->input_sizes), received += Total(e->output_sizes);
       if (sent != received) {
         v.healthy = false;
         v.klass = "size";
         v.seq = seq;
         v.op = op;
-        v.line = name + ", collective #" + std::to_string(seq) + ": size mismatch: " + op + " sends " +
-                 std::to_string(sent) + " elements in all, receives " + std::to_string(received);
+        v.line = name + ", collective #" + std::to_string(seq) + ": size mismatch: " + op +
+                 " sends " + std::to_string(sent) + " elements in all, receives " +
+                 std::to_string(received);
         v.positions = positions(seq);
         return v;
       }
@@ -313,11 +331,10 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
     if (hi > 0) v.op = ms.empty() ? "" : (ms[0].At(hi) ? ms[0].At(hi)->Op() : "");
     return v;
   }
-  v.line = name + ": healthy, " + std::to_string(hi) + " collective" + (hi == 1 ? "" : "s") + " matched on " +
-           Ranks(members);
+  v.line = name + ": healthy, " + std::to_string(hi) + " collective" + (hi == 1 ? "" : "s") +
+           " matched on " + Ranks(members);
   return v;
 }
-
 
 Json IntArray(const std::vector<int>& v) {
   Json a = Json::MakeArray();
@@ -381,7 +398,9 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
       // ranks that recorded a collective in it.
       if (members.empty()) members.assign(seen_on[pg].begin(), seen_on[pg].end());
       std::sort(members.begin(), members.end());
-      members.erase(std::remove_if(members.begin(), members.end(), [&](int r) { return r >= world; }), members.end());
+      members.erase(
+          std::remove_if(members.begin(), members.end(), [&](int r) { return r >= world; }),
+          members.end());
     }
     a.groups.push_back(AnalyzeGroup(dd, pg, desc[pg], members));
   }
@@ -393,7 +412,8 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
   if (worst != nullptr) {
     a.healthy = false;
     a.culprits = worst->culprits;
-    a.verdict = (a.culprits.empty() ? std::string("problem") : "culprit " + Ranks(a.culprits)) + ": " + worst->line;
+    a.verdict = (a.culprits.empty() ? std::string("problem") : "culprit " + Ranks(a.culprits)) +
+                ": " + worst->line;
     // Where each culprit is in the user's code: its entry at the divergent
     // collective, else its last one in that group.
     std::vector<std::string> at;
@@ -405,14 +425,16 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
         if (e.pg_name != worst->pg || e.is_p2p || e.seq > worst->seq) continue;
         if (best == nullptr || e.seq > best->seq) best = &e;
       }
-      if (best != nullptr && !SiteOf(*best).empty()) at.push_back("rank " + std::to_string(r) + " at " + SiteOf(*best));
+      if (best != nullptr && !SiteOf(*best).empty())
+        at.push_back("rank " + std::to_string(r) + " at " + SiteOf(*best));
     }
     if (!at.empty()) a.verdict += "; " + JoinStr(at, "; ");
   } else if (a.groups.empty()) {
     a.healthy = a.no_dump.empty();
     a.culprits = a.no_dump;
     a.verdict = a.no_dump.empty() ? "healthy: no collective recorded"
-                                  : "culprit " + Ranks(a.no_dump) + ": no dump, and no collective recorded by the others";
+                                  : "culprit " + Ranks(a.no_dump) +
+                                        ": no dump, and no collective recorded by the others";
   } else {
     a.verdict = "healthy: " + std::to_string(world) + " ranks, " + std::to_string(a.groups.size()) +
                 " process group" + (a.groups.size() == 1 ? "" : "s") + ", every collective matched";
@@ -422,8 +444,8 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
   rep += "process groups:\n";
   for (const GroupVerdict& g : a.groups) rep += "  " + g.line + "\n";
   if (worst != nullptr && !worst->positions.empty()) {
-    rep += "first divergent collective: process group " + worst->pg + ", #" + std::to_string(worst->seq) +
-           (worst->op.empty() ? "" : " (" + worst->op + ")") + ":\n";
+    rep += "first divergent collective: process group " + worst->pg + ", #" +
+           std::to_string(worst->seq) + (worst->op.empty() ? "" : " (" + worst->op + ")") + ":\n";
     for (const Position& p : worst->positions) rep += "  " + Ranks(p.ranks) + ": " + p.text + "\n";
   }
   rep += "call sites (each rank's last collective):\n";
@@ -445,8 +467,9 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
       rep += "  rank " + std::to_string(r) + ": no collective recorded\n";
     } else {
       const std::string site = SiteOf(*last);
-      rep += "  rank " + std::to_string(r) + ": process group " + last->pg_name + " #" + std::to_string(last->seq) +
-             " " + last->profiling_name + " at " + (site.empty() ? "(no frames in this dump)" : site) + "\n";
+      rep += "  rank " + std::to_string(r) + ": process group " + last->pg_name + " #" +
+             std::to_string(last->seq) + " " + last->profiling_name + " at " +
+             (site.empty() ? "(no frames in this dump)" : site) + "\n";
       if (const Frame* f = last->UserFrame()) {
         sj["file"] = f->file;
         sj["line"] = static_cast<long long>(f->line);

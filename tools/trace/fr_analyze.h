@@ -35,12 +35,12 @@ struct GroupVerdict {
   std::string pg, desc;
   std::vector<int> members;
   bool healthy = true;
-  std::string klass;   // "", "op", "dtype", "size", "missing", "no dump"
+  std::string klass;  // "", "op", "dtype", "size", "missing", "no dump"
   int64_t seq = -1;
   std::string op;
   std::vector<int> culprits;
-  int64_t collectives = 0;  // the highest seq any member entered
-  std::string line;         // one line
+  int64_t collectives = 0;          // the highest seq any member entered
+  std::string line;                 // one line
   std::vector<Position> positions;  // everyone at `seq`
 };
 

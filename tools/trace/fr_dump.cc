@@ -174,7 +174,8 @@ std::vector<int> Ranks(const N& x, const std::string& field) {
   std::vector<int> out;
   auto add = [&](int64_t r) {
     if (r < 0 || r >= kMaxWorldSize) {
-      Fail(field, "rank " + std::to_string(r) + " outside [0, " + std::to_string(kMaxWorldSize) + ")");
+      Fail(field,
+           "rank " + std::to_string(r) + " outside [0, " + std::to_string(kMaxWorldSize) + ")");
     }
     out.push_back(static_cast<int>(r));
   };
@@ -261,7 +262,8 @@ Dump ReadTree(const N& root) {
   if (auto status = root.Get("pg_status"); status && status->IsDict()) {
     for (const auto& [id, s] : status->Items()) {
       if (!s.IsDict()) continue;
-      d.last_completed[id] = Int(s, "last_completed_collective", "pg_status['" + id + "'].", -1, false);
+      d.last_completed[id] =
+          Int(s, "last_completed_collective", "pg_status['" + id + "'].", -1, false);
     }
   }
   const N entries = List(root, "entries", "");
@@ -273,7 +275,8 @@ Dump ReadTree(const N& root) {
 }
 
 bool AllDigits(std::string_view s) {
-  return !s.empty() && s.size() <= 6 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return !s.empty() && s.size() <= 6 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // "nccl_trace_rank_12" -> ("nccl_trace_rank_", 12); files that do not end
@@ -285,7 +288,8 @@ std::optional<std::pair<std::string, int>> SplitName(const std::string& name) {
   while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9') --k;
   const std::string digits = name.substr(k);
   if (!AllDigits(digits) || k == 0) return std::nullopt;
-  if (name.rfind("rank", 0) == 0 && name.size() > 5 && name.substr(name.size() - 5) == ".json") return std::nullopt;
+  if (name.rfind("rank", 0) == 0 && name.size() > 5 && name.substr(name.size() - 5) == ".json")
+    return std::nullopt;
   return std::make_pair(name.substr(0, k), std::stoi(digits));
 }
 
@@ -298,7 +302,8 @@ std::string Entry::Op() const {
 
 bool IsUserFile(std::string_view p) {
   const bool torch = p.find("/torch/") != std::string_view::npos || p.rfind("torch/", 0) == 0;
-  const bool plumbing = p.empty() || p[0] == '<' || p.find("/multiprocessing/") != std::string_view::npos ||
+  const bool plumbing = p.empty() || p[0] == '<' ||
+                        p.find("/multiprocessing/") != std::string_view::npos ||
                         p.find("/threading.py") != std::string_view::npos ||
                         p.find("/runpy.py") != std::string_view::npos;
   return !torch && !plumbing;
@@ -330,7 +335,8 @@ Dump ParseDump(std::string_view bytes, const std::string& path, int rank) {
     d.path = path;
     return d;
   } catch (const pickle::PickleError& e) {
-    throw DumpError(path + ": pickle " + e.what() + "; not a (complete) PyTorch Flight Recorder dump");
+    throw DumpError(path + ": pickle " + e.what() +
+                    "; not a (complete) PyTorch Flight Recorder dump");
   } catch (const DumpError& e) {
     throw DumpError(path + ": " + e.what());
   }
@@ -351,16 +357,20 @@ DirDumps ReadDir(const std::string& dir, int world_size) {
   std::map<std::string, std::vector<std::pair<int, std::string>>> by_prefix;
   for (const auto& f : it) {
     const std::string name = f.path().filename().string();
-    if (auto split = SplitName(name)) by_prefix[split->first].push_back({split->second, f.path().string()});
+    if (auto split = SplitName(name))
+      by_prefix[split->first].push_back({split->second, f.path().string()});
   }
   if (by_prefix.empty()) {
-    throw DumpError(dir + ": no dumps in it (PyTorch's <prefix><rank> files, e.g. nccl_trace_rank_0, "
-                          "or the suite's rank<R>.json)");
+    throw DumpError(dir +
+                    ": no dumps in it (PyTorch's <prefix><rank> files, e.g. nccl_trace_rank_0, "
+                    "or the suite's rank<R>.json)");
   }
   if (by_prefix.size() > 1) {
     std::string names;
-    for (const auto& [p, files] : by_prefix) names += (names.empty() ? "" : ", ") + p + "<rank> (" + std::to_string(files.size()) + ")";
-    throw DumpError(dir + ": two sets of dumps in one folder: " + names + "; give the folder of one job");
+    for (const auto& [p, files] : by_prefix)
+      names += (names.empty() ? "" : ", ") + p + "<rank> (" + std::to_string(files.size()) + ")";
+    throw DumpError(dir + ": two sets of dumps in one folder: " + names +
+                    "; give the folder of one job");
   }
   DirDumps out;
   out.prefix = by_prefix.begin()->first;
@@ -369,7 +379,8 @@ DirDumps ReadDir(const std::string& dir, int world_size) {
   int world = std::max(world_size, 0);
   for (const auto& [rank, path] : files) {
     if (rank >= kMaxWorldSize) {
-      throw DumpError(path + ": rank " + std::to_string(rank) + " beyond " + std::to_string(kMaxWorldSize) + " ranks");
+      throw DumpError(path + ": rank " + std::to_string(rank) + " beyond " +
+                      std::to_string(kMaxWorldSize) + " ranks");
     }
     world = std::max(world, rank + 1);
   }
@@ -420,8 +431,9 @@ DirDumps ReadDir(const std::string& dir, int world_size) {
   // timeout, since the first to arrive waits at most that long.
   for (const Dump& d : dumps) {
     if (d.version != dumps.front().version) {
-      throw DumpError(d.path + ": format version " + d.version + " but " + dumps.front().path + " has " +
-                      dumps.front().version + ": dumps of different jobs (or PyTorch versions) in one folder");
+      throw DumpError(d.path + ": format version " + d.version + " but " + dumps.front().path +
+                      " has " + dumps.front().version +
+                      ": dumps of different jobs (or PyTorch versions) in one folder");
     }
     for (const auto& [name, g] : d.pg_config) {
       for (const Dump& o : dumps) {
@@ -446,15 +458,17 @@ DirDumps ReadDir(const std::string& dir, int world_size) {
     }
     for (const Entry& e : d.entries) {
       if (e.is_p2p || e.seq <= 0 || e.time_created_ns <= 0 || e.seq >= newest[e.pg_name]) continue;
-      auto [at, inserted] = passed[e.pg_name].try_emplace(e.seq, Seen{e.time_created_ns, e.timeout_ms, &d});
+      auto [at, inserted] =
+          passed[e.pg_name].try_emplace(e.seq, Seen{e.time_created_ns, e.timeout_ms, &d});
       if (inserted) continue;
       const int64_t bound_ms = std::max(e.timeout_ms, at->second.timeout_ms) + 5000;
       const int64_t apart_ms = std::llabs(at->second.t - e.time_created_ns) / 1'000'000;
       if (apart_ms > bound_ms) {
-        throw DumpError(d.path + ": collective #" + std::to_string(e.seq) + " of process group " + e.pg_name +
-                        " was entered " + std::to_string(apart_ms / 1000) + " s apart from " + at->second.dump->path +
-                        "'s, and both went past it (timeout " + std::to_string(bound_ms / 1000 - 5) +
-                        " s): dumps of two different jobs in one folder");
+        throw DumpError(
+            d.path + ": collective #" + std::to_string(e.seq) + " of process group " + e.pg_name +
+            " was entered " + std::to_string(apart_ms / 1000) + " s apart from " +
+            at->second.dump->path + "'s, and both went past it (timeout " +
+            std::to_string(bound_ms / 1000 - 5) + " s): dumps of two different jobs in one folder");
       }
     }
   }

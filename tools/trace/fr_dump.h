@@ -33,10 +33,10 @@ struct Entry {
   int64_t seq = 0;               // collective_seq_id
   int64_t p2p_seq = 0;
   bool is_p2p = false;
-  std::string profiling_name;    // "gloo:all_reduce"
+  std::string profiling_name;  // "gloo:all_reduce"
   std::vector<std::vector<int64_t>> input_sizes, output_sizes;
   std::vector<std::string> input_dtypes, output_dtypes;
-  std::string state;             // "scheduled", "started", "completed"
+  std::string state;  // "scheduled", "started", "completed"
   int64_t time_created_ns = 0;
   int64_t timeout_ms = 0;
   // The first of `frames` (innermost first) outside torch and the
@@ -60,8 +60,8 @@ struct Dump {
   std::string path;
   std::string format;  // "pickle" | "json"
   std::string version;
-  std::map<std::string, Group> pg_config;             // by name
-  std::map<std::string, int64_t> last_completed;      // pg_status, by pg_id (decimal)
+  std::map<std::string, Group> pg_config;         // by name
+  std::map<std::string, int64_t> last_completed;  // pg_status, by pg_id (decimal)
   std::vector<Entry> entries;
 };
 
@@ -78,9 +78,9 @@ Dump ParseDump(std::string_view bytes, const std::string& path, int rank);
 bool LooksLikeFrDir(const std::string& dir);
 
 struct DirDumps {
-  std::string prefix;                 // "nccl_trace_rank_"
+  std::string prefix;                        // "nccl_trace_rank_"
   std::vector<std::optional<Dump>> by_rank;  // world size = by_rank.size()
-  std::vector<std::string> notes;     // e.g. how the world size was decided
+  std::vector<std::string> notes;            // e.g. how the world size was decided
 };
 
 // Reads every <prefix><rank> file of one prefix in `dir`. The world is the

@@ -21,9 +21,11 @@ namespace {
 
 const std::string kCorpus = "tools/trace/testdata/fr_corpus";
 
-const char* kScenarios[] = {"allreduce_vs_barrier", "ddp_short", "dtype_mismatch", "extra_step",
-                            "healthy", "killed", "size_mismatch", "skip_one", "stalled",
-                            "subgroup_hang", "uneven_ok", "w4_two_mismatch", "w4_two_stalled"};
+const char* kScenarios[] = {"allreduce_vs_barrier", "ddp_short", "dtype_mismatch",
+                            "extra_step",           "healthy",   "killed",
+                            "size_mismatch",        "skip_one",  "stalled",
+                            "subgroup_hang",        "uneven_ok", "w4_two_mismatch",
+                            "w4_two_stalled"};
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -33,13 +35,16 @@ std::string Slurp(const std::string& path) {
 }
 
 std::string Fresh(const std::string& name) {
-  const std::string dir = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
+  const std::string dir =
+      std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
 }
 
-void Put(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+void Put(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
 
 std::string Base(const std::string& p) { return p.substr(p.rfind('/') + 1); }
 
@@ -49,7 +54,8 @@ TEST_P(Corpus, VerdictMatchesTheGroundTruth) {
   const std::string dir = kCorpus + "/" + GetParam();
   const results::Json truth = results::ParseJson(Slurp(dir + "/truth.json"));
   std::vector<int> culprits;
-  for (const auto& c : truth.Find("culprits")->AsArray()) culprits.push_back(static_cast<int>(c.AsDouble()));
+  for (const auto& c : truth.Find("culprits")->AsArray())
+    culprits.push_back(static_cast<int>(c.AsDouble()));
   const int world = static_cast<int>(truth.Find("world_size")->AsDouble());
 
   const DirDumps dumps = ReadDir(dir);
@@ -81,7 +87,8 @@ TEST_P(Corpus, VerdictMatchesTheGroundTruth) {
     const Frame* f = last->UserFrame();
     ASSERT_NE(f, nullptr);
     EXPECT_EQ(Base(f->file) + ":" + std::to_string(f->line),
-              site.Find("file")->AsString() + ":" + std::to_string(static_cast<int>(site.Find("line")->AsDouble())));
+              site.Find("file")->AsString() + ":" +
+                  std::to_string(static_cast<int>(site.Find("line")->AsDouble())));
     EXPECT_NE(a.report.find(f->file + ":" + std::to_string(f->line)), std::string::npos);
   }
 }
@@ -101,7 +108,8 @@ TEST(FrCorpus, UnevenButLegalCollectivesAreHealthy) {
   for (const auto& d : dumps.by_rank) {
     for (const Entry& e : d->entries) {
       a2a |= e.Op() == "all_to_all";
-      shapes_differ |= e.Op() == "all_reduce" && e.input_sizes.size() == 1 && e.input_sizes[0].size() == 2;
+      shapes_differ |=
+          e.Op() == "all_reduce" && e.input_sizes.size() == 1 && e.input_sizes[0].size() == 2;
     }
   }
   EXPECT_TRUE(a2a);
@@ -132,11 +140,15 @@ TEST(FrBadInput, TruncatedForeignMissingAndMixedDumpsAreOneLineEach) {
 
   // Foreign: a pickle of a class (GLOBAL), text, an empty file.
   dir = Fresh("fr-foreign");
-  Put(dir + "/nccl_trace_rank_0", std::string("\x80\x02" "cos\nsystem\nq\x00.", 15));
+  Put(dir + "/nccl_trace_rank_0", std::string("\x80\x02"
+                                              "cos\nsystem\nq\x00.",
+                                              15));
   err = error_of(dir);
-  EXPECT_NE(err.find("opcode 0x63 ('c') is outside the Flight Recorder subset"), std::string::npos) << err;
+  EXPECT_NE(err.find("opcode 0x63 ('c') is outside the Flight Recorder subset"), std::string::npos)
+      << err;
   Put(dir + "/nccl_trace_rank_0", "hello, world\n");
-  EXPECT_NE(error_of(dir).find("not a PyTorch Flight Recorder dump"), std::string::npos) << error_of(dir);
+  EXPECT_NE(error_of(dir).find("not a PyTorch Flight Recorder dump"), std::string::npos)
+      << error_of(dir);
   Put(dir + "/nccl_trace_rank_0", "{\"a\": 1}");
   EXPECT_NE(error_of(dir).find("no 'entries' or 'version'"), std::string::npos) << error_of(dir);
   Put(dir + "/nccl_trace_rank_0", "{\"a\": " + std::string(100000, '['));
@@ -151,11 +163,14 @@ TEST(FrBadInput, TruncatedForeignMissingAndMixedDumpsAreOneLineEach) {
   EXPECT_NE(err.find("dumps of two different jobs in one folder"), std::string::npos) << err;
   // Two prefixes.
   Put(dir + "/other_rank_0", Slurp(src + "0"));
-  EXPECT_NE(error_of(dir).find("two sets of dumps in one folder"), std::string::npos) << error_of(dir);
+  EXPECT_NE(error_of(dir).find("two sets of dumps in one folder"), std::string::npos)
+      << error_of(dir);
 
   // Missing ranks: only the world size tells rank 3 existed.
   dir = Fresh("fr-missing");
-  for (int r = 0; r < 3; ++r) Put(dir + "/nccl_trace_rank_" + std::to_string(r), Slurp(kCorpus + "/healthy/nccl_trace_rank_" + std::to_string(r)));
+  for (int r = 0; r < 3; ++r)
+    Put(dir + "/nccl_trace_rank_" + std::to_string(r),
+        Slurp(kCorpus + "/healthy/nccl_trace_rank_" + std::to_string(r)));
   EXPECT_TRUE(Analyze(ReadDir(dir)).healthy);
   const Analysis a = Analyze(ReadDir(dir, 4));
   EXPECT_FALSE(a.healthy);
@@ -171,7 +186,7 @@ TEST(FrBadInput, TruncatedForeignMissingAndMixedDumpsAreOneLineEach) {
   ASSERT_NE(cfg.find(ranks), std::string::npos);
   dir = Fresh("fr-huge");
   Put(dir + "/nccl_trace_rank_0", cfg.replace(cfg.find(ranks) - 4, 4 + ranks.size(),
-                                                std::string("\x0c\x00\x00\x00[2147483647]", 16)));
+                                              std::string("\x0c\x00\x00\x00[2147483647]", 16)));
   err = error_of(dir);
   EXPECT_NE(err.find("pg_config['']"), std::string::npos) << err;
   EXPECT_NE(err.find("rank 2147483647 outside [0, 65536)"), std::string::npos) << err;
@@ -182,14 +197,22 @@ TEST(FrBadInput, TruncatedForeignMissingAndMixedDumpsAreOneLineEach) {
   auto one = [](int64_t seq) {
     pickle::PickleWriter w;
     w.BeginDict();
-    w.Str("version"); w.Str("2.10");
+    w.Str("version");
+    w.Str("2.10");
     w.Str("entries");
     w.BeginList();
     w.BeginDict();
-    w.Str("process_group"); w.BeginTuple(); w.Str("0"); w.Str("default_pg"); w.EndTuple();
-    w.Str("collective_seq_id"); w.Int(seq);
-    w.Str("profiling_name"); w.Str("gloo:barrier");
-    w.Str("state"); w.Str("scheduled");
+    w.Str("process_group");
+    w.BeginTuple();
+    w.Str("0");
+    w.Str("default_pg");
+    w.EndTuple();
+    w.Str("collective_seq_id");
+    w.Int(seq);
+    w.Str("profiling_name");
+    w.Str("gloo:barrier");
+    w.Str("state");
+    w.Str("scheduled");
     w.EndDict();
     w.EndList();
     w.EndDict();
@@ -200,8 +223,11 @@ TEST(FrBadInput, TruncatedForeignMissingAndMixedDumpsAreOneLineEach) {
   const Analysis far = Analyze(ReadDir(dir));
   EXPECT_FALSE(far.healthy);
   EXPECT_EQ(far.culprits, std::vector<int>{0});  // rank 0 never entered #2^60 (even split)
-  Put(dir + "/nccl_trace_rank_1", "{\"version\": \"2.10\", \"entries\": [{\"process_group\": [\"0\", \"\"], \"collective_seq_id\": 1e300}]}");
-  EXPECT_NE(error_of(dir).find("collective_seq_id: a number, not an integer"), std::string::npos) << error_of(dir);
+  Put(dir + "/nccl_trace_rank_1",
+      "{\"version\": \"2.10\", \"entries\": [{\"process_group\": [\"0\", \"\"], "
+      "\"collective_seq_id\": 1e300}]}");
+  EXPECT_NE(error_of(dir).find("collective_seq_id: a number, not an integer"), std::string::npos)
+      << error_of(dir);
 }
 
 TEST(FrJson, TheJsonFormReadsLikeThePickle) {
@@ -316,23 +342,29 @@ TEST(Pickle, DecodesTheSubsetAndRejectsTheRest) {
   };
   EXPECT_NE(error_of(bytes.substr(0, bytes.size() - 3)).find("truncated"), std::string::npos);
   EXPECT_NE(error_of(bytes + "N").find("trailing bytes"), std::string::npos);
-  EXPECT_NE(error_of(std::string("\x80\x02R.", 4)).find("opcode 0x52 ('R')"), std::string::npos);  // REDUCE
+  EXPECT_NE(error_of(std::string("\x80\x02R.", 4)).find("opcode 0x52 ('R')"),
+            std::string::npos);  // REDUCE
   EXPECT_NE(error_of(std::string("\x80\x01N.", 4)).find("protocol 1"), std::string::npos);
   EXPECT_NE(error_of("}.").find("not a pickle"), std::string::npos);
-  EXPECT_NE(error_of(std::string("\x80\x02h\x07.", 5)).find("memo index 7 unset"), std::string::npos);
-  EXPECT_NE(error_of(std::string("\x80\x02\x8a\x09", 4)).find("more than 64 bits"), std::string::npos);
+  EXPECT_NE(error_of(std::string("\x80\x02h\x07.", 5)).find("memo index 7 unset"),
+            std::string::npos);
+  EXPECT_NE(error_of(std::string("\x80\x02\x8a\x09", 4)).find("more than 64 bits"),
+            std::string::npos);
   // A bound on objects, whatever the bytes claim.
   std::string many = "\x80\x02](";
   for (int i = 0; i < 100; ++i) many += 'N';
   many += "e.";
-  EXPECT_NE([&] {
-    try {
-      pickle::PickleDoc d(many, 50);
-    } catch (const pickle::PickleError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  }().find("more than 50 objects"), std::string::npos);
+  EXPECT_NE(
+      [&] {
+        try {
+          pickle::PickleDoc d(many, 50);
+        } catch (const pickle::PickleError& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      }()
+          .find("more than 50 objects"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ namespace {
 constexpr char kProgram[] = "trace";
 
 int Usage(const std::string& message) {
-  std::fprintf(stderr, "%s: %s (usage: trace DIR [--json] [--entries N] [--comm NAME]; see --help)\n",
+  std::fprintf(stderr,
+               "%s: %s (usage: trace DIR [--json] [--entries N] [--comm NAME]; see --help)\n",
                kProgram, message.c_str());
   return 2;
 }
@@ -63,11 +64,13 @@ int RunPyTorch(const std::string& dir, bool json, const std::string& pg, int wor
     for (const auto& d : dumps.by_rank) {
       if (!d) continue;
       for (const auto& e : d->entries) {
-        if (std::find(names.begin(), names.end(), e.pg_name) == names.end()) names.push_back(e.pg_name);
+        if (std::find(names.begin(), names.end(), e.pg_name) == names.end())
+          names.push_back(e.pg_name);
       }
     }
     if (std::find(names.begin(), names.end(), pg) == names.end()) {
-      return Usage("--comm: '" + pg + "' is no process group of these dumps (allowed: " + Join(names) + ")");
+      return Usage("--comm: '" + pg +
+                   "' is no process group of these dumps (allowed: " + Join(names) + ")");
     }
   }
   const ddp::trace::fr::Analysis a = ddp::trace::fr::Analyze(dumps, pg);
@@ -99,10 +102,13 @@ int main(int argc, char** argv) {
   flags.Bool("json", &json, "print the analysis as one JSON object");
   flags.Int("entries", &entries, "last entries shown per rank (the suite's dumps)", 0, 2000);
   flags.String("comm", &comm, "communicator (suite) or process group name (PyTorch) to analyse");
-  flags.Int("world_size", &world_size,
-            "PyTorch dumps: the job's world size, when the last ranks sent no dump (0: from the dumps)",
-            0, ddp::trace::kMaxWorldSize);
-  flags.String("to-fr", &to_fr, "write the suite's dumps in DIR as PyTorch Flight Recorder pickles into this folder");
+  flags.Int(
+      "world_size", &world_size,
+      "PyTorch dumps: the job's world size, when the last ranks sent no dump (0: from the dumps)",
+      0, ddp::trace::kMaxWorldSize);
+  flags.String(
+      "to-fr", &to_fr,
+      "write the suite's dumps in DIR as PyTorch Flight Recorder pickles into this folder");
   flags.String("dir", &dir, "the folder of dumps (also the positional argument)");
 
   // DIR may come first or anywhere as the one positional argument.
@@ -120,11 +126,15 @@ int main(int argc, char** argv) {
     }
   }
   switch (flags.Parse(static_cast<int>(rest.size()), rest.data())) {
-    case ddp::cli::Flags::Result::kOk: break;
-    case ddp::cli::Flags::Result::kHelp: return 0;
-    case ddp::cli::Flags::Result::kError: return 2;
+    case ddp::cli::Flags::Result::kOk:
+      break;
+    case ddp::cli::Flags::Result::kHelp:
+      return 0;
+    case ddp::cli::Flags::Result::kError:
+      return 2;
   }
-  if (positional.size() > 1) return Usage("one DIR expected, got " + std::to_string(positional.size()));
+  if (positional.size() > 1)
+    return Usage("one DIR expected, got " + std::to_string(positional.size()));
   if (!positional.empty()) {
     if (!dir.empty()) return Usage("DIR given twice (positional and --dir)");
     dir = positional[0];
@@ -134,17 +144,19 @@ int main(int argc, char** argv) {
   if (!std::filesystem::is_directory(dir, ec)) return Usage("DIR: " + dir + " is not a folder");
 
   if (!HasSuiteDumps(dir)) {
-    if (!to_fr.empty()) return Usage("--to-fr: " + dir + " holds no rank<R>.json dumps of the suite");
+    if (!to_fr.empty())
+      return Usage("--to-fr: " + dir + " holds no rank<R>.json dumps of the suite");
     return RunPyTorch(dir, json, comm, world_size);
   }
-  if (flags.WasSet("world_size")) return Usage("--world_size: for PyTorch dumps only (the suite's state it)");
+  if (flags.WasSet("world_size"))
+    return Usage("--world_size: for PyTorch dumps only (the suite's state it)");
   std::vector<std::optional<ddp::trace::RankDump>> dumps;
   try {
     dumps = ddp::trace::ReadDumpDir(dir);
     if (!to_fr.empty()) {
       const auto paths = ddp::trace::fr::WriteFrDir(dumps, to_fr);
-      std::printf("wrote %zu PyTorch Flight Recorder dump%s to %s (nccl_trace_rank_<R>)\n", paths.size(),
-                  paths.size() == 1 ? "" : "s", to_fr.c_str());
+      std::printf("wrote %zu PyTorch Flight Recorder dump%s to %s (nccl_trace_rank_<R>)\n",
+                  paths.size(), paths.size() == 1 ? "" : "s", to_fr.c_str());
       return 0;
     }
   } catch (const ddp::trace::DumpError& e) {
@@ -161,7 +173,8 @@ int main(int argc, char** argv) {
       }
     }
     if (std::find(names.begin(), names.end(), comm) == names.end()) {
-      return Usage("--comm: '" + comm + "' is no communicator of these dumps (allowed: " + Join(names) + ")");
+      return Usage("--comm: '" + comm +
+                   "' is no communicator of these dumps (allowed: " + Join(names) + ")");
     }
   }
   ddp::trace::AnalyzeOptions options;

@@ -32,14 +32,22 @@ const Value* Value::Get(std::string_view key) const {
 
 const char* Value::KindName() const {
   switch (kind) {
-    case Kind::kNone: return "None";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kStr: return "str";
-    case Kind::kList: return "list";
-    case Kind::kTuple: return "tuple";
-    case Kind::kDict: return "dict";
+    case Kind::kNone:
+      return "None";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kStr:
+      return "str";
+    case Kind::kList:
+      return "list";
+    case Kind::kTuple:
+      return "tuple";
+    case Kind::kDict:
+      return "dict";
   }
   return "?";
 }
@@ -58,8 +66,10 @@ void PickleDoc::Append(Value* c, Value* const* from, std::size_t n) {
   if (c->size_ + n > c->capacity_) {
     // Doubling, in the arena: the old block is simply left behind.
     const std::size_t cap = std::max<std::size_t>({8, 2 * std::size_t{c->capacity_}, c->size_ + n});
-    if (cap > max_values_) throw PickleError("a container of more than " + std::to_string(max_values_) + " items");
-    auto** items = static_cast<const Value**>(arena_.allocate(cap * sizeof(Value*), alignof(Value*)));
+    if (cap > max_values_)
+      throw PickleError("a container of more than " + std::to_string(max_values_) + " items");
+    auto** items =
+        static_cast<const Value**>(arena_.allocate(cap * sizeof(Value*), alignof(Value*)));
     std::copy(c->items_, c->items_ + c->size_, items);
     c->items_ = items;
     c->capacity_ = static_cast<uint32_t>(cap);
@@ -84,7 +94,8 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
     if (n - at < k) throw PickleError("truncated at byte " + std::to_string(n));
   };
   auto pop = [&](std::size_t where) {
-    if (stack.empty() || (!marks.empty() && stack.size() == marks.back())) fail(where, "stack underflow");
+    if (stack.empty() || (!marks.empty() && stack.size() == marks.back()))
+      fail(where, "stack underflow");
     Value* v = stack.back();
     stack.pop_back();
     return v;
@@ -98,7 +109,8 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
   auto top_container = [&](std::size_t where, std::size_t below, Value::Kind kind) {
     if (stack.size() < below + 1) fail(where, "stack underflow");
     Value* c = stack[stack.size() - 1 - below];
-    if (c->kind != kind) fail(where, std::string("expected a ") + (kind == Value::Kind::kDict ? "dict" : "list"));
+    if (c->kind != kind)
+      fail(where, std::string("expected a ") + (kind == Value::Kind::kDict ? "dict" : "list"));
     return c;
   };
   auto str = [&](std::size_t len) {
@@ -122,12 +134,14 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
   auto memo_put = [&](std::size_t where, uint64_t idx) {
     if (stack.empty()) fail(where, "stack underflow");
     // The pickler numbers memo slots 0, 1, 2, ...: a far index is not ours.
-    if (idx > memo.size() + 1024) fail(where, "memo index " + std::to_string(idx) + " out of range");
+    if (idx > memo.size() + 1024)
+      fail(where, "memo index " + std::to_string(idx) + " out of range");
     if (idx >= memo.size()) memo.resize(idx + 1, nullptr);
     memo[idx] = stack.back();
   };
   auto memo_get = [&](std::size_t where, uint64_t idx) {
-    if (idx >= memo.size() || memo[idx] == nullptr) fail(where, "memo index " + std::to_string(idx) + " unset");
+    if (idx >= memo.size() || memo[idx] == nullptr)
+      fail(where, "memo index " + std::to_string(idx) + " unset");
     stack.push_back(memo[idx]);
   };
 
@@ -139,7 +153,8 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
     switch (op) {
       case 0x80:  // PROTO
         need(1);
-        if (p[at] < 2 || p[at] > 5) fail(op_at, "pickle protocol " + std::to_string(p[at]) + " unsupported");
+        if (p[at] < 2 || p[at] > 5)
+          fail(op_at, "pickle protocol " + std::to_string(p[at]) + " unsupported");
         ++at;
         break;
       case 0x95:  // FRAME (protocol 4+): a length to skip
@@ -147,16 +162,27 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
         at += 8;
         break;
       case '.': {  // STOP
-        if (stack.size() != 1 || !marks.empty()) fail(op_at, "STOP with " + std::to_string(stack.size()) + " objects on the stack");
+        if (stack.size() != 1 || !marks.empty())
+          fail(op_at, "STOP with " + std::to_string(stack.size()) + " objects on the stack");
         root_ = stack.back();
         if (at != n) fail(at, "trailing bytes after STOP");
         return;
       }
-      case '(': marks.push_back(stack.size()); break;  // MARK
-      case '}': stack.push_back(New(Value::Kind::kDict)); break;
-      case ']': stack.push_back(New(Value::Kind::kList)); break;
-      case ')': stack.push_back(New(Value::Kind::kTuple)); break;
-      case 'N': stack.push_back(New(Value::Kind::kNone)); break;
+      case '(':
+        marks.push_back(stack.size());
+        break;  // MARK
+      case '}':
+        stack.push_back(New(Value::Kind::kDict));
+        break;
+      case ']':
+        stack.push_back(New(Value::Kind::kList));
+        break;
+      case ')':
+        stack.push_back(New(Value::Kind::kTuple));
+        break;
+      case 'N':
+        stack.push_back(New(Value::Kind::kNone));
+        break;
       case 0x88:
       case 0x89: {  // NEWTRUE, NEWFALSE
         Value* v = New(Value::Kind::kBool);
@@ -192,18 +218,29 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
         stack.resize(m);
         break;
       }
-      case 't': tuple_of(pop_mark(op_at)); break;  // TUPLE
+      case 't':  // TUPLE
+        tuple_of(pop_mark(op_at));
+        break;
       case 0x85:
       case 0x86:
       case 0x87: {  // TUPLE1..3
         const std::size_t k = op - 0x84u;
-        if (stack.size() < k || (!marks.empty() && stack.size() - k < marks.back())) fail(op_at, "stack underflow");
+        if (stack.size() < k || (!marks.empty() && stack.size() - k < marks.back()))
+          fail(op_at, "stack underflow");
         tuple_of(stack.size() - k);
         break;
       }
-      case 'X': need(4); at += 4; str(Le(p + at - 4, 4)); break;    // BINUNICODE
-      case 0x8c: need(1); at += 1; str(p[at - 1]); break;           // SHORT_BINUNICODE
-      case 0x8d: {                                                  // BINUNICODE8
+      case 'X':
+        need(4);
+        at += 4;
+        str(Le(p + at - 4, 4));
+        break;  // BINUNICODE
+      case 0x8c:
+        need(1);
+        at += 1;
+        str(p[at - 1]);
+        break;      // SHORT_BINUNICODE
+      case 0x8d: {  // BINUNICODE8
         need(8);
         const uint64_t len = Le(p + at, 8);
         at += 8;
@@ -211,17 +248,46 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
         str(len);
         break;
       }
-      case 'B': need(4); at += 4; str(Le(p + at - 4, 4)); break;    // BINBYTES
-      case 'C': need(1); at += 1; str(p[at - 1]); break;            // SHORT_BINBYTES
-      case 'T': need(4); at += 4; str(Le(p + at - 4, 4)); break;    // BINSTRING
-      case 'U': need(1); at += 1; str(p[at - 1]); break;            // SHORT_BINSTRING
-      case 'J': need(4); integer(static_cast<int32_t>(Le(p + at, 4))); at += 4; break;  // BININT
-      case 'K': need(1); integer(p[at]); at += 1; break;                                 // BININT1
-      case 'M': need(2); integer(static_cast<int64_t>(Le(p + at, 2))); at += 2; break;   // BININT2
+      case 'B':
+        need(4);
+        at += 4;
+        str(Le(p + at - 4, 4));
+        break;  // BINBYTES
+      case 'C':
+        need(1);
+        at += 1;
+        str(p[at - 1]);
+        break;  // SHORT_BINBYTES
+      case 'T':
+        need(4);
+        at += 4;
+        str(Le(p + at - 4, 4));
+        break;  // BINSTRING
+      case 'U':
+        need(1);
+        at += 1;
+        str(p[at - 1]);
+        break;  // SHORT_BINSTRING
+      case 'J':
+        need(4);
+        integer(static_cast<int32_t>(Le(p + at, 4)));
+        at += 4;
+        break;  // BININT
+      case 'K':
+        need(1);
+        integer(p[at]);
+        at += 1;
+        break;  // BININT1
+      case 'M':
+        need(2);
+        integer(static_cast<int64_t>(Le(p + at, 2)));
+        at += 2;
+        break;      // BININT2
       case 0x8a: {  // LONG1: little-endian two's complement of 0..8 bytes
         need(1);
         const int len = p[at++];
-        if (len > 8) fail(op_at, "integer of " + std::to_string(len) + " bytes (more than 64 bits)");
+        if (len > 8)
+          fail(op_at, "integer of " + std::to_string(len) + " bytes (more than 64 bits)");
         need(static_cast<std::size_t>(len));
         uint64_t v = len == 0 ? 0 : Le(p + at, len);
         if (len > 0 && len < 8 && (p[at + len - 1] & 0x80)) v |= ~uint64_t{0} << (8 * len);  // sign
@@ -239,15 +305,34 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
         stack.push_back(v);
         break;
       }
-      case 'q': need(1); memo_put(op_at, p[at]); at += 1; break;          // BINPUT
-      case 'r': need(4); memo_put(op_at, Le(p + at, 4)); at += 4; break;  // LONG_BINPUT
-      case 0x94: memo_put(op_at, memo.size()); break;                     // MEMOIZE
-      case 'h': need(1); memo_get(op_at, p[at]); at += 1; break;          // BINGET
-      case 'j': need(4); memo_get(op_at, Le(p + at, 4)); at += 4; break;  // LONG_BINGET
+      case 'q':
+        need(1);
+        memo_put(op_at, p[at]);
+        at += 1;
+        break;  // BINPUT
+      case 'r':
+        need(4);
+        memo_put(op_at, Le(p + at, 4));
+        at += 4;
+        break;  // LONG_BINPUT
+      case 0x94:
+        memo_put(op_at, memo.size());
+        break;  // MEMOIZE
+      case 'h':
+        need(1);
+        memo_get(op_at, p[at]);
+        at += 1;
+        break;  // BINGET
+      case 'j':
+        need(4);
+        memo_get(op_at, Le(p + at, 4));
+        at += 4;
+        break;  // LONG_BINGET
       default: {
         std::string what = "opcode " + Hex(op);
         if (op >= 0x20 && op < 0x7f) what += std::string(" ('") + static_cast<char>(op) + "')";
-        fail(op_at, what + " is outside the Flight Recorder subset (a pickle of other Python objects?)");
+        fail(op_at,
+             what + " is outside the Flight Recorder subset (a pickle of other Python objects?)");
       }
     }
   }

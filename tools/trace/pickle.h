@@ -8,8 +8,8 @@
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <memory_resource>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -28,9 +28,9 @@ class PickleError : public std::runtime_error {
 struct Value {
   enum class Kind : uint8_t { kNone, kBool, kInt, kFloat, kStr, kList, kTuple, kDict };
   Kind kind = Kind::kNone;
-  int64_t i = 0;             // kInt, kBool (0 or 1)
-  double f = 0;              // kFloat
-  std::string_view s;        // kStr (str and bytes alike)
+  int64_t i = 0;       // kInt, kBool (0 or 1)
+  double f = 0;        // kFloat
+  std::string_view s;  // kStr (str and bytes alike)
 
   // kList, kTuple; kDict: key, value, key, value, ... (in the doc's arena).
   std::span<const Value* const> items() const { return {items_, size_}; }
