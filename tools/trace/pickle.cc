@@ -168,9 +168,9 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
         if (at != n) fail(at, "trailing bytes after STOP");
         return;
       }
-      case '(':
+      case '(':  // MARK
         marks.push_back(stack.size());
-        break;  // MARK
+        break;
       case '}':
         stack.push_back(New(Value::Kind::kDict));
         break;
@@ -230,11 +230,11 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
         tuple_of(stack.size() - k);
         break;
       }
-      case 'X':
+      case 'X':  // BINUNICODE
         need(4);
         at += 4;
         str(Le(p + at - 4, 4));
-        break;  // BINUNICODE
+        break;
       case 0x8c:
         need(1);
         at += 1;
@@ -248,36 +248,36 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
         str(len);
         break;
       }
-      case 'B':
+      case 'B':  // BINBYTES
         need(4);
         at += 4;
         str(Le(p + at - 4, 4));
-        break;  // BINBYTES
-      case 'C':
+        break;
+      case 'C':  // SHORT_BINBYTES
         need(1);
         at += 1;
         str(p[at - 1]);
-        break;  // SHORT_BINBYTES
-      case 'T':
+        break;
+      case 'T':  // BINSTRING
         need(4);
         at += 4;
         str(Le(p + at - 4, 4));
-        break;  // BINSTRING
-      case 'U':
+        break;
+      case 'U':  // SHORT_BINSTRING
         need(1);
         at += 1;
         str(p[at - 1]);
-        break;  // SHORT_BINSTRING
-      case 'J':
+        break;
+      case 'J':  // BININT
         need(4);
         integer(static_cast<int32_t>(Le(p + at, 4)));
         at += 4;
-        break;  // BININT
-      case 'K':
+        break;
+      case 'K':  // BININT1
         need(1);
         integer(p[at]);
         at += 1;
-        break;  // BININT1
+        break;
       case 'M':
         need(2);
         integer(static_cast<int64_t>(Le(p + at, 2)));
@@ -305,29 +305,29 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
         stack.push_back(v);
         break;
       }
-      case 'q':
+      case 'q':  // BINPUT
         need(1);
         memo_put(op_at, p[at]);
         at += 1;
-        break;  // BINPUT
-      case 'r':
+        break;
+      case 'r':  // LONG_BINPUT
         need(4);
         memo_put(op_at, Le(p + at, 4));
         at += 4;
-        break;  // LONG_BINPUT
-      case 0x94:
+        break;
+      case 0x94:  // MEMOIZE
         memo_put(op_at, memo.size());
-        break;  // MEMOIZE
-      case 'h':
+        break;
+      case 'h':  // BINGET
         need(1);
         memo_get(op_at, p[at]);
         at += 1;
-        break;  // BINGET
-      case 'j':
+        break;
+      case 'j':  // LONG_BINGET
         need(4);
         memo_get(op_at, Le(p + at, 4));
         at += 4;
-        break;  // LONG_BINGET
+        break;
       default: {
         std::string what = "opcode " + Hex(op);
         if (op >= 0x20 && op < 0x7f) what += std::string(" ('") + static_cast<char>(op) + "')";
