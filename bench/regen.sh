@@ -47,9 +47,16 @@ if [ "$what" = padding ] || [ "$what" = all ]; then
   bench/padding/congestion.sh  # root: a netns per congestion control; waits for quiet itself
 fi
 if [ "$what" = peers ] || [ "$what" = all ]; then
+  # PyTorch 2.15 (tools/setup.sh --torch2.15) as one more interleaved side.
+  second=()
+  if [ -x .venv-torch2.15/bin/python ]; then
+    second=(--second_torch_python "$PWD/.venv-torch2.15/bin/python")
+  else
+    echo "regen: no .venv-torch2.15 (tools/setup.sh --torch2.15): peers without PyTorch 2.15" >&2
+  fi
   for w in 2 4; do
     wait_quiet regen
-    bazel-bin/bench/peers/peers --world_size "$w" --torch_batch_control \
+    bazel-bin/bench/peers/peers --world_size "$w" --torch_batch_control "${second[@]}" \
       --json "results/bench_peers_w$w.json"
   done
   wait_quiet regen

@@ -30,7 +30,11 @@ PyTorch does (the order rotates every repetition: A B, B A, ...), so both
 sides of a row's ratio are measured seconds apart. Our ranks run
 SCHED_BATCH by default (--sched; bench/common/sched.h says why), PyTorch's
 as PyTorch runs (--torch_sched normal); --torch_batch_control adds PyTorch
-ranks under SCHED_BATCH as a third, interleaved side. Timing, both sides:
+ranks under SCHED_BATCH as a third, interleaved side; --second_torch_python PYTHON adds the PyTorch
+of another interpreter (e.g. PyTorch 2.15 in .venv-torch2.15, from
+`tools/setup.sh --torch2.15`) as one more interleaved side, in its own
+process (peers.py --torch_server) that runs its ranks the same way and
+answers one JSON line per block. Timing, every side:
 barrier; t0; op; the slowest rank's time (all_reduce max); mean over the
 timed iterations after warm-up.
 
@@ -46,6 +50,7 @@ import math
 import os
 import platform
 import queue as queue_mod
+import select
 import socket
 import subprocess
 import sys
@@ -345,6 +350,87 @@ class TorchRanks:
                                f"{[p.exitcode for p in self.procs]}")
 
 
+class OtherPythonTorchRanks:
+    """TorchRanks under another python (another PyTorch): that python runs
+    this file as --torch_server, which keeps its own TorchRanks up; one JSON
+    line per block each way. A separate interpreter, not multiprocessing's
+    set_executable: a spawned child takes the parent's sys.path, and would
+    import this python's torch."""
+
+    def __init__(self, python, w, sched):
+        self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--torch_server",
+                                      str(w), sched], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        self.version = self._read("start")["torch"]
+
+    def _read(self, what):
+        ready, _, _ = select.select([self.proc.stdout], [], [], BLOCK_TIMEOUT_S)
+        line = self.proc.stdout.readline() if ready else None
+        if line is None:
+            raise RuntimeError(f"the PyTorch server gave no answer to {what} within "
+                               f"{BLOCK_TIMEOUT_S} s")
+        if not line:
+            raise RuntimeError(f"the PyTorch server exited on {what} "
+                               f"(exit code {self.proc.wait()})")
+        msg = json.loads(line)
+        if "error" in msg:
+            raise RuntimeError(f"the PyTorch server failed on {what}: {msg['error']}")
+        return msg
+
+    def run(self, *cmd):
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        return {tuple(k) if isinstance(k, list) else k: tuple(v)
+                for k, v in self._read(cmd)["ok"]}
+
+    def close(self, ok):
+        if ok:
+            self.proc.stdin.write(json.dumps(["stop"]) + "\n")
+            self.proc.stdin.close()
+        else:
+            self.proc.terminate()
+        try:
+            code = self.proc.wait(timeout=90 if ok else 5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        if ok and code != 0:
+            raise RuntimeError(f"the PyTorch server failed: exit code {code}")
+
+
+def torch_server(argv):
+    """peers.py --torch_server W SCHED: TorchRanks under this python; reads
+    one JSON command per line on stdin, writes one JSON answer per line."""
+    w, sched = int(argv[0]), argv[1]
+    # Answers go to a private copy of stdout; fd 1 becomes stderr, so nothing
+    # the ranks or torch print can end up in the protocol.
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+
+    def say(msg):
+        out.write(json.dumps(msg) + "\n")
+        out.flush()
+
+    import torch
+    ranks = TorchRanks(w, sched)
+    say({"torch": torch.__version__})
+    ok = False
+    try:
+        for line in sys.stdin:
+            cmd = json.loads(line)
+            if cmd[0] == "stop":
+                ok = True
+                break
+            got = ranks.run(*cmd)
+            say({"ok": [[list(k) if isinstance(k, tuple) else k, list(v)]
+                        for k, v in got.items()]})
+    except Exception as e:  # the parent reports it and stops
+        say({"error": repr(e)})
+    finally:
+        ranks.close(ok)
+    return 0 if ok else 1
+
+
 # ------------------------------------------------------------------- our side
 
 def ours_gather(binary, w, profile, payload, min_time, sched, context):
@@ -434,6 +520,9 @@ def main(argv):
     ap.add_argument("--torch_batch_control", action="store_true",
                     help="also time a second set of PyTorch ranks under SCHED_BATCH, interleaved "
                          "(a control: how much of a ratio is the scheduling class)")
+    ap.add_argument("--second_torch_python", metavar="PYTHON",
+                    help="also time the PyTorch of this python (e.g. "
+                         ".venv-torch2.15/bin/python), SCHED_OTHER, interleaved, as one more side")
     ap.add_argument("--json", help="write the results here (Google-Benchmark-shaped JSON)")
     args = ap.parse_args(argv)
     for bad, msg in ((not 1 <= args.world_size <= 16, "--world_size must be in 1..16"),
@@ -443,6 +532,11 @@ def main(argv):
         if bad:
             print(f"peers: {msg}", file=sys.stderr)
             return 2
+    second = args.second_torch_python
+    if second and not (os.path.isfile(second) and os.access(second, os.X_OK)):
+        print(f"peers: --second_torch_python {second!r} is not an executable file",
+              file=sys.stderr)
+        return 2
     try:
         import torch
     except ImportError:
@@ -483,6 +577,10 @@ def main(argv):
         context["ddp_control"] = "torch_batch: PyTorch ranks under SCHED_BATCH, interleaved"
     ok = False
     try:
+        if second:  # inside the try: if it fails, the ranks above are stopped
+            torch_sides["torch_second"] = OtherPythonTorchRanks(second, w, "normal")
+            context["ddp_torch_second"] = torch_sides["torch_second"].version
+            context["ddp_torch_second_python"] = second
         for rep in range(args.reps):
             for block in blocks:
                 # The order rotates every repetition: A B (C), B (C) A, ...
@@ -515,9 +613,10 @@ def main(argv):
                         "real_time": ours_s * 1e6, "cpu_time": 0.0, "time_unit": "us",
                         "torch_us": torch_s * 1e6, "torch_iterations": torch_n,
                         "ratio": ours_s / torch_s, "rep": rep, "W": w, "load1": load}
-                    if "torch_batch" in got:
-                        entry["torch_batch_us"] = got["torch_batch"][key][0] * 1e6
-                        entry["ratio_torch_batch"] = ours_s / got["torch_batch"][key][0]
+                    for side in ("torch_batch", "torch_second"):
+                        if side in got:
+                            entry[f"{side}_us"] = got[side][key][0] * 1e6
+                            entry[f"ratio_{side}"] = ours_s / got[side][key][0]
                     entries.append(entry)
                     ratios.append(ours_s / torch_s)
                 print(f"peers: rep {rep + 1}/{args.reps} {' '.join(block[1:])}: ours/PyTorch "
@@ -532,4 +631,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--torch_server"]:
+        sys.exit(torch_server(sys.argv[2:]))
     sys.exit(main(sys.argv[1:]))
