@@ -22,10 +22,16 @@ uint64_t Le(const unsigned char* p, int n) {
 
 }  // namespace
 
-const Value* Value::Get(std::string_view key) const {
-  if (kind != Kind::kDict) return nullptr;
-  for (uint32_t k = 0; k + 1 < size_; k += 2) {
-    if (items_[k]->kind == Kind::kStr && items_[k]->s == key) return items_[k + 1];
+const Value* Value::Get(std::string_view key, uint32_t* hint) const {
+  if (kind != Kind::kDict || size_ < 2) return nullptr;
+  const uint32_t pairs = size_ / 2;
+  const uint32_t start = hint != nullptr && *hint < pairs ? *hint : 0;
+  for (uint32_t n = 0; n < pairs; ++n) {
+    const uint32_t k = (start + n) % pairs;
+    if (items_[2 * k]->kind == Kind::kStr && items_[2 * k]->s == key) {
+      if (hint != nullptr) *hint = k + 1;
+      return items_[2 * k + 1];
+    }
   }
   return nullptr;
 }
