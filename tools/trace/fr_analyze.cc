@@ -313,7 +313,11 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
       // never came are the ones holding the others up.
       v.culprits = entered.size() < never.size() ? entered : never;
       v.line = name + ", collective #" + std::to_string(seq) + " (" + op + "): " + Ranks(entered) +
-               " entered it, " + Ranks(never) + " never did";
+               " entered it, " + Ranks(never) + " never did" +
+               (entered.size() == never.size()
+                    ? " (an even split: the dumps cannot tell one collective too many from one "
+                      "too few; blamed: the ranks that never came)"
+                    : "");
       v.positions = positions(seq);
       return v;
     }

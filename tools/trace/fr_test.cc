@@ -255,6 +255,7 @@ TEST(FrJson, TheJsonFormReadsLikeThePickle) {
   // An even split (rank 0 entered #2, rank 1 never did): the one that never came.
   EXPECT_EQ(a.culprits, std::vector<int>{1});
   EXPECT_EQ(a.groups.at(0).seq, 2);
+  EXPECT_NE(a.verdict.find("(an even split:"), std::string::npos) << a.verdict;
 }
 
 TEST(ToFr, TheSuitesDumpsReadBackAsPyTorchDumps) {
