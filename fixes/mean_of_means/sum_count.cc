@@ -112,13 +112,13 @@ void AppendWorld(const harness::CommonFlags& f, int w, const std::vector<Row>& m
 
 }  // namespace
 
-std::vector<results::Record> RunFix(const harness::CommonFlags& f, bool sweep) {
+std::vector<results::Record> RunFix(const harness::CommonFlags& f, bool sweep, bool lightning) {
   const std::vector<Row> rows = Rows(f, sweep);
   std::vector<results::Record> records;
   for (int w : WorldSizes(rows)) AppendWorld(f, w, RowsOf(rows, w), records);
   // The Lightning split (W = 16, N = 44; repro variant lightning_int_count):
   // the count travels as a float64 in the same allreduce, nothing floors.
-  if (RunsLightningWorld(f)) AppendWorld(f, kLightningWorld, LightningRows(f), records);
+  if (lightning && RunsLightningWorld(f)) AppendWorld(f, kLightningWorld, LightningRows(f), records);
   return records;
 }
 

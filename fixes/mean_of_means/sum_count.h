@@ -8,6 +8,8 @@
 namespace ddp::mean_of_means {
 
 // Runs every row (see sweep.h) on real ranks and returns one record per row.
-std::vector<results::Record> RunFix(const harness::CommonFlags& flags, bool sweep);
+// lightning: also the W = 16 Lightning split where this run can make it.
+std::vector<results::Record> RunFix(const harness::CommonFlags& flags, bool sweep,
+                                    bool lightning = true);
 
 }  // namespace ddp::mean_of_means

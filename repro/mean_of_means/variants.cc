@@ -157,7 +157,7 @@ Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
 
 }  // namespace
 
-std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep) {
+std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep, bool lightning) {
   const std::vector<Row> rows = Rows(f, sweep);
   std::vector<results::Record> records;
   for (int w : WorldSizes(rows)) {
@@ -207,7 +207,9 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep)
     }
   }
   // Lightning's integer batch-size accumulator (lightning.cc): W = 16, Gloo.
-  for (results::Record& rec : RunLightning(f)) records.push_back(std::move(rec));
+  if (lightning) {
+    for (results::Record& rec : RunLightning(f)) records.push_back(std::move(rec));
+  }
   return records;
 }
 

@@ -8,6 +8,8 @@
 namespace ddp::mean_of_means {
 
 // Runs every row (see sweep.h) on real ranks and returns one record per row and variant.
-std::vector<results::Record> RunRepro(const harness::CommonFlags& flags, bool sweep);
+// lightning: also the W = 16 Lightning world (lightning.h) where this run can make it.
+std::vector<results::Record> RunRepro(const harness::CommonFlags& flags, bool sweep,
+                                      bool lightning = true);
 
 }  // namespace ddp::mean_of_means
