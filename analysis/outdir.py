@@ -62,10 +62,11 @@ def check_target(results, out):
         raise OutError(f"--out {out} {what} the --results folder {results}: the report would "
                        "replace its own input; choose another --out")
     if _inside(real_out, real_results):
-        rel = os.path.relpath(real_out, real_results)
-        if any(part.endswith(".json") for part in rel.split(os.sep)):
-            raise OutError(f"--out {out} lies inside --results {results} under a name ending "
-                           "in .json, which would be read as a record; choose another --out")
+        # Whatever it holds would sit among the inputs of the next report
+        # over the same --results (and a later regeneration of the records
+        # may replace that folder wholesale): a report lives beside them.
+        raise OutError(f"--out {out} lies inside the --results folder {results}: a report is "
+                       "written beside its inputs, not among them; choose another --out")
     if not os.path.lexists(out):
         return
     if os.path.islink(out) or not os.path.isdir(out):

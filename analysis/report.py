@@ -307,9 +307,10 @@ def main(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--results", default="results/latest",
                     help="folder of result records and benchmark JSON (default results/latest)")
-    ap.add_argument("--out", default="report",
-                    help="output folder (default report): a new folder or a previous report, "
-                         "not the --results folder nor one that contains it")
+    ap.add_argument("--out", default="results/latest-report",
+                    help="output folder (default results/latest-report): a new folder or a "
+                         "previous report; never the --results folder, one that contains it, "
+                         "or one inside it")
     ap.add_argument("--latex", action="store_true",
                     help="also write booktabs LaTeX tables to OUT/latex/")
     args = ap.parse_args(argv)

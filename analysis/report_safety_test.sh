@@ -80,9 +80,10 @@ grep -q stale rep/report.md && fail "previous report not replaced"
 [ "$(cat rep.old/notes.txt 2>/dev/null)" = keep ] || fail "rep.old touched"
 no_staging "replace"
 inputs_intact "replace"
-# The documented layout (--out results/report) is a report, not an input.
-"$report" --results results --out results/report >/dev/null 2>&1 || fail "--out results/report refused"
-inputs_intact "results/report"
+# --out inside --results: refused (the old layout, results/report, was one).
+expect_refused "inside results" "lies inside" --results results --out results/report
+[ -e results/report ] && fail "results/report created"
+inputs_intact "inside results"
 # A previous report holding a file of the user's: refused, nothing lost.
 echo keep > rep/my_notes.txt
 expect_refused "user file in report" "my_notes.txt" --results results --out rep

@@ -56,7 +56,7 @@ STEPS=(
   "bench|bench/regen.sh all"
   "vs_pytorch|tools/vs_pytorch/run_all.sh"
   "pair_tables|python3 analysis/pair_table.py --all"
-  "report|bazel run //analysis:report -- --results results --out results/report --latex"
+  "report|bazel run //analysis:report -- --results results --out report --latex"
 )
 
 dirty="$(git status --porcelain --untracked-files=normal)"

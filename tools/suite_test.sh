@@ -29,7 +29,7 @@ echo "$summary"
 grep -q "^  fix sum_count: exact in [0-9]*/[0-9]* rows; |accuracy error| up to 0" <<<"$summary" \
   || { echo "no fix line in the summary"; exit 1; }
 grep -q "^records: $ok" <<<"$summary" || { echo "no records line"; exit 1; }
-grep -q "^report:  bazel run //analysis:report -- --results $ok --out $ok/report" <<<"$summary" \
+grep -q "^report:  bazel run //analysis:report -- --results $ok --out $ok-report" <<<"$summary" \
   || { echo "no report command"; exit 1; }
 [ "$(wc -l <<<"$summary")" -le 40 ] || { echo "summary longer than a screen"; exit 1; }
 # (Paths may be longer: they are this sandbox's.)

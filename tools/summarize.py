@@ -85,7 +85,7 @@ def main(argv):
     rel = os.path.relpath(os.path.abspath(where), here)
     where = rel if not rel.startswith("..") else where
     print(f"records: {where}")
-    print(f"report:  bazel run //analysis:report -- --results {where} --out {where}/report")
+    print(f"report:  bazel run //analysis:report -- --results {where} --out {where}-report")
     return 0
 
 
