@@ -23,4 +23,9 @@ done
 rc=$?
 [ "$rc" = 2 ] || fail "peers --benchmark_bogus=1 exited $rc, not 2"
 grep -q -- "--benchmark_bogus" "$TEST_TMPDIR/err" || fail "peers: $(cat "$TEST_TMPDIR/err")"
+# A second PyTorch's python that is not there: exit 2 naming the flag, before any rank.
+"$peers" --second_torch_python /nonexistent/python > /dev/null 2> "$TEST_TMPDIR/err"
+rc=$?
+[ "$rc" = 2 ] || fail "peers --second_torch_python /nonexistent/python exited $rc, not 2"
+grep -q -- "--second_torch_python" "$TEST_TMPDIR/err" || fail "peers: $(cat "$TEST_TMPDIR/err")"
 echo PASS

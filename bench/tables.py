@@ -217,7 +217,8 @@ def padding_summary(data, path):
 
 def peers_rows(data, path):
     """{row label: [(ours_us, torch_us, ratio, torch_batch_us or None,
-    ratio_torch_batch or None), ...]} in the file's order."""
+    ratio_torch_batch or None, torch_second_us or None, ratio_torch_second
+    or None), ...]} in the file's order."""
     rows = {}
     for b in data["benchmarks"]:
         parts = b["name"].split("/")
@@ -229,7 +230,9 @@ def peers_rows(data, path):
             label = f"{parts[2]} {parts[3].replace(':', '=')} {parts[4].replace(':', '=')} " \
                     "8x8 fwd+bwd"
         rows.setdefault(label, []).append((b["real_time"], b["torch_us"], b["ratio"],
-                                           b.get("torch_batch_us"), b.get("ratio_torch_batch")))
+                                           b.get("torch_batch_us"), b.get("ratio_torch_batch"),
+                                           b.get("torch_second_us"),
+                                           b.get("ratio_torch_second")))
     return rows
 
 
@@ -239,7 +242,8 @@ SCHED_NAMES = {"batch": "SCHED_BATCH", "normal": "SCHED_OTHER"}
 def peers_sides(data, path):
     """[(title, index of its time, index of its ratio)]: the PyTorch side in
     our ranks' scheduling class first (the like-for-like headline), then the
-    other one if the run has it."""
+    other one if the run has it, then the second PyTorch (another version,
+    --second_torch_python) if the run has it."""
     ctx = data["context"]
     rows = peers_rows(data, path)
     ours = ctx.get("ddp_sched", "batch")
@@ -247,9 +251,12 @@ def peers_sides(data, path):
     control = all(r[4] is not None for reps in rows.values() for r in reps)
     sides = [(main, 1, 2)] + ([("batch", 3, 4)] if control else [])
     sides.sort(key=lambda side: side[0] != ours)  # stable: the same class first
-    return [(f"PyTorch, {SCHED_NAMES.get(cls, cls)}" +
-             (" (same class as ours)" if cls == ours else " (as PyTorch runs by default)"
-              if cls == "normal" else ""), t, r) for cls, t, r in sides]
+    out = [(f"PyTorch, {SCHED_NAMES.get(cls, cls)}" +
+            (" (same class as ours)" if cls == ours else " (as PyTorch runs by default)"
+             if cls == "normal" else ""), t, r) for cls, t, r in sides]
+    if all(r[6] is not None for reps in rows.values() for r in reps):
+        out.append((f"PyTorch {ctx.get('ddp_torch_second', '?')}, SCHED_OTHER", 5, 6))
+    return out
 
 
 def peers_table(data, path):
@@ -280,6 +287,16 @@ def peers_summary(data, path):
         out.append((title, len(medians), sum(1 for m in medians.values() if m <= 1.0),
                     medians[worst], worst))
     return out
+
+
+def peers_torch(ctx):
+    """The heading's PyTorch versions: the unversioned PyTorch columns, and
+    the second PyTorch's when the run has one."""
+    text = f", torch {ctx.get('ddp_torch', '?')}"
+    if "ddp_torch_second" in ctx:
+        text += (f" (the PyTorch columns without a version) and {ctx['ddp_torch_second']}, "
+                 "interleaved in the same run")
+    return text
 
 
 # ------------------------------------------------------------------ profile
@@ -500,7 +517,7 @@ def main(argv):
             data, path = peers[w]
             blocks.append((os.path.join(root, "bench/peers/README.md"), f"peers_w{w}",
                            context_line(data["context"], f"`{os.path.basename(path)}`") +
-                           f", torch {data['context'].get('ddp_torch', '?')}\n\n" +
+                           peers_torch(data["context"]) + "\n\n" +
                            peers_table(data, path)))
         # The W = 2 cases under each congestion control (congestion.sh).
         for run in CONGESTION_RUNS:

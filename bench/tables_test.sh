@@ -58,6 +58,14 @@ grep -q '| workload | ours (us) | PyTorch, SCHED_BATCH (same class as ours) (us)
   "$peers" || fail "peers head: $(grep workload "$peers")"
 grep -q '| gather equal 1KiB/rank floor_allgather | 11.0 \[10.0, 12.0\] | 15.0 \[14.0, 16.0\] | 0.75 \[0.67, 0.79\] | 20.0 \[20.0, 22.0\] | 0.50 \[0.50, 0.60\] |' \
   "$peers" || fail "peers row: $(grep 1KiB "$peers")"
+# A second PyTorch (--second_torch_python) is one more column pair, last, in
+# the W = 2 fixture only: times 40, 24, 22 us; ratios 0.25, 0.50, 0.50.
+grep -q '| 0.50 \[0.50, 0.60\] | 24.0 \[22.0, 40.0\] | 0.50 \[0.25, 0.50\] |$' "$peers" \
+  || fail "second PyTorch cells: $(grep 1KiB "$peers")"
+[ "$(grep -c '| PyTorch 2.15.0, SCHED_OTHER (us) | ours / that |$' "$peers")" = 1 ] \
+  || fail "second PyTorch column: not in exactly one table (the W = 4 fixture has none)"
+grep -q 'torch 1.13.0a0 (the PyTorch columns without a version) and 2.15.0, interleaved' "$peers" \
+  || fail "second PyTorch in the heading"
 grep -q '| 2 | 1KiB | ours_batch | 210 \[210, 210\] | 300 \[300, 300\] | 2 \[2, 2\] | 30.5 \[30.5, 30.5\] | 110 \[110, 110\] | 24.0 \[24.0, 24.0\] |' \
   "$peers" || fail "profile row"
 grep -q '| batch_norm C=16 N=2 8x8 | 25.0 \[20.0, 30.0\] | 11.0 \[10.0, 12.0\] | 0.45 \[0.40, 0.50\] |' \
@@ -78,6 +86,8 @@ grep -q '| 2 | peers | rows with ours / PyTorch, SCHED_BATCH (same class as ours
   "$over" || fail "overview peers row: $(grep peers "$over")"
 grep -q '| 2 | peers | rows with ours / PyTorch, SCHED_OTHER (as PyTorch runs by default) ≤ 1.0 |' \
   "$over" || fail "overview peers row, default class"
+grep -q '| 2 | peers | rows with ours / PyTorch 2.15.0, SCHED_OTHER ≤ 1.0 | 1 of 2; worst 1.5' \
+  "$over" || fail "overview peers row, second PyTorch"
 
 # Missing marker, missing file: exit 2 with the name.
 printf 'no markers\n' > "$over"
