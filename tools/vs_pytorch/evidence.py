@@ -1,7 +1,7 @@
 """What every PyTorch evidence script shares (stdlib + torch).
 
 The scripts under repro/<bug>/pytorch/, fixes/<bug>/pytorch/ and
-core/comm/checked_vs_detail/ run PyTorch with real gloo processes to check a
+tools/vs_pytorch/checked_vs_detail/ run PyTorch with real gloo processes to check a
 claim the suite makes about PyTorch, and write what they saw as one JSON
 document under results/vs_pytorch/ (the READMEs quote it), once per PyTorch
 version: 1.13 (/usr/bin/python3, Debian's python3-torch) and 2.15 (the venv

@@ -1,14 +1,14 @@
 #!/usr/bin/python3
 """PyTorch's TORCH_DISTRIBUTED_DEBUG=DETAIL on three collective mismatches.
 
-    /usr/bin/python3 core/comm/checked_vs_detail/detail.py \\
+    /usr/bin/python3 tools/vs_pytorch/checked_vs_detail/detail.py \\
         --out results/vs_pytorch/torch_debug_detail.torch1.13.json
-    .venv-torch2.15/bin/python core/comm/checked_vs_detail/detail.py \\
+    .venv-torch2.15/bin/python tools/vs_pytorch/checked_vs_detail/detail.py \\
         --out results/vs_pytorch/torch_debug_detail.torch2.15.json
 
 The PyTorch side of core/comm/README.md's section "Checked mode and
 TORCH_DISTRIBUTED_DEBUG=DETAIL" (the suite's side: `bazel run
-//core/comm/checked_vs_detail`, same scenarios). PyTorch 1.13 and 2.15, gloo, CPU,
+//tools/vs_pytorch/checked_vs_detail`, same scenarios). PyTorch 1.13 and 2.15, gloo, CPU,
 real processes, the process group created with --pg_timeout seconds
 (default 10; PyTorch's default is 30 minutes):
 
@@ -219,7 +219,7 @@ def main():
                     "r%d %s" % (i, outcome(x)) for i, x in enumerate(ranks))), file=sys.stderr)
     doc = {"what": "TORCH_DISTRIBUTED_DEBUG=DETAIL vs OFF on three collective mismatches",
            "config": {"n": N, "pg_timeout_s": args.pg_timeout},
-           "provenance": evidence.provenance("core/comm/checked_vs_detail/detail.py"),
+           "provenance": evidence.provenance("tools/vs_pytorch/checked_vs_detail/detail.py"),
            "cases": cases}
     evidence.write_json(args.out, doc)
     return 0

@@ -1,7 +1,7 @@
 // Checked mode catches the unequal all_gather, the allreduce-vs-barrier and
 // the sum-vs-max allreduce on every rank before the deadline, and turns a silent extra step into a
 // DeadlineError on the stuck rank at the deadline, naming who never entered.
-#include "core/comm/checked_vs_detail/scenarios.h"
+#include "tools/vs_pytorch/checked_vs_detail/scenarios.h"
 
 #include "core/testing/backend.h"
 #include "gtest/gtest.h"

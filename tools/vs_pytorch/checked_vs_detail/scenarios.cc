@@ -1,4 +1,4 @@
-#include "core/comm/checked_vs_detail/scenarios.h"
+#include "tools/vs_pytorch/checked_vs_detail/scenarios.h"
 
 #include <algorithm>
 #include <chrono>

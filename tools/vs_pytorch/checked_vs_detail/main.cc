@@ -3,7 +3,7 @@
 // section of core/comm/README.md.
 #include <algorithm>
 
-#include "core/comm/checked_vs_detail/scenarios.h"
+#include "tools/vs_pytorch/checked_vs_detail/scenarios.h"
 #include "core/harness/pair_main.h"
 
 int main(int argc, char** argv) {
