@@ -82,10 +82,12 @@ def repro_figure1(rows):
 
 
 def fix_all(rows):
-    """One row per setting; per fix the worst per-step error and the verdict."""
+    """One row per setting; per fix the worst per-step error and the verdict.
+    A tracker case (config.source) is its own row, its source beside its
+    batches (and PreciseBN's per-rank batch counts where they differ)."""
     settings = {}
     for r in rows:
-        key = tuple(r["config"]["batches"])
+        key = (tuple(r["config"]["batches"]), r["config"].get("source", ""))
         settings.setdefault(key, {})[r["variant"]] = r
     out = ["| W | per-rank batches | sync_bn: worst rel err (grad / param / running stats) | collectives per step "
            "| trajectory_rel_err (info) | group_norm: worst rel err (grad / param) | trajectory_rel_err (info) "
@@ -96,14 +98,20 @@ def fix_all(rows):
         v = r["measured"].get(k) if r else None
         return "-" if v is None else f"{v:.{digits}g}"
 
-    for key, d in settings.items():
+    for (batches, source), d in settings.items():
         s, gn, pb = d.get("sync_bn"), d.get("group_norm"), d.get("precise_bn")
+        label = ",".join(map(str, batches))
+        counts = pb["config"].get("precise_batches") if pb else None
+        if isinstance(counts, list):
+            label += f"; PreciseBN batches {','.join(map(str, counts))}"
+        if source:
+            label += f" ({source})"
         verdicts = ", ".join(f"{v}: {d[v]['verdict']}" for v in ("sync_bn", "group_norm", "precise_bn") if v in d)
         if all(d[v]["verdict"] == "exact" for v in d):
             verdicts = "all exact"
         steps = next(iter(d.values()))["config"]["steps"]
         out.append(
-            f"| {len(key)} | {','.join(map(str, key))} "
+            f"| {len(batches)} | {label} "
             f"| {g(s, 'grad_rel_err')} / {g(s, 'param_rel_err')} / {g(s, 'running_stats_rel_err')} "
             f"| {g(s, 'collectives_per_step', 3)} | {g(s, 'trajectory_rel_err')} "
             f"| {g(gn, 'grad_rel_err')} / {g(gn, 'param_rel_err')} | {g(gn, 'trajectory_rel_err')} "

@@ -14,6 +14,12 @@
 //                        how much PreciseBN cut the running-stat error
 //                        against the eval-time population (information).
 // An empty rank appears in the uneven settings (every fix allows it).
+//
+// The default run adds the cases users reported to PyTorch's and fvcore's
+// trackers (sync_batch_norm_test and precise_bn_tracker_test hold them as
+// tests), each record naming its source in config.source: issue 22192
+// (SyncBN, per-rank batches 2 and 6), PR 74944 (SyncBN, an empty rank),
+// fvcore 152 (PreciseBN with 1 and 3 batches on the two ranks).
 #include "fixes/small_batch_bn/fix_run.h"
 
 #include <algorithm>
@@ -28,18 +34,33 @@ namespace {
 
 using results::Json;
 
-std::vector<std::vector<int>> Settings(const harness::CommonFlags& f, const FixOptions& o) {
-  if (!o.batches.empty()) return {o.batches};
-  if (!o.sweep) return {std::vector<int>(f.world_size, f.batch_size)};
-  std::vector<std::vector<int>> s;
+struct Setting {
+  std::vector<int> batches;
+  std::vector<Fix> fixes = {Fix::kSyncBn, Fix::kGroupNorm, Fix::kPreciseBn};
+  std::string source;               // a tracker case: where it was reported
+  std::vector<int> precise_counts;  // PreciseBN batches per rank, when they differ
+};
+
+std::vector<Setting> Settings(const harness::CommonFlags& f, const FixOptions& o) {
+  if (!o.batches.empty()) return {{o.batches}};
+  if (!o.sweep) {
+    return {{std::vector<int>(f.world_size, f.batch_size)},
+            {{2, 6}, {Fix::kSyncBn}, "pytorch/pytorch issue 22192: running_var with per-rank batches 2 and 6"},
+            {{0, 5}, {Fix::kSyncBn}, "pytorch/pytorch PR 74944 (issue 36530): a rank with an empty batch"},
+            {{4, 4},
+             {Fix::kPreciseBn},
+             "facebookresearch/fvcore issue 152: PreciseBN with 1 and 3 batches per rank, counts synchronised",
+             {1, 3}}};
+  }
+  std::vector<Setting> s;
   for (int w : {1, 2, 3, 4, 5, 8}) {
-    for (int b : {1, 2, 3, 8}) s.push_back(std::vector<int>(w, b));
+    for (int b : {1, 2, 3, 8}) s.push_back({std::vector<int>(w, b)});
   }
   // Uneven batches; ranks with none.
-  s.push_back({3, 1, 2});
-  s.push_back({1, 3, 0, 5});
-  s.push_back({0, 0, 3});
-  s.push_back({2, 8, 1, 0, 3});
+  s.push_back({{3, 1, 2}});
+  s.push_back({{1, 3, 0, 5}});
+  s.push_back({{0, 0, 3}});
+  s.push_back({{2, 8, 1, 0, 3}});
   return s;
 }
 
@@ -53,9 +74,10 @@ std::string Join(const std::vector<int>& v) {
 
 std::vector<results::Record> RunFix(const harness::CommonFlags& f, const FixOptions& o) {
   std::vector<results::Record> records;
-  for (const std::vector<int>& batches : Settings(f, o)) {
+  for (const Setting& setting : Settings(f, o)) {
+    const std::vector<int>& batches = setting.batches;
     const bool even = std::all_of(batches.begin(), batches.end(), [&](int b) { return b == batches[0]; });
-    for (Fix fix : {Fix::kSyncBn, Fix::kGroupNorm, Fix::kPreciseBn}) {
+    for (Fix fix : setting.fixes) {
       results::Record rec;
       rec.bug = "small_batch_bn";
       rec.kind = results::Kind::kFix;
@@ -70,7 +92,14 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const FixOpti
       rec.config["steps"] = o.steps;
       rec.config["lr"] = o.lr;
       rec.config["seed"] = static_cast<double>(f.seed);
-      if (fix == Fix::kPreciseBn) rec.config["precise_batches"] = o.precise_batches;
+      if (fix == Fix::kPreciseBn && setting.precise_counts.empty()) {
+        rec.config["precise_batches"] = o.precise_batches;
+      } else if (fix == Fix::kPreciseBn) {
+        Json counts = Json::MakeArray();
+        for (int x : setting.precise_counts) counts.Push(x);
+        rec.config["precise_batches"] = counts;
+      }
+      if (!setting.source.empty()) rec.config["source"] = setting.source;
       rec.reference["what"] = fix == Fix::kPreciseBn
                                   ? "one process: the plain average of the batch statistics over every rank's "
                                     "batches, the same parameters"
@@ -84,6 +113,7 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const FixOpti
         c.batches = batches;
         c.steps = o.steps;
         c.precise_batches = o.precise_batches;
+        c.precise_counts = setting.precise_counts;
         c.seed = static_cast<uint64_t>(f.seed);
         c.lr = o.lr;
         c.noise = o.noise;

@@ -17,18 +17,22 @@ namespace {
 
 double M(const results::Record& r, const char* k) { return r.measured.Find(k)->AsDouble(); }
 
+// RunFix on the test backend, 3 steps per check, PreciseBN over 2 batches.
+std::vector<results::Record> RunSmall(harness::CommonFlags f, FixOptions o) {
+  f.backend = testing::TestBackend();
+  f.timeout = 30;
+  o.steps = 3;
+  o.precise_batches = 2;
+  return RunFix(f, o);
+}
+
 class SmallBatchBnFix : public ::testing::TestWithParam<std::vector<int>> {};
 
 TEST_P(SmallBatchBnFix, EveryFixIsExactPerStep) {
   DDP_REQUIRE_BACKEND();
-  harness::CommonFlags f;
-  f.backend = testing::TestBackend();
-  f.timeout = 30;
   FixOptions o;
   o.batches = GetParam();
-  o.steps = 3;
-  o.precise_batches = 2;
-  const auto records = RunFix(f, o);
+  const auto records = RunSmall({}, o);
   ASSERT_EQ(records.size(), 3u);
   for (const auto& r : records) {
     ASSERT_NE(r.verdict, results::Verdict::kError) << r.error;
@@ -60,6 +64,41 @@ INSTANTIATE_TEST_SUITE_P(Worlds, SmallBatchBnFix,
                                            std::vector<int>(8, 2),                    // W=8, b=2
                                            std::vector<int>{1, 3, 0, 5},              // uneven, an empty rank
                                            std::vector<int>{0, 0, 3}));               // two empty ranks
+
+// The default run writes the tracker cases as records of their own, each
+// naming its source (sync_batch_norm_test and precise_bn_tracker_test hold
+// the same cases as tests): 22192 and 74944 through SyncBN, fvcore 152
+// through PreciseBN with 1 and 3 batches on the two ranks; all exact.
+TEST(SmallBatchBnFixTracker, DefaultRunRecordsTheTrackerCases) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f;
+  f.world_size = 2;
+  f.batch_size = 2;
+  const auto records = RunSmall(f, {});
+  ASSERT_EQ(records.size(), 6u);  // the W x b setting's three fixes, then the three cases
+  const struct {
+    const char* variant;
+    std::vector<int> batches;
+    const char* source;
+  } want[] = {{"sync_bn", {2, 6}, "issue 22192"},
+              {"sync_bn", {0, 5}, "PR 74944"},
+              {"precise_bn", {4, 4}, "fvcore issue 152"}};
+  for (int i = 0; i < 3; ++i) {
+    const results::Record& r = records[3 + i];
+    EXPECT_EQ(r.variant, want[i].variant);
+    const results::Json* source = r.config.Find("source");
+    ASSERT_NE(source, nullptr) << r.config.Dump();
+    EXPECT_NE(source->AsString().find(want[i].source), std::string::npos) << source->AsString();
+    std::vector<int> batches;
+    for (const auto& b : r.config.Find("batches")->AsArray()) batches.push_back(static_cast<int>(b.AsDouble()));
+    EXPECT_EQ(batches, want[i].batches);
+    ASSERT_NE(r.verdict, results::Verdict::kError) << r.error;
+    EXPECT_EQ(r.verdict, results::Verdict::kExact) << r.measured.Dump();
+  }
+  EXPECT_EQ(records[5].config.Find("precise_batches")->Dump(), "[1,3]");
+  // Every rank's running statistics were compared after every step.
+  EXPECT_EQ(records[5].measured.Find("step_check")->Find("steps_checked")->AsDouble(), 3.0 * 2);
+}
 
 }  // namespace
 }  // namespace ddp::small_batch_bn

@@ -1,5 +1,6 @@
 #include "fixes/small_batch_bn/step_exact.h"
 
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 
@@ -125,6 +126,9 @@ Json CheckPreciseBn(comm::Comm& comm, const StepExactConfig& c, const Images& tr
   double before = -1, after = -1;
   // PreciseBN's batches come after the training steps in the same permutation.
   const int64_t first_precise = c.steps;
+  int most = c.precise_batches;  // batches drawn per step; rank r uses its first Count(r)
+  if (!c.precise_counts.empty()) most = *std::max_element(c.precise_counts.begin(), c.precise_counts.end());
+  const auto count = [&](int r) { return c.precise_counts.empty() ? c.precise_batches : c.precise_counts[r]; };
   for (int64_t s = 0; s < c.steps; ++s) {
     const Images mine = sched.All(train, s)[comm.rank()];
     nn::ZeroGrads(ranks.model.Params());
@@ -138,13 +142,13 @@ Json CheckPreciseBn(comm::Comm& comm, const StepExactConfig& c, const Images& tr
     // PreciseBN over M batches per rank, from the same parameters everywhere.
     CopyState(ranks, ref);
     std::vector<Images> mine_precise, all_precise;
-    for (int k = 0; k < c.precise_batches; ++k) {
-      std::vector<Images> parts = sched.All(train, first_precise + s * c.precise_batches + k);
+    for (int k = 0; k < count(comm.rank()); ++k) {
+      std::vector<Images> parts = sched.All(train, first_precise + s * most + k);
       mine_precise.push_back(parts[comm.rank()]);
     }
     for (int r = 0; r < comm.world_size(); ++r) {
-      for (int k = 0; k < c.precise_batches; ++k) {
-        all_precise.push_back(sched.All(train, first_precise + s * c.precise_batches + k)[r]);
+      for (int k = 0; k < count(r); ++k) {
+        all_precise.push_back(sched.All(train, first_precise + s * most + k)[r]);
       }
     }
     // Training keeps its exponential averages; PreciseBN's result is judged

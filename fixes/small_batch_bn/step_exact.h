@@ -44,6 +44,9 @@ struct StepExactConfig {
   std::vector<int> batches;  // per-rank batch sizes; size = W; 0 = an empty rank
   int steps = 8;
   int precise_batches = 4;   // PreciseBN: batches per rank (of its batch size)
+  // PreciseBN: batches of each rank when they differ (fvcore issue 152's
+  // case); size = W, overrides precise_batches; 0 = a rank with none.
+  std::vector<int> precise_counts;
   uint64_t seed = 0;
   double lr = 0.05;
   double noise = 0.3;
