@@ -1,4 +1,4 @@
-#include "repro/missing_set_epoch/replica.h"
+#include "core/exact/replica.h"
 
 #include <limits>
 #include <span>

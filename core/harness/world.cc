@@ -2,17 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <exception>
-#include <span>
 #include <sstream>
 #include <vector>
 
 #include "core/comm/errors.h"
 #include "core/comm/make_comm.h"
 #include "core/comm/options.h"
+#include "core/harness/exchange.h"
 #include "core/launch/config_error.h"
 #include "core/launch/failure_report.h"
 #include "core/launch/interrupt.h"
@@ -171,30 +169,6 @@ void CheckStore(const launch::RankEnv& env) {
   } catch (const std::exception& e) {
     g_store_failure = e.what();
   }
-}
-
-// Launched mode: every rank's value, gathered over the world's own
-// communicator, so that each rank judges a world from the same values a
-// spawned world's caller sees (rank_values of every rank, value = rank 0's).
-// The text travels as int64 words: the Comm API has no byte type.
-std::vector<results::Json> ExchangeValues(comm::Comm& comm, const results::Json& mine) {
-  const std::string text = mine.Dump();
-  std::vector<int64_t> words((text.size() + 7) / 8, 0);
-  std::memcpy(words.data(), text.data(), text.size());
-  const int64_t length = static_cast<int64_t>(text.size());
-  const std::vector<int64_t> lengths = comm.Allgather(std::span<const int64_t>(&length, 1));
-  std::vector<std::size_t> counts;
-  for (int64_t n : lengths) counts.push_back(static_cast<std::size_t>((n + 7) / 8));
-  const std::vector<int64_t> all = comm.Allgatherv(std::span<const int64_t>(words), counts);
-  std::vector<results::Json> values;
-  std::size_t at = 0;
-  for (std::size_t r = 0; r < lengths.size(); ++r) {
-    std::string peer(static_cast<std::size_t>(lengths[r]), '\0');
-    std::memcpy(peer.data(), all.data() + at, peer.size());
-    at += counts[r];
-    values.push_back(results::ParseJson(peer));
-  }
-  return values;
 }
 
 WorldResult RunLaunched(const WorldOptions& o, const RankBody& body) {

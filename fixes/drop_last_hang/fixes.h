@@ -28,7 +28,7 @@
 #include "core/comm/comm.h"
 #include "core/exact/step_check.h"
 #include "repro/drop_last_hang/scenario.h"
-#include "repro/missing_set_epoch/replica.h"
+#include "core/exact/replica.h"
 
 namespace ddp::drop_last_hang {
 

@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "core/data/synthetic.h"
-#include "repro/missing_set_epoch/replica.h"
+#include "core/exact/replica.h"
 #include "repro/missing_set_epoch/scenario.h"
 
 namespace ddp::missing_set_epoch {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/exact/step_check.h"
+#include "core/harness/exchange.h"
 #include "core/nn/sgd.h"
 
 namespace ddp::autograd_lost_gather {
@@ -17,21 +18,6 @@ using results::Json;
 
 constexpr double kMomentum = 0.9;
 constexpr LossKind kLosses[] = {LossKind::kGlobal, LossKind::kPerRank};
-
-// Rank 0's results to every rank, so that under a launcher (ddprun, torchrun:
-// RunWorld returns each rank its own value) every rank builds the same
-// records and exits with the same status.
-Json BroadcastFromRankZero(comm::Comm& comm, const Json& value) {
-  const std::string text = comm.rank() == 0 ? value.Dump() : std::string();
-  int64_t size = static_cast<int64_t>(text.size());
-  comm.Broadcast(std::span<int64_t>(&size, 1), 0);
-  std::vector<int32_t> chars(static_cast<std::size_t>(size));
-  for (std::size_t i = 0; i < text.size(); ++i) chars[i] = static_cast<unsigned char>(text[i]);
-  comm.Broadcast(std::span<int32_t>(chars), 0);
-  std::string received(chars.size(), '\0');
-  for (std::size_t i = 0; i < chars.size(); ++i) received[i] = static_cast<char>(chars[i]);
-  return results::ParseJson(received);
-}
 
 double Scale(const VariantSpec& v, int w) { return v.scale_by_world ? static_cast<double>(w) : 1.0; }
 
@@ -122,7 +108,7 @@ Json GradWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags&
       }
     }
   }
-  return BroadcastFromRankZero(comm, out);
+  return harness::BroadcastFromRankZero(comm, out);
 }
 
 // ---- training --------------------------------------------------------------
@@ -332,7 +318,7 @@ Json TrainWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags
       }
     }
   }
-  return BroadcastFromRankZero(comm, out);
+  return harness::BroadcastFromRankZero(comm, out);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "core/comm/make_comm.h"
 #include "core/launch/spawn.h"
 #include "core/launch/store.h"
-#include "repro/missing_set_epoch/replica.h"
+#include "core/exact/replica.h"
 
 namespace ddp::drop_last_hang {
 namespace {

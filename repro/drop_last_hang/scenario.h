@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "core/data/synthetic.h"
-#include "repro/missing_set_epoch/replica.h"
+#include "core/exact/replica.h"
 
 namespace ddp::drop_last_hang {
 

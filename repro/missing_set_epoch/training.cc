@@ -5,7 +5,7 @@
 
 #include "core/data/data_loader.h"
 #include "core/data/synthetic.h"
-#include "repro/missing_set_epoch/replica.h"
+#include "core/exact/replica.h"
 
 namespace ddp::missing_set_epoch {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/comm/comm.h"
-#include "repro/missing_set_epoch/replica.h"
+#include "core/exact/replica.h"
 #include "repro/missing_set_epoch/scenario.h"
 
 namespace ddp::missing_set_epoch {
