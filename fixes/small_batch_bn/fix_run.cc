@@ -37,8 +37,8 @@ using results::Json;
 struct Setting {
   std::vector<int> batches;
   std::vector<Fix> fixes = {Fix::kSyncBn, Fix::kGroupNorm, Fix::kPreciseBn};
-  std::string source;               // a tracker case: where it was reported
-  std::vector<int> precise_counts;  // PreciseBN batches per rank, when they differ
+  std::string source = {};              // a tracker case: where it was reported
+  std::vector<int> precise_counts = {};  // PreciseBN batches per rank, when they differ
 };
 
 std::vector<Setting> Settings(const harness::CommonFlags& f, const FixOptions& o) {
