@@ -93,6 +93,16 @@ _GLOO_BUILD = """package(default_visibility = ["//visibility:public"])
 cc_library(name = "gloo", linkopts = ["-lgloo", "-pthread"])
 """
 
+_NLOHMANN_JSON_BUILD = """package(default_visibility = ["//visibility:public"])
+
+# Header-only; the symlinked folder keeps the <nlohmann/json.hpp> spelling.
+cc_library(
+    name = "nlohmann_json",
+    hdrs = glob(["include/nlohmann/**"]),
+    includes = ["include"],
+)
+"""
+
 def _build_info_impl(ctx):
     """Versions known only to the package manager, for tools/doctor."""
     bazel = ctx.attr.bazel_version or ""
@@ -136,6 +146,13 @@ def system_deps():
         headers = ["/usr/include/eigen3/Eigen/Core"],
         symlinks = {"/usr/include/eigen3": "eigen3"},
         build = _EIGEN_BUILD,
+    )
+    debian_library(
+        name = "nlohmann_json",
+        package = "nlohmann-json3-dev",
+        headers = ["/usr/include/nlohmann/json.hpp"],
+        symlinks = {"/usr/include/nlohmann": "include/nlohmann"},
+        build = _NLOHMANN_JSON_BUILD,
     )
     debian_library(
         name = "gloo",

@@ -39,6 +39,7 @@ packages=(
   bazel-bootstrap bazel-rules-java default-jdk-headless
   g++ git ca-certificates procps
   libgtest-dev libgmock-dev libbenchmark-dev libeigen3-dev libgloo-dev
+  nlohmann-json3-dev
   redis-server python3 python3-matplotlib
   iproute2 nftables
 )

@@ -94,7 +94,7 @@ std::string AddSummary(const std::string& path, const results::Json& summary) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << j.Dump(2) << "\n";
+    out << Dump(j, 2) << "\n";
     if (!out) return "cannot write " + tmp;
   }
   std::error_code ec;

@@ -83,13 +83,13 @@ double StepCheck::worst(const std::string& quantity) const {
 }
 
 results::Json StepCheck::ToJson() const {
-  results::Json j = results::Json::MakeObject();
+  results::Json j = results::Json::object();
   j["tolerance"] = tolerance_;
   j["steps_checked"] = static_cast<long long>(steps_);
   j["worst_rel_err"] = worst_;
   j["worst_quantity"] = worst_quantity_;
   j["worst_step"] = static_cast<long long>(worst_step_);
-  results::Json per = results::Json::MakeObject();
+  results::Json per = results::Json::object();
   for (const auto& [q, e] : per_quantity_) per[q] = e;
   j["rel_err"] = per;
   return j;
@@ -97,21 +97,21 @@ results::Json StepCheck::ToJson() const {
 
 StepCheck StepCheck::FromJson(const results::Json& j) {
   auto field = [&](const char* name) -> const results::Json& {
-    const results::Json* v = j.Find(name);
+    const results::Json* v = Find(j, name);
     if (v == nullptr) throw std::invalid_argument(std::string("step check: missing '") + name + "'");
     return *v;
   };
-  StepCheck c(field("tolerance").AsDouble());
-  c.steps_ = static_cast<std::int64_t>(field("steps_checked").AsDouble());
-  c.worst_ = field("worst_rel_err").AsDouble();
-  if (!field("worst_quantity").IsString()) {
+  StepCheck c(field("tolerance").get<double>());
+  c.steps_ = static_cast<std::int64_t>(field("steps_checked").get<double>());
+  c.worst_ = field("worst_rel_err").get<double>();
+  if (!field("worst_quantity").is_string()) {
     throw std::invalid_argument("step check: 'worst_quantity' is not a string");
   }
-  c.worst_quantity_ = field("worst_quantity").AsString();
-  c.worst_step_ = static_cast<std::int64_t>(field("worst_step").AsDouble());
+  c.worst_quantity_ = field("worst_quantity").get<std::string>();
+  c.worst_step_ = static_cast<std::int64_t>(field("worst_step").get<double>());
   const results::Json& per = field("rel_err");
-  if (!per.IsObject()) throw std::invalid_argument("step check: 'rel_err' is not an object");
-  for (const auto& [q, e] : per.AsObject()) c.per_quantity_[q] = e.AsDouble();
+  if (!per.is_object()) throw std::invalid_argument("step check: 'rel_err' is not an object");
+  for (const auto& [q, e] : per.items()) c.per_quantity_[q] = e.get<double>();
   return c;
 }
 

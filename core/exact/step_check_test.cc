@@ -82,8 +82,8 @@ TEST(StepCheck, JsonRoundTrip) {
   StepCheck c(1e-12);
   c.Add("grad", 0, 1e-16);
   c.Add("running_stats", 3, 4e-14);
-  const StepCheck back = StepCheck::FromJson(results::ParseJson(c.ToJson().Dump()));
-  EXPECT_EQ(back.ToJson().Dump(), c.ToJson().Dump());
+  const StepCheck back = StepCheck::FromJson(results::ParseJson(Dump(c.ToJson())));
+  EXPECT_EQ(Dump(back.ToJson()), Dump(c.ToJson()));
   EXPECT_EQ(back.steps(), 2);
   EXPECT_DOUBLE_EQ(back.worst("running_stats"), 4e-14);
   EXPECT_THROW(StepCheck::FromJson(results::ParseJson("{\"tolerance\": 1}")),

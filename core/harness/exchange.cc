@@ -9,7 +9,7 @@ namespace ddp::harness {
 
 // The text as int64 words, each rank's length first.
 std::vector<results::Json> ExchangeValues(comm::Comm& comm, const results::Json& mine) {
-  const std::string text = mine.Dump();
+  const std::string text = Dump(mine);
   std::vector<int64_t> words((text.size() + 7) / 8, 0);
   std::memcpy(words.data(), text.data(), text.size());
   const int64_t length = static_cast<int64_t>(text.size());
@@ -30,7 +30,7 @@ std::vector<results::Json> ExchangeValues(comm::Comm& comm, const results::Json&
 
 // The text as one int32 per character, its length first.
 results::Json BroadcastFromRankZero(comm::Comm& comm, const results::Json& value) {
-  const std::string text = comm.rank() == 0 ? value.Dump() : std::string();
+  const std::string text = comm.rank() == 0 ? Dump(value) : std::string();
   int64_t size = static_cast<int64_t>(text.size());
   comm.Broadcast(std::span<int64_t>(&size, 1), 0);
   std::vector<int32_t> chars(static_cast<std::size_t>(size));

@@ -102,7 +102,7 @@ WorldResult RunSpawned(const WorldOptions& o, const RankBody& body) {
             auto comm = comm::MakeComm(OptionsFor(env, o));
             const results::Json v = body(*comm);
             comm->Finish();
-            std::printf("%s%s\n", kResultMarker, v.Dump().c_str());
+            std::printf("%s%s\n", kResultMarker, Dump(v).c_str());
             std::fflush(stdout);
             return 0;
           } catch (const launch::ConfigError& e) {
@@ -147,7 +147,7 @@ WorldResult RunSpawned(const WorldOptions& o, const RankBody& body) {
     }
     r.rank_values.push_back(value);
   }
-  if (!r.rank_values.empty() && !r.rank_values[0].IsNull()) {
+  if (!r.rank_values.empty() && !r.rank_values[0].is_null()) {
     r.value = r.rank_values[0];
     r.has_value = true;
   }

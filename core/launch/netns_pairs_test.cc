@@ -42,10 +42,10 @@ Verdicts ReadVerdicts(const CommandResult& run, const std::string& json) {
   text << in.rdbuf();
   if (text.str().empty()) return v;
   const results::Json records = results::ParseJson(text.str());
-  for (const auto& record : records.AsArray()) {
+  for (const auto& record : records) {
     const std::string key =
-        record.Find("variant")->AsString() + " " + record.Find("config")->Dump();
-    v.by_row[key] = record.Find("verdict")->AsString();
+        record.at("variant").get<std::string>() + " " + Dump(record.at("config"));
+    v.by_row[key] = record.at("verdict").get<std::string>();
   }
   return v;
 }

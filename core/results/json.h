@@ -1,73 +1,83 @@
-// A minimal JSON value for writing result records: objects keep insertion
-// order (so records read the same way every run), numbers print with 17
-// significant digits (so a double round-trips exactly), and non-finite
-// numbers, which JSON cannot hold, are written as strings ("nan", "inf").
+// The JSON value of result records, rank results and benchmark side files:
+// nlohmann::json (Debian's nlohmann-json3-dev, header-only), in its
+// insertion-ordered form, so records read the same way every run.
+//
+// Two choices are ours, and both live in the type, so no call site can
+// forget them:
+//  - non-finite numbers, which JSON cannot hold, are stored as the strings
+//    "nan", "inf", "-inf" (nlohmann would write null and lose which one), and
+//    get<double>() reads those strings back as the numbers;
+//  - Dump() replaces invalid UTF-8 (a rank's stderr can carry any bytes)
+//    instead of throwing, as nlohmann's dump() would.
+// Doubles are written in the shortest form that reads back to the same
+// double (nlohmann's Grisu2), so every double round-trips exactly; an
+// integral one (|d| <= 2^53, not -0) is stored and written as an integer.
+//
+// Access: j.at("key") throws json::out_of_range naming the missing key (an
+// error record, never a crash); Find() is the lookup for keys that may be
+// absent.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
-#include <initializer_list>
+#include <limits>
+#include <map>
 #include <string>
+#include <string_view>
 #include <utility>
-#include <variant>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace ddp::results {
 
-class Json {
- public:
-  using Array = std::vector<Json>;
-  using Object = std::vector<std::pair<std::string, Json>>;
+// Everything but double converts as nlohmann does by default.
+template <typename T, typename SFINAE = void>
+struct JsonSerializer : nlohmann::adl_serializer<T, SFINAE> {};
 
-  Json() : value_(nullptr) {}
-  Json(std::nullptr_t) : value_(nullptr) {}
-  Json(bool b) : value_(b) {}
-  Json(int i) : value_(static_cast<std::int64_t>(i)) {}
-  Json(long i) : value_(static_cast<std::int64_t>(i)) {}
-  Json(long long i) : value_(static_cast<std::int64_t>(i)) {}
-  Json(unsigned i) : value_(static_cast<std::int64_t>(i)) {}
-  Json(unsigned long i) : value_(static_cast<std::int64_t>(i)) {}
-  Json(double d) : value_(d) {}
-  Json(const char* s) : value_(std::string(s)) {}
-  Json(std::string s) : value_(std::move(s)) {}
-  Json(Array a) : value_(std::move(a)) {}
-
-  static Json MakeObject() { return Json(Object{}); }
-  static Json MakeArray() { return Json(Array{}); }
-
-  // Object access: appends the key if absent (keeps first-insertion order).
-  Json& operator[](const std::string& key);
-  // Array append.
-  void Push(Json v);
-
-  bool IsNull() const { return std::holds_alternative<std::nullptr_t>(value_); }
-  bool IsNumber() const {
-    return std::holds_alternative<double>(value_) || std::holds_alternative<std::int64_t>(value_);
+template <>
+struct JsonSerializer<double, void> {
+  template <typename BasicJson>
+  static void to_json(BasicJson& j, double d) {
+    if (std::isnan(d)) {
+      j = "nan";
+    } else if (std::isinf(d)) {
+      j = d > 0 ? "inf" : "-inf";
+    } else if (d == std::trunc(d) && std::fabs(d) <= kMaxExactInteger &&
+               !(d == 0 && std::signbit(d))) {
+      // An integral double prints as an integer ("3", not "3.0"), as the
+      // records have always read; get<double>() gives the same double back.
+      nlohmann::to_json(j, static_cast<std::int64_t>(d));
+    } else {
+      nlohmann::to_json(j, d);  // the number itself (not through this serializer)
+    }
   }
-  bool IsString() const { return std::holds_alternative<std::string>(value_); }
-  bool IsBool() const { return std::holds_alternative<bool>(value_); }
-  bool IsObject() const { return std::holds_alternative<Object>(value_); }
-  bool IsArray() const { return std::holds_alternative<Array>(value_); }
-  const Object& AsObject() const { return std::get<Object>(value_); }
-  const Array& AsArray() const { return std::get<Array>(value_); }
-  const std::string& AsString() const { return std::get<std::string>(value_); }
-  bool AsBool() const { return std::get<bool>(value_); }
-  // Numbers (and the strings "nan", "inf", "-inf" that Dump writes for them).
-  double AsDouble() const;
-  // Object lookup without inserting; nullptr when absent or not an object.
-  const Json* Find(const std::string& key) const;
-
-  // Serialises; indent < 0 gives one line, otherwise pretty-printed.
-  std::string Dump(int indent = -1) const;
-
- private:
-  explicit Json(Object o) : value_(std::move(o)) {}
-  void DumpTo(std::string& out, int indent, int depth) const;
-
-  std::variant<std::nullptr_t, bool, std::int64_t, double, std::string, Array, Object> value_;
+  template <typename BasicJson>
+  static void from_json(const BasicJson& j, double& d) {
+    if (j.is_string()) {
+      d = NonFiniteFromString(j.template get_ref<const std::string&>());
+    } else {
+      nlohmann::from_json(j, d);  // any number; other types throw type_error
+    }
+  }
+  static constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
+  // "nan", "inf" or "-inf"; anything else throws json::type_error.
+  static double NonFiniteFromString(const std::string& s);
 };
 
-// Parses JSON text (as written by Dump, or any standard JSON). Throws
-// std::invalid_argument with the byte offset on malformed input.
+using Json = nlohmann::basic_json<nlohmann::ordered_map, std::vector, std::string, bool,
+                                  std::int64_t, std::uint64_t, double, std::allocator,
+                                  JsonSerializer>;
+
+// The member `key` of `j`, or nullptr when `j` is not an object or lacks it.
+const Json* Find(const Json& j, std::string_view key);
+
+// Serialises: indent < 0 gives one line, otherwise pretty-printed with that
+// many spaces; invalid UTF-8 in strings becomes U+FFFD.
+std::string Dump(const Json& j, int indent = -1);
+
+// Parses JSON text. Throws std::invalid_argument naming the line and column
+// on malformed input.
 Json ParseJson(const std::string& text);
 
 // Quotes and escapes a string for JSON.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "gtest/gtest.h"
 
@@ -14,42 +15,70 @@ TEST(JsonTest, ObjectsKeepInsertionOrderAndNest) {
   j["a"] = "x\"y\n";
   j["b"] = 2;  // overwrite keeps position
   Json arr;
-  arr.Push(true);
-  arr.Push(nullptr);
+  arr.push_back(true);
+  arr.push_back(nullptr);
   j["c"] = arr;
-  EXPECT_EQ(j.Dump(), R"({"b":2,"a":"x\"y\n","c":[true,null]})");
+  EXPECT_EQ(Dump(j), R"({"b":2,"a":"x\"y\n","c":[true,null]})");
 }
 
-TEST(JsonTest, DoublesRoundTripWith17Digits) {
-  Json j = 0.1;
-  EXPECT_EQ(j.Dump(), "0.10000000000000001");
-  const double third = 1.0 / 3.0;
-  EXPECT_EQ(std::stod(Json(third).Dump()), third);
+TEST(JsonTest, DoublesRoundTripExactly) {
+  for (const double d : {0.1, 1.0 / 3.0, -2.5e-300, 1e300, 5e-324, 0.30000000000000004,
+                         std::numeric_limits<double>::max()}) {
+    EXPECT_EQ(ParseJson(Dump(Json(d))).get<double>(), d) << Dump(Json(d));
+  }
+  EXPECT_EQ(Dump(Json(0.1)), "0.1");  // the shortest text that reads back the same
 }
 
-TEST(JsonTest, NonFiniteNumbersBecomeStrings) {
-  EXPECT_EQ(Json(std::numeric_limits<double>::quiet_NaN()).Dump(), "\"nan\"");
-  EXPECT_EQ(Json(-std::numeric_limits<double>::infinity()).Dump(), "\"-inf\"");
+TEST(JsonTest, IntegralDoublesPrintAsIntegers) {
+  EXPECT_EQ(Dump(Json(3.0)), "3");
+  EXPECT_EQ(Dump(Json(-1e15)), "-1000000000000000");
+  EXPECT_EQ(Dump(Json(-0.0)), "-0.0");                 // the sign survives
+  EXPECT_EQ(Dump(Json(1e300)), "1e+300");              // beyond 2^53: a double
+  EXPECT_EQ(Json(3.0).get<double>(), 3.0);
+}
+
+TEST(JsonTest, NonFiniteNumbersBecomeStringsAndReadBack) {
+  EXPECT_EQ(Dump(Json(std::numeric_limits<double>::quiet_NaN())), "\"nan\"");
+  EXPECT_EQ(Dump(Json(-std::numeric_limits<double>::infinity())), "\"-inf\"");
+  EXPECT_TRUE(std::isnan(Json("nan").get<double>()));
+  EXPECT_EQ(Json("inf").get<double>(), std::numeric_limits<double>::infinity());
+  EXPECT_THROW((void)Json("abc").get<double>(), Json::type_error);
 }
 
 TEST(JsonTest, PrettyPrint) {
   Json j;
-  j["k"] = Json::Array{1, 2};
-  EXPECT_EQ(j.Dump(2), "{\n  \"k\": [\n    1,\n    2\n  ]\n}");
-  EXPECT_EQ(Json::MakeObject().Dump(2), "{}");
+  j["k"] = Json::array({1, 2});
+  EXPECT_EQ(Dump(j, 2), "{\n  \"k\": [\n    1,\n    2\n  ]\n}");
+  EXPECT_EQ(Dump(Json::object(), 2), "{}");
 }
 
 TEST(JsonTest, ParseRoundTrips) {
   Json j;
   j["a"] = 1;
-  j["b"] = Json::Array{0.1, "x\"\n", true, nullptr, Json::MakeObject()};
+  j["b"] = Json::array({0.1, "x\"\n", true, nullptr, Json::object()});
   j["c"] = -2.5e-300;
   j["d"] = std::numeric_limits<double>::quiet_NaN();
-  const Json back = ParseJson(j.Dump(2));
-  EXPECT_EQ(back.Dump(), j.Dump());
-  EXPECT_EQ(back.Find("c")->AsDouble(), -2.5e-300);
-  EXPECT_TRUE(std::isnan(back.Find("d")->AsDouble()));
-  EXPECT_EQ(back.Find("zz"), nullptr);
+  const Json back = ParseJson(Dump(j, 2));
+  EXPECT_EQ(Dump(back), Dump(j));
+  EXPECT_EQ(back.at("c").get<double>(), -2.5e-300);
+  EXPECT_TRUE(std::isnan(back.at("d").get<double>()));
+  EXPECT_EQ(Find(back, "zz"), nullptr);
+  EXPECT_EQ(Find(back.at("a"), "zz"), nullptr);  // not an object
+}
+
+TEST(JsonTest, AWrongKeyIsAnErrorNamingIt) {
+  const Json j = ParseJson(R"({"auc": 0.5})");
+  try {
+    (void)j.at("acu");
+    FAIL() << "no exception";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("'acu'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(JsonTest, InvalidUtf8IsReplacedNotThrown) {
+  const std::string bad = "rank 1: \xff\xfe";
+  EXPECT_EQ(Dump(Json(bad)), "\"rank 1: \xEF\xBF\xBD\xEF\xBF\xBD\"");
 }
 
 TEST(JsonTest, ParseRejectsMalformedText) {

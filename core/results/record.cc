@@ -52,9 +52,9 @@ Json ToJson(const Record& r, const Provenance& p) {
 
 std::string WriteRecords(const std::string& path, const std::vector<Record>& records,
                          const Provenance& p) {
-  Json arr = Json::MakeArray();
-  for (const Record& r : records) arr.Push(ToJson(r, p));
-  return WriteOutputFile(path, arr.Dump(2) + "\n");
+  Json arr = Json::array();
+  for (const Record& r : records) arr.push_back(ToJson(r, p));
+  return WriteOutputFile(path, Dump(arr, 2) + "\n");
 }
 
 }  // namespace ddp::results

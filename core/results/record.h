@@ -39,9 +39,9 @@ struct Record {
   // Overrides both: a row that shows a known-inexact setting (a fix's
   // variant run the way PyTorch defaults to, expected `inexact`).
   std::optional<Verdict> expected;
-  Json config = Json::MakeObject();
-  Json measured = Json::MakeObject();
-  Json reference = Json::MakeObject();
+  Json config = Json::object();
+  Json measured = Json::object();
+  Json reference = Json::object();
   Verdict verdict = Verdict::kError;
   std::string error;
 };

@@ -40,10 +40,10 @@ TEST(RecordTest, ExpectedVerdictOverridesTheKind) {
   EXPECT_EQ(ExitStatus({r}), 1);
   r.expected = Verdict::kInexact;
   EXPECT_EQ(ExitStatus({r}), 0);
-  EXPECT_EQ(ToJson(r, Provenance{}).Find("expected_verdict")->AsString(), "inexact");
+  EXPECT_EQ(ToJson(r, Provenance{}).at("expected_verdict").get<std::string>(), "inexact");
   r.verdict = Verdict::kExact;
   EXPECT_EQ(ExitStatus({r}), 1);
-  EXPECT_EQ(ToJson(MakeRecord(Kind::kFix, Verdict::kExact), Provenance{}).Find("expected_verdict"),
+  EXPECT_EQ(Find(ToJson(MakeRecord(Kind::kFix, Verdict::kExact), Provenance{}), "expected_verdict"),
             nullptr);
 }
 

@@ -18,10 +18,10 @@ std::string Number(double v, const char* format) {
 // arrays of more than 8 values (training curves) as their length, anything
 // else as compact JSON.
 std::string Short(const Json& v) {
-  if (v.IsNumber()) return Number(v.AsDouble(), "%.4g");
-  if (v.IsString()) return v.AsString().substr(0, v.AsString().find('\n'));
-  if (v.IsArray() && v.AsArray().size() > 8) return "(" + std::to_string(v.AsArray().size()) + " values)";
-  return v.Dump();
+  if (v.is_number()) return Number(v.get<double>(), "%.4g");
+  if (v.is_string()) return v.get<std::string>().substr(0, v.get<std::string>().find('\n'));
+  if (v.is_array() && v.size() > 8) return "(" + std::to_string(v.size()) + " values)";
+  return Dump(v);
 }
 
 std::string Pairs(const std::vector<std::pair<std::string, std::string>>& kv) {
@@ -61,13 +61,13 @@ std::vector<std::string> Wrap(const std::string& text, std::size_t width) {
 // Config entries every record shares (printed once), by key.
 std::set<std::string> CommonConfigKeys(const std::vector<Record>& records) {
   std::set<std::string> common;
-  if (records.empty() || !records[0].config.IsObject()) return common;
-  for (const auto& [k, v] : records[0].config.AsObject()) {
-    const std::string text = v.Dump();
+  if (records.empty() || !records[0].config.is_object()) return common;
+  for (const auto& [k, v] : records[0].config.items()) {
+    const std::string text = Dump(v);
     bool same = true;
     for (const Record& r : records) {
-      const Json* other = r.config.Find(k);
-      if (other == nullptr || other->Dump() != text) same = false;
+      const Json* other = Find(r.config, k);
+      if (other == nullptr || Dump(*other) != text) same = false;
     }
     if (same) common.insert(k);
   }
@@ -82,11 +82,11 @@ bool IsKeyField(const std::string& name, const Record& r) {
 // A row that failed, hung or desynchronised: its details go under the table.
 bool NeedsDetails(const Record& r) {
   if (r.verdict == Verdict::kError || r.verdict != ExpectedVerdict(r)) return true;
-  if (!r.measured.IsObject()) return false;
-  if (r.measured.Find("report") != nullptr) return true;
+  if (!r.measured.is_object()) return false;
+  if (Find(r.measured, "report") != nullptr) return true;
   for (const char* flag : {"timed_out", "ranks_failed"}) {
-    const Json* f = r.measured.Find(flag);
-    if (f != nullptr && f->IsBool() && f->AsBool()) return true;
+    const Json* f = Find(r.measured, flag);
+    if (f != nullptr && f->is_boolean() && f->get<bool>()) return true;
   }
   return false;
 }
@@ -107,32 +107,32 @@ void Indented(std::string& out, const std::string& label, const std::string& tex
 }
 
 void Fields(std::string& out, const std::string& section, const Json& j) {
-  if (!j.IsObject()) {
-    Indented(out, section, j.Dump());
+  if (!j.is_object()) {
+    Indented(out, section, Dump(j));
     return;
   }
-  for (const auto& [k, v] : j.AsObject()) {
-    Indented(out, section + "." + k, v.IsString() ? v.AsString() : v.Dump());
+  for (const auto& [k, v] : j.items()) {
+    Indented(out, section + "." + k, v.is_string() ? v.get<std::string>() : Dump(v));
   }
 }
 
 }  // namespace
 
 std::string KeyNumber(const Record& r) {
-  if (!r.measured.IsObject()) return "";
-  const Json* e = r.measured.Find("error");
-  if (e != nullptr && e->IsNumber()) return "error=" + Number(e->AsDouble(), "%.6g");
+  if (!r.measured.is_object()) return "";
+  const Json* e = Find(r.measured, "error");
+  if (e != nullptr && e->is_number()) return "error=" + Number(e->get<double>(), "%.6g");
   // An error of some kind (rel_error, max_rel_grad_error) is what a fix row
   // is judged by; else the first number the pair chose to measure.
   for (bool errors_only : {true, false}) {
-    for (const auto& [k, v] : r.measured.AsObject()) {
-      if (v.IsNumber() && (!errors_only || k.find("error") != std::string::npos)) {
-        return k + "=" + Number(v.AsDouble(), "%.6g");
+    for (const auto& [k, v] : r.measured.items()) {
+      if (v.is_number() && (!errors_only || k.find("error") != std::string::npos)) {
+        return k + "=" + Number(v.get<double>(), "%.6g");
       }
     }
   }
-  for (const auto& [k, v] : r.measured.AsObject()) {
-    if (v.IsBool()) return k + "=" + (v.AsBool() ? "true" : "false");
+  for (const auto& [k, v] : r.measured.items()) {
+    if (v.is_boolean()) return k + "=" + (v.get<bool>() ? "true" : "false");
   }
   return "";
 }
@@ -142,7 +142,7 @@ std::string FormatTable(const std::vector<Record>& records, const TableOptions& 
   std::string out;
   if (records.size() > 1 && !common.empty()) {
     std::vector<std::pair<std::string, std::string>> kv;
-    for (const auto& [k, v] : records[0].config.AsObject()) {
+    for (const auto& [k, v] : records[0].config.items()) {
       if (common.count(k)) kv.emplace_back(k, Short(v));
     }
     for (const auto& line : Wrap("config, every row: " + Pairs(kv), options.width)) out += line + "\n";
@@ -155,13 +155,13 @@ std::string FormatTable(const std::vector<Record>& records, const TableOptions& 
   rows.push_back({{"kind", "variant", "W", "verdict", "key number"}, "config", "measured"});
   for (const Record& r : records) {
     std::vector<std::pair<std::string, std::string>> config, rest;
-    if (r.config.IsObject()) {
-      for (const auto& [k, v] : r.config.AsObject()) {
+    if (r.config.is_object()) {
+      for (const auto& [k, v] : r.config.items()) {
         if (records.size() == 1 || !common.count(k)) config.emplace_back(k, Short(v));
       }
     }
-    if (r.measured.IsObject()) {
-      for (const auto& [k, v] : r.measured.AsObject()) {
+    if (r.measured.is_object()) {
+      for (const auto& [k, v] : r.measured.items()) {
         if (!IsKeyField(k, r)) rest.emplace_back(k, Short(v));
       }
     }
@@ -224,8 +224,8 @@ std::string FormatTable(const std::vector<Record>& records, const TableOptions& 
                                                         ToString(ExpectedVerdict(r))) + "\n";
     if (!r.error.empty()) Indented(out, "error", r.error);
     for (const char* field : {"message", "outcome", "rank_exits", "report"}) {
-      const Json* f = r.measured.IsObject() ? r.measured.Find(field) : nullptr;
-      if (f != nullptr && f->IsString()) Indented(out, field, f->AsString());
+      const Json* f = r.measured.is_object() ? Find(r.measured, field) : nullptr;
+      if (f != nullptr && f->is_string()) Indented(out, field, f->get<std::string>());
     }
   }
   if (options.verbose) {

@@ -28,12 +28,12 @@ Record Row(const std::string& variant, int n, double error) {
   r.config["n"] = n;
   r.config["batch_size"] = 32;
   r.config["seeds"] = 5;
-  r.config["counts"] = Json(Json::Array{Json(251), Json(251), Json(251), Json(250)});
+  r.config["counts"] = Json::array({251, 251, 251, 250});
   r.config["note"] = "a long free-text configuration value that no terminal column could hold, n=" +
                      std::to_string(n);
   r.measured["auc"] = 0.8270905923344948;
   r.measured["error"] = error;
-  r.measured["curve"] = Json(Json::Array(300, Json(0.123456789)));
+  r.measured["curve"] = Json(std::vector<double>(300, 0.123456789));
   r.measured["outcome"] = "r0: returned, 0/10 values not peer data, AUC 0.875000 (error +0)";
   r.reference["auc"] = 0.8270905923344948;
   return r;
@@ -70,7 +70,7 @@ TEST(TableTest, NarrowerWidthsStillFit) {
 
 TEST(TableTest, FailedAndDesynchronisedRowsPrintTheirReportUnderTheTable) {
   Record hung = Row("uneven_shards", 1025, 0.0);
-  hung.measured = Json::MakeObject();
+  hung.measured = Json::object();
   hung.measured["detect_s"] = 2.031;
   hung.measured["message"] = "deadline exceeded on rank 0/4: allreduce seq=8";
   hung.measured["report"] = "desync report:\ncollective #8 (allreduce): ranks [1, 2, 3] never entered";

@@ -384,8 +384,8 @@ std::vector<View> Views(const std::vector<std::optional<RankDump>>& dumps, const
 }
 
 Json IntArray(const std::vector<int>& v) {
-  Json a = Json::MakeArray();
-  for (int x : v) a.Push(x);
+  Json a = Json::array();
+  for (int x : v) a.push_back(x);
   return a;
 }
 
@@ -452,14 +452,14 @@ Analysis Analyze(const std::vector<std::optional<RankDump>>& dumps, const Analyz
       rep += "  " + RankSet(g.ranks) + ": " + g.words + "\n";
     }
   }
-  Json ranks = Json::MakeArray();
+  Json ranks = Json::array();
   for (const View& v : views) {
     Json rj;
     rj["rank"] = v.rank;
     if (v.dump == nullptr) {
       rep += NoDumpText({v.rank}, o) + "\n";
       rj["dump"] = false;
-      ranks.Push(rj);
+      ranks.push_back(rj);
       continue;
     }
     rj["dump"] = true;
@@ -467,7 +467,7 @@ Analysis Analyze(const std::vector<std::optional<RankDump>>& dumps, const Analyz
     rj["pid"] = static_cast<long long>(v.dump->pid);
     rj["reason"] = v.dump->reason;
     rep += RankHeader(v);
-    Json last = Json::MakeArray();
+    Json last = Json::array();
     if (v.has_trace()) {
       rj["comm_state"] = v.trace->state;
       rj["next_seq"] = static_cast<long long>(v.trace->next_seq);
@@ -476,12 +476,12 @@ Analysis Analyze(const std::vector<std::optional<RankDump>>& dumps, const Analyz
       rep += k == 0 ? "" : "; last " + std::to_string(k) + ":";
       for (std::size_t i = es.size() - k; i < es.size(); ++i) {
         rep += "\n    " + EntryLine(v, es[i]);
-        last.Push(ToJson(es[i]));
+        last.push_back(ToJson(es[i]));
       }
     }
     rep += "\n";
     rj["last_entries"] = last;
-    ranks.Push(rj);
+    ranks.push_back(rj);
   }
   a.report = rep;
 
@@ -494,7 +494,7 @@ Analysis Analyze(const std::vector<std::optional<RankDump>>& dumps, const Analyz
   j["culprits"] = IntArray(a.culprits);
   j["no_dump"] = IntArray(a.no_dump);
   j["site_divergence"] = finding.site_note;
-  Json groups = Json::MakeArray();
+  Json groups = Json::array();
   for (const Group& g : finding.groups) {
     Json gj;
     gj["ranks"] = IntArray(g.ranks);
@@ -504,7 +504,7 @@ Analysis Analyze(const std::vector<std::optional<RankDump>>& dumps, const Analyz
     } else {
       gj["where"] = g.words.empty() ? "no dump" : g.words;
     }
-    groups.Push(gj);
+    groups.push_back(gj);
   }
   j["positions"] = groups;
   j["ranks"] = ranks;

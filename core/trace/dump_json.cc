@@ -29,8 +29,8 @@ Json ToJson(const TraceEntry& e) {
     j["count"] = static_cast<unsigned long>(e.count);
   }
   if (e.op == comm::OpKind::kAllgatherv) {
-    Json counts = Json::MakeArray();
-    for (uint64_t c : e.counts) counts.Push(static_cast<unsigned long>(c));
+    Json counts = Json::array();
+    for (uint64_t c : e.counts) counts.push_back(static_cast<unsigned long>(c));
     j["counts"] = counts;
   }
   if (e.root >= 0) j["root"] = e.root;
@@ -57,8 +57,8 @@ Json CommJson(const CommTrace& c) {
   j["state"] = c.state;
   j["next_seq"] = static_cast<long long>(c.next_seq);
   j["capacity"] = static_cast<long long>(c.capacity);
-  Json entries = Json::MakeArray();
-  for (const TraceEntry& e : c.entries) entries.Push(ToJson(e));
+  Json entries = Json::array();
+  for (const TraceEntry& e : c.entries) entries.push_back(ToJson(e));
   j["entries"] = entries;
   return j;
 }
@@ -68,23 +68,23 @@ Json CommJson(const CommTrace& c) {
 class Reader {
  public:
   Reader(const Json& j, std::string path) : j_(j), path_(std::move(path)) {
-    if (!j.IsObject()) Fail("", "not an object");
+    if (!j.is_object()) Fail("", "not an object");
   }
   const Json& Get(const std::string& key) const {
-    const Json* v = j_.Find(key);
+    const Json* v = Find(j_, key);
     if (v == nullptr) Fail(key, "missing");
     return *v;
   }
-  bool Has(const std::string& key) const { return j_.Find(key) != nullptr; }
+  bool Has(const std::string& key) const { return Find(j_, key) != nullptr; }
   std::string String(const std::string& key) const {
     const Json& v = Get(key);
-    if (!v.IsString()) Fail(key, "not a string");
-    return v.AsString();
+    if (!v.is_string()) Fail(key, "not a string");
+    return v.get<std::string>();
   }
   double Number(const std::string& key) const {
     const Json& v = Get(key);
-    if (!v.IsNumber()) Fail(key, "not a number");
-    return v.AsDouble();
+    if (!v.is_number()) Fail(key, "not a number");
+    return v.get<double>();
   }
   int64_t Int(const std::string& key, int64_t min, int64_t max = kMaxInt) const {
     const double d = Number(key);
@@ -99,13 +99,13 @@ class Reader {
   static constexpr int64_t kMaxInt32 = 2'147'483'647;
   bool Bool(const std::string& key) const {
     const Json& v = Get(key);
-    if (!v.IsBool()) Fail(key, "not a boolean");
-    return v.AsBool();
+    if (!v.is_boolean()) Fail(key, "not a boolean");
+    return v.get<bool>();
   }
-  const Json::Array& Array(const std::string& key) const {
+  const Json& Array(const std::string& key) const {
     const Json& v = Get(key);
-    if (!v.IsArray()) Fail(key, "not an array");
-    return v.AsArray();
+    if (!v.is_array()) Fail(key, "not an array");
+    return v;
   }
   std::string Path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
   [[noreturn]] void Fail(const std::string& key, const std::string& what) const {
@@ -137,10 +137,10 @@ TraceEntry EntryFromJson(const Json& j, const std::string& path) {
   if (e.op == comm::OpKind::kAllgatherv) {
     const auto& counts = r.Array("counts");
     for (std::size_t i = 0; i < counts.size(); ++i) {
-      if (!counts[i].IsNumber() || counts[i].AsDouble() < 0) {
+      if (!counts[i].is_number() || counts[i].get<double>() < 0) {
         r.Fail("counts[" + std::to_string(i) + "]", "not a count");
       }
-      e.counts.push_back(static_cast<uint64_t>(counts[i].AsDouble()));
+      e.counts.push_back(static_cast<uint64_t>(counts[i].get<double>()));
     }
   }
   if (r.Has("root")) e.root = static_cast<int>(r.Int("root", 0, kMaxWorldSize - 1));
@@ -205,8 +205,8 @@ Json ToJson(const RankDump& d) {
   j["reason"] = d.reason;
   j["request"] = d.request;
   j["dump_unix_s"] = d.dump_unix_s;
-  Json comms = Json::MakeArray();
-  for (const CommTrace& c : d.comms) comms.Push(CommJson(c));
+  Json comms = Json::array();
+  for (const CommTrace& c : d.comms) comms.push_back(CommJson(c));
   j["comms"] = comms;
   return j;
 }
@@ -308,7 +308,7 @@ std::string WriteDumpFile(const std::string& dir, const RankDump& dump) {
   std::filesystem::create_directories(dir, ec);
   if (ec) throw DumpError("cannot create " + dir + ": " + ec.message());
   const std::string path = DumpPath(dir, dump.rank);
-  WriteFileAtomically(path, ToJson(dump).Dump(1) + "\n");
+  WriteFileAtomically(path, Dump(ToJson(dump), 1) + "\n");
   return path;
 }
 

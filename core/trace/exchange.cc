@@ -46,7 +46,7 @@ std::optional<std::string> DumpChannel::CurrentRequest() {
 }
 
 void DumpChannel::Publish(const RankDump& dump) {
-  const std::string text = ToJson(dump).Dump();
+  const std::string text = Dump(ToJson(dump));
   std::lock_guard<std::mutex> lock(mu_);
   store_->Put(DumpKey(dump.request, rank_), text);
 }
@@ -58,7 +58,7 @@ void DumpChannel::PublishHost(const std::string& host) {
 }
 
 void DumpChannel::PublishLast(const RankDump& dump) {
-  const std::string text = ToJson(dump).Dump();
+  const std::string text = Dump(ToJson(dump));
   std::lock_guard<std::mutex> lock(mu_);
   store_->Put(LastKey(rank_), text);
 }

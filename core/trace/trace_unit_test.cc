@@ -156,8 +156,8 @@ TEST(Analyze, UnevenStepsNameTheMissingRanksAndTheWaitingRanksCallSite) {
                           "0.30 ms at repro/x/run.cc:142 (RankMain)"),
             std::string::npos)
       << a.report;
-  EXPECT_EQ(a.json.Find("class")->AsString(), "missing ranks");
-  EXPECT_EQ(a.json.Find("ranks")->AsArray().size(), 4u);
+  EXPECT_EQ(a.json.at("class").get<std::string>(), "missing ranks");
+  EXPECT_EQ(a.json.at("ranks").size(), 4u);
   // The same with a rank still inside it (a dump taken before its deadline).
   dumps[0]->comms[0].entries.back() = E(8, State::kEntered, 1007.99, std::nullopt, 142);
   EXPECT_EQ(Analyze(dumps).verdict,
@@ -262,7 +262,7 @@ TEST(DumpJson, RoundTripsAndNamesTheBadField) {
   v.reduce = -1;
   Push(d, v);
   d.request = "rank0-pid1-2";
-  const RankDump back = ParseDump(ToJson(d).Dump(), "x");
+  const RankDump back = ParseDump(Dump(ToJson(d)), "x");
   EXPECT_EQ(back, d);
 
   const std::string dir = launch::MakeFreshDir("trace-json");
@@ -270,7 +270,7 @@ TEST(DumpJson, RoundTripsAndNamesTheBadField) {
   EXPECT_EQ(path, dir + "/rank1.json");
   EXPECT_EQ(ReadDumpFile(path), d);
 
-  std::string text = ToJson(d).Dump();
+  std::string text = Dump(ToJson(d));
   text.replace(text.find("\"allgatherv\""), 12, "\"allgathr\"");
   try {
     ParseDump(text, "rank1.json");

@@ -19,7 +19,7 @@
 namespace ddp::autograd_lost_gather {
 namespace {
 
-double M(const results::Record& r, const char* key) { return r.measured.Find(key)->AsDouble(); }
+double M(const results::Record& r, const char* key) { return r.measured.at(key).get<double>(); }
 
 harness::CommonFlags Flags() {
   harness::CommonFlags f;
@@ -42,8 +42,8 @@ TEST(AutogradLostGatherFix, GradientsExactForEveryWorldSizeLossAndBatchLayout) {
   // 3 variants on the global loss + 2 on the per-rank loss.
   ASSERT_EQ(records.size(), (1u + 5u * 3u) * 5u);
   for (const auto& r : records) {
-    SCOPED_TRACE(r.variant + " W=" + std::to_string(r.world_size) + " " + r.config.Dump() + " " +
-                 r.measured.Dump() + " " + r.error);
+    SCOPED_TRACE(r.variant + " W=" + std::to_string(r.world_size) + " " + Dump(r.config) + " " +
+                 Dump(r.measured) + " " + r.error);
     ASSERT_EQ(r.verdict, results::Verdict::kExact);
     EXPECT_LE(M(r, "rel_error"), kFixGradTol);
     EXPECT_NEAR(M(r, "norm_ratio"), 1.0, 1e-12);
@@ -59,22 +59,22 @@ TEST(AutogradLostGatherFix, TrainingEqualsTheOneProcessStepAtEveryStep) {
   p.steps = 40;
   int training = 0;
   for (const auto& r : RunFix(f, FixPairFlags(p))) {
-    SCOPED_TRACE(r.variant + " " + r.config.Dump() + " " + r.measured.Dump() + " " + r.error);
+    SCOPED_TRACE(r.variant + " " + Dump(r.config) + " " + Dump(r.measured) + " " + r.error);
     ASSERT_EQ(r.verdict, results::Verdict::kExact);
-    if (r.config.Find("experiment")->AsString() != "training") continue;
+    if (r.config.at("experiment").get<std::string>() != "training") continue;
     ++training;
     EXPECT_LE(M(r, "grad_rel_err"), exact::kDoubleTolerance);
-    EXPECT_EQ(r.measured.Find("step_check")->Find("steps_checked")->AsDouble(), 40);
-    EXPECT_LE(r.measured.Find("step_check")->Find("worst_rel_err")->AsDouble(),
+    EXPECT_EQ(r.measured.at("step_check").at("steps_checked").get<double>(), 40);
+    EXPECT_LE(r.measured.at("step_check").at("worst_rel_err").get<double>(),
               exact::kDoubleTolerance);
     EXPECT_GT(M(r, "param_change"), 1e-3) << "the model did train";
     // Information only: the free-running distance stays small here.
     EXPECT_LE(M(r, "trajectory_rel_err"), 1e-8);
-    const auto& curve = r.measured.Find("curve")->AsArray();
-    const auto& ref = r.reference.Find("curve")->AsArray();
+    const auto& curve = r.measured.at("curve");
+    const auto& ref = r.reference.at("curve");
     ASSERT_EQ(curve.size(), ref.size());
     for (std::size_t i = 0; i < curve.size(); ++i) {
-      EXPECT_NEAR(curve[i].Find("loss")->AsDouble(), ref[i].Find("loss")->AsDouble(), 1e-9);
+      EXPECT_NEAR(curve[i].at("loss").get<double>(), ref[i].at("loss").get<double>(), 1e-9);
     }
   }
   EXPECT_EQ(training, 5);
@@ -94,16 +94,16 @@ TEST(AutogradLostGatherFix, TrainingGridPerStepExact) {
   std::set<int> worlds, batches;
   std::set<std::string> layouts;
   for (const auto& r : RunFix(f, p)) {
-    SCOPED_TRACE(r.variant + " W=" + std::to_string(r.world_size) + " " + r.config.Dump() + " " +
-                 r.measured.Dump() + " " + r.error);
+    SCOPED_TRACE(r.variant + " W=" + std::to_string(r.world_size) + " " + Dump(r.config) + " " +
+                 Dump(r.measured) + " " + r.error);
     ASSERT_EQ(r.verdict, results::Verdict::kExact);
-    if (r.config.Find("experiment")->AsString() != "training") continue;
-    EXPECT_EQ(r.measured.Find("step_check")->Find("steps_checked")->AsDouble(), 3);
-    EXPECT_LE(r.measured.Find("step_check")->Find("worst_rel_err")->AsDouble(),
+    if (r.config.at("experiment").get<std::string>() != "training") continue;
+    EXPECT_EQ(r.measured.at("step_check").at("steps_checked").get<double>(), 3);
+    EXPECT_LE(r.measured.at("step_check").at("worst_rel_err").get<double>(),
               exact::kDoubleTolerance);
     worlds.insert(r.world_size);
-    batches.insert(static_cast<int>(r.config.Find("batch_size")->AsDouble()));
-    layouts.insert(r.config.Find("batches")->AsString());
+    batches.insert(static_cast<int>(r.config.at("batch_size").get<double>()));
+    layouts.insert(r.config.at("batches").get<std::string>());
   }
   EXPECT_EQ(worlds, (std::set<int>{1, 2, 3, 4, 5, 8}));
   EXPECT_EQ(batches, (std::set<int>{1, 2, 3, 8}));

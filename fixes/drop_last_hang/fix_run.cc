@@ -99,8 +99,8 @@ results::Record RecordOf(const harness::CommonFlags& f, const Row& row) {
   }
   rec.reference["tolerance"] = exact::kDoubleTolerance;
   rec.reference["contributors_min"] = fewest;
-  Json unfixed = Json::MakeArray();
-  for (int64_t s : StepCounts(c)) unfixed.Push(static_cast<long long>(s));
+  Json unfixed = Json::array();
+  for (int64_t s : StepCounts(c)) unfixed.push_back(static_cast<long long>(s));
   rec.reference["steps_without_fix"] = unfixed;
   return rec;
 }
@@ -108,34 +108,34 @@ results::Record RecordOf(const harness::CommonFlags& f, const Row& row) {
 // Fills measured/verdict of `rec` from the ranks' values for row `i`.
 void Judge(const harness::WorldResult& world, std::size_t i, results::Record& rec) {
   exact::StepCheck check(exact::kDoubleTolerance);
-  Json collectives = Json::MakeArray();
+  Json collectives = Json::array();
   bool equal = true;
   int ranks = 0;
   double first = -1;
   for (const Json& values : world.rank_values) {
-    if (values.IsNull()) continue;
-    const Json& v = values.AsArray()[i];
-    check.Merge(exact::StepCheck::FromJson(*v.Find("step_check")));
-    const double n = v.Find("collectives")->AsDouble();
-    collectives.Push(n);
+    if (values.is_null()) continue;
+    const Json& v = values[i];
+    check.Merge(exact::StepCheck::FromJson(v.at("step_check")));
+    const double n = v.at("collectives").get<double>();
+    collectives.push_back(n);
     if (first < 0) first = n;
     equal &= n == first;
     ++ranks;
   }
-  const Json& v = world.value.AsArray()[i];
-  const double steps = v.Find("steps")->AsDouble();
-  rec.reference["steps"] = v.Find("reference_steps")->AsDouble();
+  const Json& v = world.value[i];
+  const double steps = v.at("steps").get<double>();
+  rec.reference["steps"] = v.at("reference_steps").get<double>();
   rec.measured["grad_rel_err"] = check.worst("grad");
   rec.measured["steps"] = steps;
   rec.measured["equal_collectives"] = equal;
   rec.measured["collectives_per_rank"] = collectives;
-  rec.measured["contributors_min"] = v.Find("contributors_min")->AsDouble();
+  rec.measured["contributors_min"] = v.at("contributors_min").get<double>();
   rec.measured["ranks_checked"] = ranks;
   // Over every rank's steps (steps_checked counts rank-steps).
   rec.measured["step_check"] = check.ToJson();
-  rec.measured["trajectory_rel_err"] = v.Find("trajectory_rel_err")->AsDouble();
+  rec.measured["trajectory_rel_err"] = v.at("trajectory_rel_err").get<double>();
   const bool exact =
-      equal && check.exact() && steps == v.Find("reference_steps")->AsDouble();
+      equal && check.exact() && steps == v.at("reference_steps").get<double>();
   rec.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;
 }
 
@@ -159,8 +159,8 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const std::ve
     harness::WorldOptions wo = f.World(cell.world_size);
     wo.checked = true;  // a step-count mismatch would throw CheckError
     const harness::WorldResult world = harness::RunWorld(wo, [&](comm::Comm& comm) {
-      Json out = Json::MakeArray();
-      for (const Row& row : rows) out.Push(RankRow(comm, row));
+      Json out = Json::array();
+      for (const Row& row : rows) out.push_back(RankRow(comm, row));
       return out;
     });
     for (std::size_t i = 0; i < rows.size(); ++i) {

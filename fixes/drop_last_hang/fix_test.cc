@@ -25,25 +25,25 @@ harness::CommonFlags Flags(int64_t n) {
 }
 
 double Measured(const results::Record& r, const char* key) {
-  return r.measured.Find(key)->AsDouble();
+  return r.measured.at(key).get<double>();
 }
 
 // What every row must show, whatever the cell.
 void CheckRow(const results::Record& r) {
   const std::string what = r.variant + " W=" + std::to_string(r.world_size) + " " +
-                           r.config.Dump() + " " + r.measured.Dump() + " " + r.error;
+                           Dump(r.config) + " " + Dump(r.measured) + " " + r.error;
   ASSERT_NE(r.verdict, results::Verdict::kError) << what;
   ASSERT_EQ(r.verdict, results::ExpectedVerdict(r)) << what;
-  EXPECT_TRUE(r.measured.Find("equal_collectives")->AsBool()) << what;
+  EXPECT_TRUE(r.measured.at("equal_collectives").get<bool>()) << what;
   EXPECT_EQ(Measured(r, "ranks_checked"), r.world_size) << what;
   const double steps = Measured(r, "steps");
   EXPECT_GT(steps, 0) << what;
-  EXPECT_EQ(steps, r.reference.Find("steps")->AsDouble()) << what;
+  EXPECT_EQ(steps, r.reference.at("steps").get<double>()) << what;
   // Every rank judged every one of its steps.
-  EXPECT_EQ(r.measured.Find("step_check")->Find("steps_checked")->AsDouble(),
+  EXPECT_EQ(r.measured.at("step_check").at("steps_checked").get<double>(),
             steps * r.world_size)
       << what;
-  const double fewest = r.reference.Find("contributors_min")->AsDouble();
+  const double fewest = r.reference.at("contributors_min").get<double>();
   EXPECT_EQ(Measured(r, "contributors_min"), r.variant.starts_with("join") ? fewest : r.world_size)
       << what;
   if (r.variant == "join_initial_world_size") {
@@ -52,13 +52,13 @@ void CheckRow(const results::Record& r) {
     EXPECT_EQ(r.verdict == results::Verdict::kInexact, fewest < r.world_size) << what;
   } else {
     EXPECT_LE(Measured(r, "grad_rel_err"), exact::kDoubleTolerance) << what;
-    EXPECT_LE(r.measured.Find("step_check")->Find("worst_rel_err")->AsDouble(),
+    EXPECT_LE(r.measured.at("step_check").at("worst_rel_err").get<double>(),
               exact::kDoubleTolerance)
         << what;
   }
   if (r.variant.starts_with("join")) {
     // Two collectives per step (flag, gradients) and the final all-zero flag.
-    EXPECT_EQ(r.measured.Find("collectives_per_rank")->AsArray()[0].AsDouble(), 2 * steps + 1)
+    EXPECT_EQ(r.measured.at("collectives_per_rank")[0].get<double>(), 2 * steps + 1)
         << what;
   }
 }
@@ -73,8 +73,8 @@ TEST(DropLastHangFix, DefaultsPerStepExactAndJoinDefaultOffByOneMinusCOverW) {
   for (const auto& r : records) {
     CheckRow(r);
     if (::testing::Test::HasFatalFailure()) return;
-    const std::string sharding = r.config.Find("sharding")->AsString();
-    const bool empty = r.config.Find("empty_rank")->AsBool();
+    const std::string sharding = r.config.at("sharding").get<std::string>();
+    const bool empty = r.config.at("empty_rank").get<bool>();
     const double steps = Measured(r, "steps");
     if (r.variant == "drop_last") {
       EXPECT_EQ(steps, 8);  // 1025 -> 256 per rank -> 8 batches
@@ -88,7 +88,7 @@ TEST(DropLastHangFix, DefaultsPerStepExactAndJoinDefaultOffByOneMinusCOverW) {
       // uneven: rank 0 alone on step 9 (1 - 1/4); filtered: [124,120,124,123]
       // leaves 2 of 4 on step 124 (1 - 2/4); empty rank: 3 of 4 (1 - 3/4).
       const double expected = empty ? 0.25 : sharding == "uneven_shards" ? 0.75 : 0.5;
-      EXPECT_NEAR(Measured(r, "grad_rel_err"), expected, 1e-12) << r.config.Dump();
+      EXPECT_NEAR(Measured(r, "grad_rel_err"), expected, 1e-12) << Dump(r.config);
       EXPECT_EQ(r.verdict, results::Verdict::kInexact);
     }
   }
@@ -108,7 +108,7 @@ TEST(DropLastHangFix, PerStepExactAcrossWorldSizesAndBatchSizes) {
     CheckRow(r);
     if (::testing::Test::HasFatalFailure()) return;
     worlds.insert(r.world_size);
-    batches.insert(static_cast<int>(r.config.Find("batch_size")->AsDouble()));
+    batches.insert(static_cast<int>(r.config.at("batch_size").get<double>()));
   }
   EXPECT_EQ(worlds, (std::set<int>{1, 2, 3, 5, 8}));
   EXPECT_EQ(batches, (std::set<int>{1, 2, 3, 8}));

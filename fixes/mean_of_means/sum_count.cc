@@ -39,7 +39,7 @@ Global SumCount(comm::Comm& comm, const RankBatches& mine) {
 }
 
 Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
-  Json out = Json::MakeArray();
+  Json out = Json::array();
   for (const Row& row : rows) {
     double max_err = 0, max_loss_err = 0, first = 0, first_ref = 0;
     int64_t count_mismatch = 0;
@@ -64,7 +64,7 @@ Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
     v["max_abs_error"] = max_err;
     v["max_loss_abs_error"] = max_loss_err;
     v["count_mismatch"] = count_mismatch;
-    out.Push(v);
+    out.push_back(v);
   }
   return out;
 }
@@ -95,16 +95,16 @@ void AppendWorld(const harness::CommonFlags& f, int w, const std::vector<Row>& m
       records.push_back(rec);
       continue;
     }
-    const Json& v = world.value.AsArray()[i];
-    rec.reference["accuracy"] = v.Find("reference_accuracy")->AsDouble();
-    rec.measured["accuracy"] = v.Find("accuracy")->AsDouble();
-    rec.measured["error"] = v.Find("max_abs_error")->AsDouble();
-    rec.measured["max_loss_abs_error"] = v.Find("max_loss_abs_error")->AsDouble();
-    rec.measured["count_mismatch"] = v.Find("count_mismatch")->AsDouble();
+    const Json& v = world.value[i];
+    rec.reference["accuracy"] = v.at("reference_accuracy").get<double>();
+    rec.measured["accuracy"] = v.at("accuracy").get<double>();
+    rec.measured["error"] = v.at("max_abs_error").get<double>();
+    rec.measured["max_loss_abs_error"] = v.at("max_loss_abs_error").get<double>();
+    rec.measured["count_mismatch"] = v.at("count_mismatch").get<double>();
     rec.measured["collectives"] = 1;
-    const bool exact = v.Find("max_abs_error")->AsDouble() <= 1e-12 &&
-                       v.Find("max_loss_abs_error")->AsDouble() <= 1e-12 &&
-                       v.Find("count_mismatch")->AsDouble() == 0;
+    const bool exact = v.at("max_abs_error").get<double>() <= 1e-12 &&
+                       v.at("max_loss_abs_error").get<double>() <= 1e-12 &&
+                       v.at("count_mismatch").get<double>() == 0;
     rec.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;
     records.push_back(rec);
   }

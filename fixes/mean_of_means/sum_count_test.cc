@@ -22,10 +22,10 @@ TEST(MeanOfMeansFix, ExactForEveryRowOfTheSweep) {
   ASSERT_EQ(records.size(), 3u * 3u * 3u * 3u + (f.backend == "gloo" ? 2u : 0u));
   for (const auto& r : records) {
     ASSERT_EQ(r.verdict, results::Verdict::kExact)
-        << r.config.Dump() << " " << r.measured.Dump() << " " << r.error;
-    EXPECT_LE(r.measured.Find("error")->AsDouble(), 1e-12);
-    EXPECT_LE(r.measured.Find("max_loss_abs_error")->AsDouble(), 1e-12);
-    EXPECT_EQ(r.measured.Find("count_mismatch")->AsDouble(), 0);
+        << Dump(r.config) << " " << Dump(r.measured) << " " << r.error;
+    EXPECT_LE(r.measured.at("error").get<double>(), 1e-12);
+    EXPECT_LE(r.measured.at("max_loss_abs_error").get<double>(), 1e-12);
+    EXPECT_EQ(r.measured.at("count_mismatch").get<double>(), 0);
   }
 }
 
@@ -46,9 +46,9 @@ TEST(MeanOfMeansFix, ExactOnTheLightningSplitAtW16) {
   for (const auto& r : RunFix(f, /*sweep=*/false)) {
     if (r.world_size != 16) continue;
     ++lightning;
-    ASSERT_EQ(r.verdict, results::Verdict::kExact) << r.measured.Dump() << " " << r.error;
-    EXPECT_LE(r.measured.Find("error")->AsDouble(), 1e-12);
-    EXPECT_EQ(r.measured.Find("count_mismatch")->AsDouble(), 0);
+    ASSERT_EQ(r.verdict, results::Verdict::kExact) << Dump(r.measured) << " " << r.error;
+    EXPECT_LE(r.measured.at("error").get<double>(), 1e-12);
+    EXPECT_EQ(r.measured.at("count_mismatch").get<double>(), 0);
   }
   EXPECT_EQ(lightning, 2);  // N = 44 and N = 48
 }

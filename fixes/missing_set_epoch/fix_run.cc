@@ -68,8 +68,8 @@ results::Record OrderRecord(const harness::CommonFlags& f, const PairOptions& o,
     rec.error = world.failure;
     return rec;
   }
-  const Json& s = world.value.Find("orders")->AsArray()[i];
-  auto get = [&](const char* k) { return s.Find(k)->AsDouble(); };
+  const Json& s = world.value.at("orders")[i];
+  auto get = [&](const char* k) { return s.at(k).get<double>(); };
   const double padding = static_cast<double>(Padding(n, w));
   rec.reference["coverage"] = 1.0;
   rec.reference["padding_duplicates"] = padding;
@@ -113,21 +113,21 @@ results::Record TrainingRecord(const harness::CommonFlags& f, const TrainConfig&
   bool all_steps = true;
   int ranks = 0;
   for (const Json& values : world.rank_values) {
-    if (values.IsNull()) continue;
-    const Json& v = values.Find("training")->AsArray()[i];
-    check.Merge(exact::StepCheck::FromJson(*v.Find("step_check")));
-    all_steps &= v.Find("steps")->AsDouble() == static_cast<double>(steps);
+    if (values.is_null()) continue;
+    const Json& v = values.at("training")[i];
+    check.Merge(exact::StepCheck::FromJson(v.at("step_check")));
+    all_steps &= v.at("steps").get<double>() == static_cast<double>(steps);
     ++ranks;
   }
-  const Json& v = world.value.Find("training")->AsArray()[i];
+  const Json& v = world.value.at("training")[i];
   rec.measured["grad_rel_err"] = check.worst("grad");
   rec.measured["worst_rel_err"] = check.worst();
-  rec.measured["steps"] = v.Find("steps")->AsDouble();
+  rec.measured["steps"] = v.at("steps").get<double>();
   rec.measured["ranks_checked"] = ranks;
   rec.measured["every_rank_all_steps"] = all_steps;
   // Over every rank's steps (steps_checked counts rank-steps).
   rec.measured["step_check"] = check.ToJson();
-  rec.measured["trajectory_rel_err"] = v.Find("trajectory_rel_err")->AsDouble();
+  rec.measured["trajectory_rel_err"] = v.at("trajectory_rel_err").get<double>();
   rec.verdict = all_steps && check.exact() ? results::Verdict::kExact : results::Verdict::kInexact;
   return rec;
 }
@@ -151,13 +151,13 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const PairOpt
     std::vector<TrainConfig> trainings;
     for (int b : grid.batch_sizes) trainings.push_back(TrainingConfig(f, o, w, b));
     const harness::WorldResult world = harness::RunWorld(f.World(w), [&](comm::Comm& comm) {
-      Json orders = Json::MakeArray();
+      Json orders = Json::array();
       for (int64_t n : ns) {
         const OrderConfig c{.n = n, .world_size = w, .seed = f.seed, .epochs = o.epochs};
-        orders.Push(MeasureOrders(comm, Mode::kSetEpoch, c, f.seed, f.seeds).ToJson());
+        orders.push_back(MeasureOrders(comm, Mode::kSetEpoch, c, f.seed, f.seeds).ToJson());
       }
-      Json training = Json::MakeArray();
-      for (const TrainConfig& c : trainings) training.Push(TrainingJson(comm, c));
+      Json training = Json::array();
+      for (const TrainConfig& c : trainings) training.push_back(TrainingJson(comm, c));
       Json out;
       out["orders"] = orders;
       out["training"] = training;

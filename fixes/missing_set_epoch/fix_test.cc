@@ -27,22 +27,22 @@ TEST(MissingSetEpochFix, EveryEpochIsTheOneProcessOrderAndEveryStepTheOneProcess
   const auto records = RunFix(f, o, Grid(f, o));
   ASSERT_EQ(records.size(), 4u);  // W = 2 and 4: an order row and a training row each
   for (const auto& r : records) {
-    ASSERT_EQ(r.verdict, results::Verdict::kExact) << r.config.Dump() << r.measured.Dump() << " "
+    ASSERT_EQ(r.verdict, results::Verdict::kExact) << Dump(r.config) << Dump(r.measured) << " "
                                                    << r.error;
-    if (r.config.Find("experiment")->AsString() == "training") {
+    if (r.config.at("experiment").get<std::string>() == "training") {
       // Batch 32 of 502 or 251 per rank: local BatchNorm, running stats judged too.
-      EXPECT_EQ(r.config.Find("norm")->AsString(), "batch_norm");
-      EXPECT_LE(r.measured.Find("step_check")->Find("rel_err")->Find("buffers")->AsDouble(),
+      EXPECT_EQ(r.config.at("norm").get<std::string>(), "batch_norm");
+      EXPECT_LE(r.measured.at("step_check").at("rel_err").at("buffers").get<double>(),
                 exact::kDoubleTolerance);
-      EXPECT_EQ(r.measured.Find("steps")->AsDouble(), 4 * (r.world_size == 2 ? 16 : 8));
-      EXPECT_EQ(r.measured.Find("ranks_checked")->AsDouble(), r.world_size);
+      EXPECT_EQ(r.measured.at("steps").get<double>(), 4 * (r.world_size == 2 ? 16 : 8));
+      EXPECT_EQ(r.measured.at("ranks_checked").get<double>(), r.world_size);
       continue;
     }
-    EXPECT_EQ(r.measured.Find("coverage_min")->AsDouble(), 1.0);
-    EXPECT_EQ(r.measured.Find("matches_one_process")->AsDouble(), 8);  // 2 seeds x 4 epochs
+    EXPECT_EQ(r.measured.at("coverage_min").get<double>(), 1.0);
+    EXPECT_EQ(r.measured.at("matches_one_process").get<double>(), 8);  // 2 seeds x 4 epochs
     // 1003 = 501 x 2 + 1 = 250 x 4 + 3: padding 1 (W = 2) and 1 (W = 4).
-    EXPECT_EQ(r.measured.Find("duplicates_max")->AsDouble(), Padding(1003, r.world_size));
-    EXPECT_LE(r.measured.Find("identical_max")->AsDouble(), kMaxIdenticalFraction);
+    EXPECT_EQ(r.measured.at("duplicates_max").get<double>(), Padding(1003, r.world_size));
+    EXPECT_LE(r.measured.at("identical_max").get<double>(), kMaxIdenticalFraction);
   }
 }
 
@@ -61,12 +61,12 @@ TEST(MissingSetEpochFix, TrainingPerStepExactAcrossWorldSizesAndBatchSizes) {
   int training = 0;
   for (const auto& r : records) {
     ASSERT_EQ(r.verdict, results::Verdict::kExact)
-        << r.world_size << " " << r.config.Dump() << r.measured.Dump() << " " << r.error;
-    if (r.config.Find("experiment")->AsString() != "training") continue;
+        << r.world_size << " " << Dump(r.config) << Dump(r.measured) << " " << r.error;
+    if (r.config.at("experiment").get<std::string>() != "training") continue;
     ++training;
-    EXPECT_LE(r.measured.Find("worst_rel_err")->AsDouble(), exact::kDoubleTolerance);
-    EXPECT_EQ(r.measured.Find("step_check")->Find("steps_checked")->AsDouble(),
-              r.measured.Find("steps")->AsDouble() * r.world_size);
+    EXPECT_LE(r.measured.at("worst_rel_err").get<double>(), exact::kDoubleTolerance);
+    EXPECT_EQ(r.measured.at("step_check").at("steps_checked").get<double>(),
+              r.measured.at("steps").get<double>() * r.world_size);
   }
   EXPECT_EQ(training, 24);
 }
@@ -89,7 +89,7 @@ TEST(MissingSetEpochFix, TheStepCheckCatchesAMissingSetEpoch) {
   const exact::StepCheck check = exact::StepCheck::FromJson(world.value);
   EXPECT_FALSE(check.exact());
   EXPECT_GT(check.worst("grad"), 0.01);
-  EXPECT_GE(check.ToJson().Find("worst_step")->AsDouble(), 10);  // the first wrong step is in epoch 1
+  EXPECT_GE(check.ToJson().at("worst_step").get<double>(), 10);  // the first wrong step is in epoch 1
 }
 
 TEST(MissingSetEpochFix, BatchesMatchPyTorchWithSetEpoch) {

@@ -84,8 +84,8 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const FixOpti
       rec.variant = ToString(fix);
       rec.backend = f.backend;
       rec.world_size = static_cast<int>(batches.size());
-      Json b = Json::MakeArray();
-      for (int x : batches) b.Push(x);
+      Json b = Json::array();
+      for (int x : batches) b.push_back(x);
       rec.config["batches"] = b;
       rec.config["batch_per_rank"] = even ? Json(batches[0]) : Json("uneven");
       rec.config["global_batch"] = std::accumulate(batches.begin(), batches.end(), 0);
@@ -95,8 +95,8 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const FixOpti
       if (fix == Fix::kPreciseBn && setting.precise_counts.empty()) {
         rec.config["precise_batches"] = o.precise_batches;
       } else if (fix == Fix::kPreciseBn) {
-        Json counts = Json::MakeArray();
-        for (int x : setting.precise_counts) counts.Push(x);
+        Json counts = Json::array();
+        for (int x : setting.precise_counts) counts.push_back(x);
         rec.config["precise_batches"] = counts;
       }
       if (!setting.source.empty()) rec.config["source"] = setting.source;

@@ -15,7 +15,7 @@
 namespace ddp::small_batch_bn {
 namespace {
 
-double M(const results::Record& r, const char* k) { return r.measured.Find(k)->AsDouble(); }
+double M(const results::Record& r, const char* k) { return r.measured.at(k).get<double>(); }
 
 // RunFix on the test backend, 3 steps per check, PreciseBN over 2 batches.
 std::vector<results::Record> RunSmall(harness::CommonFlags f, FixOptions o) {
@@ -36,17 +36,17 @@ TEST_P(SmallBatchBnFix, EveryFixIsExactPerStep) {
   ASSERT_EQ(records.size(), 3u);
   for (const auto& r : records) {
     ASSERT_NE(r.verdict, results::Verdict::kError) << r.error;
-    EXPECT_EQ(r.verdict, results::Verdict::kExact) << r.variant << " " << r.measured.Dump();
+    EXPECT_EQ(r.verdict, results::Verdict::kExact) << r.variant << " " << Dump(r.measured);
     EXPECT_LE(M(r, "worst_rel_err"), 1e-12) << r.variant;
     const int w = static_cast<int>(o.batches.size());
-    EXPECT_EQ(r.measured.Find("step_check")->Find("steps_checked")->AsDouble(), 3.0 * w) << r.variant;
+    EXPECT_EQ(r.measured.at("step_check").at("steps_checked").get<double>(), 3.0 * w) << r.variant;
   }
   // Every quantity was compared: gradients, parameters, running statistics.
   EXPECT_GE(M(records[0], "grad_rel_err"), 0);
   EXPECT_GE(M(records[0], "param_rel_err"), 0);
   EXPECT_GE(M(records[0], "running_stats_rel_err"), 0);
   EXPECT_GE(M(records[1], "param_rel_err"), 0);
-  EXPECT_EQ(records[1].measured.Find("running_stats_rel_err"), nullptr);  // GroupNorm has none
+  EXPECT_EQ(Find(records[1].measured, "running_stats_rel_err"), nullptr);  // GroupNorm has none
   EXPECT_GE(M(records[2], "precise_running_stats_rel_err"), 0);
   // SyncBN: two layers x (one all-gather forward + one all-reduce backward).
   EXPECT_EQ(M(records[0], "collectives_per_step"), 4);
@@ -86,18 +86,18 @@ TEST(SmallBatchBnFixTracker, DefaultRunRecordsTheTrackerCases) {
   for (int i = 0; i < 3; ++i) {
     const results::Record& r = records[3 + i];
     EXPECT_EQ(r.variant, want[i].variant);
-    const results::Json* source = r.config.Find("source");
-    ASSERT_NE(source, nullptr) << r.config.Dump();
-    EXPECT_NE(source->AsString().find(want[i].source), std::string::npos) << source->AsString();
+    const results::Json* source = Find(r.config, "source");
+    ASSERT_NE(source, nullptr) << Dump(r.config);
+    EXPECT_NE(source->get<std::string>().find(want[i].source), std::string::npos) << source->get<std::string>();
     std::vector<int> batches;
-    for (const auto& b : r.config.Find("batches")->AsArray()) batches.push_back(static_cast<int>(b.AsDouble()));
+    for (const auto& b : r.config.at("batches")) batches.push_back(static_cast<int>(b.get<double>()));
     EXPECT_EQ(batches, want[i].batches);
     ASSERT_NE(r.verdict, results::Verdict::kError) << r.error;
-    EXPECT_EQ(r.verdict, results::Verdict::kExact) << r.measured.Dump();
+    EXPECT_EQ(r.verdict, results::Verdict::kExact) << Dump(r.measured);
   }
-  EXPECT_EQ(records[5].config.Find("precise_batches")->Dump(), "[1,3]");
+  EXPECT_EQ(Dump(records[5].config.at("precise_batches")), "[1,3]");
   // Every rank's running statistics were compared after every step.
-  EXPECT_EQ(records[5].measured.Find("step_check")->Find("steps_checked")->AsDouble(), 3.0 * 2);
+  EXPECT_EQ(records[5].measured.at("step_check").at("steps_checked").get<double>(), 3.0 * 2);
 }
 
 }  // namespace

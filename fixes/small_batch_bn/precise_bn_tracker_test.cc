@@ -95,18 +95,18 @@ TEST(PreciseBnTrackerCases, Fvcore152BatchCountsSynchronised) {
       return out;
     });
     ASSERT_TRUE(world.ok) << world.failure;
-    const double first = world.rank_values[0].Find("ours_first")->AsDouble();
+    const double first = world.rank_values[0].at("ours_first").get<double>();
     for (const Json& e : world.rank_values) {
-      EXPECT_LE(e.Find("ours_rel_error")->AsDouble(), 1e-12);
-      EXPECT_EQ(e.Find("ours_first")->AsDouble(), first) << "same bits on every rank";
-      if (e.Find("alone_rel_error")) {
-        EXPECT_GT(e.Find("alone_rel_error")->AsDouble(), 1e-3) << "fvcore 152: ranks differ";
-        EXPECT_GT(e.Find("equal_average_rel_error")->AsDouble(), 1e-4)
+      EXPECT_LE(e.at("ours_rel_error").get<double>(), 1e-12);
+      EXPECT_EQ(e.at("ours_first").get<double>(), first) << "same bits on every rank";
+      if (Find(e, "alone_rel_error")) {
+        EXPECT_GT(e.at("alone_rel_error").get<double>(), 1e-3) << "fvcore 152: ranks differ";
+        EXPECT_GT(e.at("equal_average_rel_error").get<double>(), 1e-4)
             << "an equal-weight average is off when batch counts differ";
       }
     }
     std::printf("fvcore 152, batches per rank %d..: rank 0 %s\n", batches[0],
-                world.rank_values[0].Dump().c_str());
+                Dump(world.rank_values[0]).c_str());
   }
 }
 

@@ -194,13 +194,13 @@ StepExactResult RunStepExact(const harness::CommonFlags& f, const StepExactConfi
   if (!world.ok) throw std::runtime_error(world.failure);
   StepExactResult out;
   // Every rank judged its own step outputs; the verdict needs all of them.
-  for (const Json& v : world.rank_values) out.check.Merge(exact::StepCheck::FromJson(*v.Find("check")));
+  for (const Json& v : world.rank_values) out.check.Merge(exact::StepCheck::FromJson(v.at("check")));
   const Json& v0 = world.value;
-  if (const Json* t = v0.Find("trajectory_rel_err")) out.trajectory_rel_err = t->AsDouble();
-  if (const Json* t = v0.Find("trajectory_buffer_rel_err")) out.trajectory_buffer_rel_err = t->AsDouble();
-  if (const Json* t = v0.Find("collectives_per_step")) out.collectives_per_step = static_cast<int64_t>(t->AsDouble());
-  if (const Json* t = v0.Find("rs_err_before")) out.rs_err_before = t->AsDouble();
-  if (const Json* t = v0.Find("rs_err_after")) out.rs_err_after = t->AsDouble();
+  if (const Json* t = Find(v0, "trajectory_rel_err")) out.trajectory_rel_err = t->get<double>();
+  if (const Json* t = Find(v0, "trajectory_buffer_rel_err")) out.trajectory_buffer_rel_err = t->get<double>();
+  if (const Json* t = Find(v0, "collectives_per_step")) out.collectives_per_step = static_cast<int64_t>(t->get<double>());
+  if (const Json* t = Find(v0, "rs_err_before")) out.rs_err_before = t->get<double>();
+  if (const Json* t = Find(v0, "rs_err_after")) out.rs_err_after = t->get<double>();
   return out;
 }
 

@@ -162,12 +162,12 @@ TEST_P(SyncBatchNormExact, EqualsOneProcessOnConcatenatedBatch) {
   const int w = GetParam();
   const std::vector<Case> cases = CasesFor(w);
   const auto world = harness::RunWorld(World(w), [&](comm::Comm& comm) {
-    Json out = Json::MakeArray();
+    Json out = Json::array();
     for (const Case& cs : cases) {
       Json both;
       both["f64"] = RunCase<double>(comm, cs);
       both["f32"] = RunCase<float>(comm, cs);
-      out.Push(both);
+      out.push_back(both);
     }
     return out;
   });
@@ -177,24 +177,24 @@ TEST_P(SyncBatchNormExact, EqualsOneProcessOnConcatenatedBatch) {
     for (size_t i = 0; i < cases.size(); ++i) {
       for (const char* type : {"f64", "f32"}) {
         const double tol = std::string(type) == "f64" ? 1e-10 : 1e-5;
-        const Json& e = *world.rank_values[r].AsArray()[i].Find(type);
+        const Json& e = world.rank_values[r][i].at(type);
         for (const char* q : {"y", "dx", "dweight", "dbias", "running_mean", "running_var", "eval_y"}) {
-          const double err = e.Find(q)->AsDouble();
+          const double err = e.at(q).get<double>();
           EXPECT_LE(err, tol) << type << " " << q << " rank " << r << " case " << i;
           RecordProperty(std::string(type) + "_" + q + "_w" + std::to_string(w) + "_r" + std::to_string(r) + "_c" +
                              std::to_string(i),
                          std::to_string(err));
         }
         // One all-gather forward, one all-reduce backward; eval: none.
-        EXPECT_EQ(e.Find("collectives_per_step")->AsDouble(), 2.0);
-        EXPECT_EQ(e.Find("eval_collectives")->AsDouble(), 0.0);
+        EXPECT_EQ(e.at("collectives_per_step").get<double>(), 2.0);
+        EXPECT_EQ(e.at("eval_collectives").get<double>(), 0.0);
         const double bytes = (w * (2 * kC + 1) + 2 * kC) * (std::string(type) == "f64" ? 8.0 : 4.0);
-        EXPECT_EQ(e.Find("bytes_received_per_step")->AsDouble(), bytes);
+        EXPECT_EQ(e.at("bytes_received_per_step").get<double>(), bytes);
       }
     }
   }
   std::printf("W=%d: rank 0 case 0 f64 errors %s\n", w,
-              world.rank_values[0].AsArray()[0].Find("f64")->Dump().c_str());
+              Dump(world.rank_values[0][0].at("f64")).c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Worlds, SyncBatchNormExact, ::testing::Values(1, 2, 3, 4));
@@ -239,12 +239,12 @@ TEST(SyncBatchNormNumerics, LargeMeansMergeExactlyRawSumsDoNot) {
     // (1e6 x 2^-53 ~ 1e-10) is amplified by 1e6 relative to the result, so
     // any implementation, the one-process one included, is only determined
     // to ~1e-10..1e-9 there; 1e-8 is that conditioning bound with margin.
-    for (const char* q : {"running_mean", "running_var"}) EXPECT_LE(e.Find(q)->AsDouble(), 1e-10) << q;
-    for (const char* q : {"y", "dx", "dweight", "dbias", "eval_y"}) EXPECT_LE(e.Find(q)->AsDouble(), 1e-8) << q;
-    EXPECT_GT(e.Find("raw_sums_var_rel_error")->AsDouble(), 1e-4)
+    for (const char* q : {"running_mean", "running_var"}) EXPECT_LE(e.at(q).get<double>(), 1e-10) << q;
+    for (const char* q : {"y", "dx", "dweight", "dbias", "eval_y"}) EXPECT_LE(e.at(q).get<double>(), 1e-8) << q;
+    EXPECT_GT(e.at("raw_sums_var_rel_error").get<double>(), 1e-4)
         << "expected fused raw sums to lose the variance at mean 1e6";
   }
-  std::printf("mean 1e6: SyncBN errors %s\n", world.rank_values[0].Dump().c_str());
+  std::printf("mean 1e6: SyncBN errors %s\n", Dump(world.rank_values[0]).c_str());
 }
 
 // PyTorch's tracker, issue 22192 (PyTorch 1.1): with different per-rank
@@ -286,14 +286,14 @@ TEST(SyncBatchNormTrackerCases, Issue22192RunningVarWithDifferentPerRankBatchSiz
   ASSERT_TRUE(world.ok) << world.failure;
   for (const Json& e : world.rank_values) {
     for (const char* q : {"y", "dx", "dweight", "dbias", "running_mean", "running_var", "eval_y"}) {
-      EXPECT_LE(e.Find(q)->AsDouble(), 1e-10) << q;
+      EXPECT_LE(e.at(q).get<double>(), 1e-10) << q;
     }
-    EXPECT_GT(e.Find("issue22192_running_var_rel_error")->AsDouble(), 1e-3);
+    EXPECT_GT(e.at("issue22192_running_var_rel_error").get<double>(), 1e-3);
   }
   // 22192's symptom: the ranks' running_var disagree under its weighting.
-  EXPECT_NE(world.rank_values[0].Find("rv_bug_c0")->AsDouble(),
-            world.rank_values[1].Find("rv_bug_c0")->AsDouble());
-  std::printf("22192 (batches 2, 6): ours %s\n", world.rank_values[0].Dump().c_str());
+  EXPECT_NE(world.rank_values[0].at("rv_bug_c0").get<double>(),
+            world.rank_values[1].at("rv_bug_c0").get<double>());
+  std::printf("22192 (batches 2, 6): ours %s\n", Dump(world.rank_values[0]).c_str());
 }
 
 // PyTorch's tracker, PR 74944 (issue 36530): a rank whose batch is empty
@@ -308,9 +308,9 @@ TEST(SyncBatchNormTrackerCases, Pr74944ARankWithAnEmptyBatch) {
     ASSERT_TRUE(world.ok) << world.failure;
     for (const Json& e : world.rank_values) {
       for (const char* q : {"y", "dx", "dweight", "dbias", "running_mean", "running_var", "eval_y"}) {
-        EXPECT_LE(e.Find(q)->AsDouble(), 1e-10) << "W=" << w << " " << q;
+        EXPECT_LE(e.at(q).get<double>(), 1e-10) << "W=" << w << " " << q;
       }
-      EXPECT_EQ(e.Find("collectives_per_step")->AsDouble(), 2.0) << "the empty rank joins both";
+      EXPECT_EQ(e.at("collectives_per_step").get<double>(), 2.0) << "the empty rank joins both";
     }
   }
 }

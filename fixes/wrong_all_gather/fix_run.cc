@@ -15,7 +15,7 @@ constexpr Method kMethods[] = {Method::kPadGatherTrim, Method::kAllgatherv,
                                Method::kKnownCounts};
 
 Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
-  Json out = Json::MakeArray();
+  Json out = Json::array();
   for (const Row& row : rows) {
     for (Sharding s : kShardings) {
       for (Method m : kMethods) {
@@ -52,7 +52,7 @@ Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
         v["disagreements"] = disagreements;
         v["undefined"] = undefined;
         v["count_errors"] = count_errors;
-        out.Push(v);
+        out.push_back(v);
       }
     }
   }
@@ -88,19 +88,19 @@ std::vector<results::Record> RunFixOnRows(const harness::CommonFlags& f,
             ++i;
             continue;
           }
-          const Json& v = world.value.AsArray()[i++];
-          rec.reference["auc"] = v.Find("reference_auc")->AsDouble();
-          rec.measured["auc"] = v.Find("auc")->AsDouble();
-          rec.measured["error"] = v.Find("max_abs_auc_error")->AsDouble();
-          rec.measured["max_abs_ap_error"] = v.Find("max_abs_ap_error")->AsDouble();
-          rec.measured["undefined_seeds"] = v.Find("undefined")->AsDouble();
-          rec.measured["disagreements"] = v.Find("disagreements")->AsDouble();
-          rec.measured["count_errors"] = v.Find("count_errors")->AsDouble();
+          const Json& v = world.value[i++];
+          rec.reference["auc"] = v.at("reference_auc").get<double>();
+          rec.measured["auc"] = v.at("auc").get<double>();
+          rec.measured["error"] = v.at("max_abs_auc_error").get<double>();
+          rec.measured["max_abs_ap_error"] = v.at("max_abs_ap_error").get<double>();
+          rec.measured["undefined_seeds"] = v.at("undefined").get<double>();
+          rec.measured["disagreements"] = v.at("disagreements").get<double>();
+          rec.measured["count_errors"] = v.at("count_errors").get<double>();
           rec.measured["collectives"] = m == Method::kKnownCounts ? 1 : 2;
-          const bool exact = v.Find("max_abs_auc_error")->AsDouble() <= 1e-12 &&
-                             v.Find("max_abs_ap_error")->AsDouble() <= 1e-12 &&
-                             v.Find("disagreements")->AsDouble() == 0 &&
-                             v.Find("count_errors")->AsDouble() == 0;
+          const bool exact = v.at("max_abs_auc_error").get<double>() <= 1e-12 &&
+                             v.at("max_abs_ap_error").get<double>() <= 1e-12 &&
+                             v.at("disagreements").get<double>() == 0 &&
+                             v.at("count_errors").get<double>() == 0;
           rec.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;
           records.push_back(rec);
         }

@@ -46,9 +46,9 @@ TEST(WrongAllGatherFix, ExactForEveryWorldSizeDatasetSizeAndBatchSize) {
   int defined = 0;
   for (const auto& r : records) {
     ASSERT_EQ(r.verdict, results::Verdict::kExact)
-        << r.variant << " W=" << r.world_size << " " << r.config.Dump() << " "
-        << r.measured.Dump() << " " << r.error;
-    defined += r.measured.Find("undefined_seeds")->AsDouble() < 2;
+        << r.variant << " W=" << r.world_size << " " << Dump(r.config) << " "
+        << Dump(r.measured) << " " << r.error;
+    defined += r.measured.at("undefined_seeds").get<double>() < 2;
   }
   // Tiny N can hold one class only (AUC undefined, as in sklearn); most rows
   // must still measure something.
@@ -85,7 +85,7 @@ TEST(WrongAllGatherFix, ExactThroughTheDirectExchangeAllgatherv) {
   ASSERT_EQ(records.size(), rows.size() * 6);
   for (const auto& r : records) {
     EXPECT_EQ(r.verdict, results::Verdict::kExact)
-        << r.variant << " W=" << r.world_size << " " << r.config.Dump() << " " << r.error;
+        << r.variant << " W=" << r.world_size << " " << Dump(r.config) << " " << r.error;
   }
 }
 

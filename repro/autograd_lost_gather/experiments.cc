@@ -26,8 +26,8 @@ bool Runs(const VariantSpec& v, LossKind loss) {
 }
 
 Json CountsJson(const std::vector<int64_t>& counts) {
-  Json a = Json::MakeArray();
-  for (int64_t c : counts) a.Push(static_cast<long long>(c));
+  Json a = Json::array();
+  for (int64_t c : counts) a.push_back(static_cast<long long>(c));
   return a;
 }
 
@@ -59,7 +59,7 @@ SeedStats Compare(const Vec& g, const Vec& truth, const Vec& predicted, int w, d
 Json GradWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags& p,
                const std::vector<VariantSpec>& variants) {
   const int w = comm.world_size();
-  Json out = Json::MakeArray();
+  Json out = Json::array();
   for (LossKind loss : kLosses) {
     for (Layout layout : p.layouts) {
       if (!LayoutRuns(layout, w, f.batch_size)) continue;
@@ -104,7 +104,7 @@ Json GradWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags&
         j["norm_ratio"] = stats[0].norm_ratio;
         j["true_grad_norm"] = stats[0].true_norm;
         j["objective"] = stats[0].objective;
-        out.Push(j);
+        out.push_back(j);
       }
     }
   }
@@ -122,22 +122,22 @@ std::span<const double> Span(const Vec& v) {
 }
 
 Json CurveJson(const std::vector<CurvePoint>& curve) {
-  Json a = Json::MakeArray();
+  Json a = Json::array();
   for (const CurvePoint& c : curve) {
     Json j;
     j["step"] = c.step;
     j["loss"] = c.loss;
     j["accuracy"] = c.accuracy;
-    a.Push(j);
+    a.push_back(j);
   }
   return a;
 }
 
 std::vector<CurvePoint> CurveFromJson(const Json& a) {
   std::vector<CurvePoint> out;
-  for (const Json& j : a.AsArray()) {
-    out.push_back({static_cast<int>(j.Find("step")->AsDouble()), j.Find("loss")->AsDouble(),
-                   j.Find("accuracy")->AsDouble()});
+  for (const Json& j : a) {
+    out.push_back({static_cast<int>(j.at("step").get<double>()), j.at("loss").get<double>(),
+                   j.at("accuracy").get<double>()});
   }
   return out;
 }
@@ -269,7 +269,7 @@ Json TrainWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags
   const int w = comm.world_size();
   const uint64_t seed = static_cast<uint64_t>(f.seed);
   const Batch held_out = MakeBatch(seed, kHeldOutStream, f.n, p.problem.task);
-  Json out = Json::MakeArray();
+  Json out = Json::array();
   for (const TrainCase& tc : cases) {
     const auto counts = Counts(tc.layout, w, tc.batch_size);
     const int64_t offset = Offsets(counts)[static_cast<std::size_t>(comm.rank())];
@@ -314,7 +314,7 @@ Json TrainWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags
         j["closed_form_gap"] = judge->closed_form().worst("grad");
         j["deviation"] = Distance(model, *true_model) / truth_norm;
         j["param_change"] = Distance(model, initial) / nn::FlattenValues(initial.Params()).norm();
-        out.Push(j);
+        out.push_back(j);
       }
     }
   }
@@ -411,11 +411,11 @@ std::vector<GradCheck> RunGradChecks(const harness::CommonFlags& f, const PairFl
           c.scale_by_world = v.scale_by_world;
           if (!world.ok) {
             c.error = world.failure;
-          } else if (!world.value.IsArray() || i >= world.value.AsArray().size()) {
+          } else if (!world.value.is_array() || i >= world.value.size()) {
             c.error = "rank 0 returned fewer results than configurations";
           } else {
-            const Json& j = world.value.AsArray()[i++];
-            auto get = [&](const char* key) { return j.Find(key)->AsDouble(); };
+            const Json& j = world.value[i++];
+            auto get = [&](const char* key) { return j.at(key).get<double>(); };
             c.rel_error = get("rel_error");
             c.scaled_error = get("scaled_error");
             c.best_scale_residual = get("best_scale_residual");
@@ -467,17 +467,17 @@ std::vector<TrainRun> RunTraining(const harness::CommonFlags& f, const PairFlags
           t.grid = tc.grid;
           if (!world.ok) {
             t.error = world.failure;
-          } else if (!world.value.IsArray() || i >= world.value.AsArray().size()) {
+          } else if (!world.value.is_array() || i >= world.value.size()) {
             t.error = "rank 0 returned fewer results than configurations";
           } else {
-            const Json& j = world.value.AsArray()[i++];
-            t.curve = CurveFromJson(*j.Find("curve"));
-            t.reference = CurveFromJson(*j.Find("reference"));
-            t.step_check = *j.Find("step_check");
+            const Json& j = world.value[i++];
+            t.curve = CurveFromJson(j.at("curve"));
+            t.reference = CurveFromJson(j.at("reference"));
+            t.step_check = j.at("step_check");
             t.grad_rel_err = exact::StepCheck::FromJson(t.step_check).worst("grad");
-            t.closed_form_gap = j.Find("closed_form_gap")->AsDouble();
-            t.deviation = j.Find("deviation")->AsDouble();
-            t.param_change = j.Find("param_change")->AsDouble();
+            t.closed_form_gap = j.at("closed_form_gap").get<double>();
+            t.deviation = j.at("deviation").get<double>();
+            t.param_change = j.at("param_change").get<double>();
           }
           runs.push_back(t);
         }

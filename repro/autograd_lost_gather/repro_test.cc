@@ -20,8 +20,8 @@
 namespace ddp::autograd_lost_gather {
 namespace {
 
-double M(const results::Record& r, const char* key) { return r.measured.Find(key)->AsDouble(); }
-std::string C(const results::Record& r, const char* key) { return r.config.Find(key)->AsString(); }
+double M(const results::Record& r, const char* key) { return r.measured.at(key).get<double>(); }
+std::string C(const results::Record& r, const char* key) { return r.config.at(key).get<std::string>(); }
 
 harness::CommonFlags Flags() {
   harness::CommonFlags f;
@@ -44,8 +44,8 @@ TEST(AutogradLostGatherRepro, GradientSymptomsHaveTheirPredictedSize) {
   ASSERT_EQ(records.size(), 3u * 2u * 5u);
   std::map<std::string, double> reinsert_residual;  // W/batches -> residual
   for (const auto& r : records) {
-    SCOPED_TRACE(r.variant + " W=" + std::to_string(r.world_size) + " " + r.config.Dump() + " " +
-                 r.measured.Dump() + " " + r.error);
+    SCOPED_TRACE(r.variant + " W=" + std::to_string(r.world_size) + " " + Dump(r.config) + " " +
+                 Dump(r.measured) + " " + r.error);
     ASSERT_EQ(r.verdict, results::Verdict::kReproduced);
     EXPECT_LE(M(r, "closed_form_gap"), 1e-10) << "engine result = predicted mechanism";
     const double w = r.world_size;
@@ -88,19 +88,19 @@ TEST(AutogradLostGatherRepro, TrainingFollowsTheBuggyGradient) {
   for (const auto& r : records) {
     if (C(r, "experiment") != "training") continue;
     ++training;
-    SCOPED_TRACE(r.variant + " " + r.config.Dump() + " " + r.measured.Dump() + " " + r.error);
+    SCOPED_TRACE(r.variant + " " + Dump(r.config) + " " + Dump(r.measured) + " " + r.error);
     ASSERT_EQ(r.verdict, results::Verdict::kReproduced);
     EXPECT_LE(M(r, "closed_form_gap"), 1e-10) << "every step = the predicted mechanism";
-    const auto& curve = r.measured.Find("curve")->AsArray();
-    const auto& ref = r.reference.Find("curve")->AsArray();
+    const auto& curve = r.measured.at("curve");
+    const auto& ref = r.reference.at("curve");
     ASSERT_EQ(curve.size(), ref.size());
     ASSERT_GE(curve.size(), 3u);
     // Same start, different end.
-    EXPECT_EQ(curve.front().Find("loss")->AsDouble(), ref.front().Find("loss")->AsDouble());
+    EXPECT_EQ(curve.front().at("loss").get<double>(), ref.front().at("loss").get<double>());
     if (C(r, "loss") == "global" && r.variant == "detached") {
       EXPECT_EQ(M(r, "param_change"), 0.0);
       for (const auto& pt : curve) {
-        EXPECT_EQ(pt.Find("loss")->AsDouble(), curve.front().Find("loss")->AsDouble());
+        EXPECT_EQ(pt.at("loss").get<double>(), curve.front().at("loss").get<double>());
       }
     } else {
       EXPECT_GE(M(r, "trajectory_rel_err"), 1e-2);

@@ -26,7 +26,7 @@ constexpr char kMarker[] = "@@hang ";
 constexpr int kGradientAllreduceLine = 79;
 
 void Emit(const Json& j) {
-  std::printf("%s%s\n", kMarker, j.Dump().c_str());
+  std::printf("%s%s\n", kMarker, Dump(j).c_str());
   std::fflush(stdout);
 }
 

@@ -44,8 +44,8 @@ struct Row {
 };
 
 Json IntArray(const std::vector<int64_t>& v) {
-  Json a = Json::MakeArray();
-  for (int64_t x : v) a.Push(static_cast<long long>(x));
+  Json a = Json::array();
+  for (int64_t x : v) a.push_back(static_cast<long long>(x));
   return a;
 }
 
@@ -154,10 +154,10 @@ results::Record RunRow(const harness::CommonFlags& f, const Row& row) {
   const Json* failure = nullptr;  // the first failing rank's report
   for (int r = 0; r < c.world_size; ++r) {
     const Json& rep = hr.reports[r];
-    if (rep.IsNull()) continue;
-    if (rep.Find("kind")->AsString() == "finished") {
+    if (rep.is_null()) continue;
+    if (rep.at("kind").get<std::string>() == "finished") {
       finished.push_back(r);
-      collectives.push_back(static_cast<int64_t>(rep.Find("collectives")->AsDouble()));
+      collectives.push_back(static_cast<int64_t>(rep.at("collectives").get<double>()));
     } else if (failure == nullptr || r == run.first_failed_rank) {
       failure = &rep;
     }
@@ -181,23 +181,23 @@ results::Record RunRow(const harness::CommonFlags& f, const Row& row) {
     ok = run.timed_out() && run.ExitCode() == 124 && failure == nullptr &&
          finished == short_ranks && left == 0;
   } else if (failure != nullptr) {
-    const std::string kind = failure->Find("kind")->AsString();
-    const int rank = static_cast<int>(failure->Find("rank")->AsDouble());
-    const int64_t seq = static_cast<int64_t>(failure->Find("seq")->AsDouble());
-    const double detect = failure->Find("elapsed_s")->AsDouble();
-    const std::string report = failure->Find("report")->AsString();
+    const std::string kind = failure->at("kind").get<std::string>();
+    const int rank = static_cast<int>(failure->at("rank").get<double>());
+    const int64_t seq = static_cast<int64_t>(failure->at("seq").get<double>());
+    const double detect = failure->at("elapsed_s").get<double>();
+    const std::string report = failure->at("report").get<std::string>();
     rec.measured["error"] = kind;
     rec.measured["failed_rank"] = rank;
-    rec.measured["blocked_step"] = failure->Find("step")->AsDouble();
+    rec.measured["blocked_step"] = failure->at("step").get<double>();
     rec.measured["blocked_seq"] = static_cast<long long>(seq);
-    rec.measured["blocked_op"] = failure->Find("op")->AsString();
+    rec.measured["blocked_op"] = failure->at("op").get<std::string>();
     rec.measured["detect_s"] = detect;
-    rec.measured["message"] = failure->Find("message")->AsString();
-    const std::string verdict = failure->Find("verdict")->AsString();
+    rec.measured["message"] = failure->at("message").get<std::string>();
+    const std::string verdict = failure->at("verdict").get<std::string>();
     rec.measured["verdict"] = verdict;
-    rec.measured["mismatch_class"] = failure->Find("mismatch_class")->AsString();
-    Json positions = Json::MakeArray();
-    for (const std::string& line : PositionLines(report)) positions.Push(line);
+    rec.measured["mismatch_class"] = failure->at("mismatch_class").get<std::string>();
+    Json positions = Json::array();
+    for (const std::string& line : PositionLines(report)) positions.push_back(line);
     rec.measured["positions"] = positions;
     rec.measured["report"] = report;
     // The analyzer's verdict over every rank's dump names the collective,
@@ -217,7 +217,7 @@ results::Record RunRow(const harness::CommonFlags& f, const Row& row) {
     std::istringstream lines(report);
     for (std::string line; std::getline(lines, line);) std::fprintf(stderr, "    %s\n", line.c_str());
     const bool common = std::find(extra.begin(), extra.end(), rank) != extra.end() &&
-                        seq == min_steps && failure->Find("step")->AsDouble() == min_steps &&
+                        seq == min_steps && failure->at("step").get<double>() == min_steps &&
                         finished == short_ranks && left == 0 && run.ExitCode() == 3;
     if (row.options.early == EarlyRanks::kExit && row.options.backend == "gloo") {
       // Gloo sees the closed connections: a PeerError well before the deadline.

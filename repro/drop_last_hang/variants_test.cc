@@ -23,8 +23,8 @@
 namespace ddp::drop_last_hang {
 namespace {
 
-double M(const results::Record& r, const char* k) { return r.measured.Find(k)->AsDouble(); }
-std::string S(const results::Record& r, const char* k) { return r.measured.Find(k)->AsString(); }
+double M(const results::Record& r, const char* k) { return r.measured.at(k).get<double>(); }
+std::string S(const results::Record& r, const char* k) { return r.measured.at(k).get<std::string>(); }
 
 TEST(DropLastHangScenario, SamplerPaddingGivesEqualStepsNaiveSplitDoesNot) {
   Config c{.sharding = Sharding::kSamplerPadding, .n = 1003, .world_size = 4, .batch_size = 32};
@@ -55,8 +55,8 @@ TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
   int controls = 0, deadline_rows = 0;
   for (const auto& r : records) {
     ASSERT_NE(r.verdict, results::Verdict::kError) << r.variant << ": " << r.error;
-    EXPECT_EQ(r.verdict, results::ExpectedVerdict(r)) << r.variant << " " << r.config.Dump()
-                                                      << " " << r.measured.Dump();
+    EXPECT_EQ(r.verdict, results::ExpectedVerdict(r)) << r.variant << " " << Dump(r.config)
+                                                      << " " << Dump(r.measured);
     EXPECT_EQ(M(r, "processes_left"), 0) << r.variant;
     if (r.control) {
       ++controls;
@@ -64,12 +64,12 @@ TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
       continue;
     }
     const std::string variant = r.variant;
-    std::printf("%s [%s]: %s\n", variant.c_str(), f.backend.c_str(), r.measured.Dump().c_str());
+    std::printf("%s [%s]: %s\n", variant.c_str(), f.backend.c_str(), Dump(r.measured).c_str());
     if (variant == "uneven_shards_no_deadline") {
       // NCCL's start-up gets its own allowance (variants.h kNcclStartupS).
-      const double world_deadline = r.config.Find("world_deadline_s")->AsDouble();
+      const double world_deadline = r.config.at("world_deadline_s").get<double>();
       EXPECT_EQ(world_deadline, gloo ? 3.0 : 3.0 + kNcclStartupS);
-      EXPECT_TRUE(r.measured.Find("timed_out")->AsBool());
+      EXPECT_TRUE(r.measured.at("timed_out").get<bool>());
       EXPECT_EQ(M(r, "launcher_exit_code"), 124);
       EXPECT_GE(M(r, "world_elapsed_s"), world_deadline);
       EXPECT_LE(M(r, "world_elapsed_s"), world_deadline + 2.0);  // the deadline, then the kill
@@ -81,7 +81,7 @@ TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
     if (variant == "uneven_shards_early_exit") {
       // The short ranks leave on their own (exit 0 or stopped by the
       // launcher, whichever comes first); the extra-step rank fails at once.
-      EXPECT_EQ(r.measured.Find("rank_exits")->AsString().rfind("0: exit 3", 0), 0u);
+      EXPECT_EQ(r.measured.at("rank_exits").get<std::string>().rfind("0: exit 3", 0), 0u);
       if (gloo) {
         EXPECT_EQ(S(r, "error"), "peer");
         EXPECT_LT(M(r, "detect_s"), f.timeout);
@@ -102,16 +102,16 @@ TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
       continue;
     }
     ++deadline_rows;
-    EXPECT_EQ(r.measured.Find("rank_exits")->AsString().find("exit 0"), std::string::npos)
+    EXPECT_EQ(r.measured.at("rank_exits").get<std::string>().find("exit 0"), std::string::npos)
         << "every rank of a failed run exits non-zero";
     EXPECT_EQ(S(r, "error"), "deadline");
     EXPECT_GE(M(r, "detect_s"), f.timeout - 0.1);
     EXPECT_LE(M(r, "detect_s"), f.timeout + kDetectSlackS);
-    const std::string report = r.measured.Find("report")->AsString();
+    const std::string report = r.measured.at("report").get<std::string>();
     const std::string verdict = S(r, "verdict");
     EXPECT_EQ(S(r, "mismatch_class"), "missing ranks") << report;
-    EXPECT_TRUE(r.measured.Find("verdict_names_short_ranks")->AsBool()) << report;
-    EXPECT_TRUE(r.measured.Find("verdict_names_call_site")->AsBool()) << report;
+    EXPECT_TRUE(r.measured.at("verdict_names_short_ranks").get<bool>()) << report;
+    EXPECT_TRUE(r.measured.at("verdict_names_call_site").get<bool>()) << report;
     // The dumps came within the dump wait.
     EXPECT_LE(M(r, "report_wait_s"), comm::Comm::kDumpWait.count() / 1000.0 + 0.4) << report;
     if (variant == "uneven_shards") {
@@ -130,10 +130,12 @@ TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
           << report;
       // The whole run: on Gloo a second of setup and training at most, the
       // deadline, the slack (NCCL's start-up is its own: not bounded here).
-      if (gloo) EXPECT_LE(M(r, "world_elapsed_s"), f.timeout + kDetectSlackS + 1.0);
+      if (gloo) {
+        EXPECT_LE(M(r, "world_elapsed_s"), f.timeout + kDetectSlackS + 1.0);
+      }
     } else {
       EXPECT_EQ(variant, "filtered_batches");
-      EXPECT_EQ(r.config.Find("batch_size")->AsDouble(), 2);
+      EXPECT_EQ(r.config.at("batch_size").get<double>(), 2);
       EXPECT_EQ(verdict.rfind("collective #120 (allreduce float64 x", 0), 0u) << verdict;
     }
     std::printf("%s: %s\n%s\n", variant.c_str(), S(r, "message").c_str(), report.c_str());

@@ -58,7 +58,7 @@ Synced LightningMean(comm::Comm& comm, const RankBatches& mine) {
 }
 
 Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
-  Json out = Json::MakeArray();
+  Json out = Json::array();
   for (const Row& row : rows) {
     double worst_ratio_gap = 0, ratio = 0, accuracy = 0, ref_accuracy = 0, loss_ratio = 0;
     int64_t count = 0;
@@ -87,7 +87,7 @@ Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
     v["loss_ratio"] = loss_ratio;
     v["synced_count"] = count;
     v["closed_form_gap"] = worst_ratio_gap;
-    out.Push(v);
+    out.push_back(v);
   }
   return out;
 }
@@ -123,18 +123,18 @@ std::vector<results::Record> RunLightning(const harness::CommonFlags& f) {
       records.push_back(rec);
       continue;
     }
-    const Json& v = world.value.AsArray()[i];
+    const Json& v = world.value[i];
     const double closed = (static_cast<double>(c.n) / w) / static_cast<double>(c.n / w);
-    rec.reference["accuracy"] = v.Find("reference_accuracy")->AsDouble();
+    rec.reference["accuracy"] = v.at("reference_accuracy").get<double>();
     rec.reference["inflation_closed_form"] = closed;
-    rec.measured["accuracy"] = v.Find("accuracy")->AsDouble();
-    rec.measured["error"] = v.Find("accuracy")->AsDouble() - v.Find("reference_accuracy")->AsDouble();
-    rec.measured["inflation"] = v.Find("ratio")->AsDouble();
-    rec.measured["loss_inflation"] = v.Find("loss_ratio")->AsDouble();
-    rec.measured["synced_count"] = v.Find("synced_count")->AsDouble();
-    rec.measured["closed_form_gap"] = v.Find("closed_form_gap")->AsDouble();
-    const double gap = v.Find("closed_form_gap")->AsDouble();
-    const double inflation = v.Find("ratio")->AsDouble();
+    rec.measured["accuracy"] = v.at("accuracy").get<double>();
+    rec.measured["error"] = v.at("accuracy").get<double>() - v.at("reference_accuracy").get<double>();
+    rec.measured["inflation"] = v.at("ratio").get<double>();
+    rec.measured["loss_inflation"] = v.at("loss_ratio").get<double>();
+    rec.measured["synced_count"] = v.at("synced_count").get<double>();
+    rec.measured["closed_form_gap"] = v.at("closed_form_gap").get<double>();
+    const double gap = v.at("closed_form_gap").get<double>();
+    const double inflation = v.at("ratio").get<double>();
     if (even) {
       rec.verdict = std::fabs(inflation - 1) <= 1e-12 ? results::Verdict::kControl
                                                       : results::Verdict::kControlFailed;

@@ -23,8 +23,8 @@ harness::CommonFlags Flags(int w) {
   return f;
 }
 
-std::string Sharding(const results::Record& r) { return r.config.Find("sharding")->AsString(); }
-double Error(const results::Record& r) { return r.measured.Find("error")->AsDouble(); }
+std::string Sharding(const results::Record& r) { return r.config.at("sharding").get<std::string>(); }
+double Error(const results::Record& r) { return r.measured.at("error").get<double>(); }
 
 TEST(MeanOfMeansRepro, BiasedWhereCountsDifferExactOnControls) {
   DDP_REQUIRE_BACKEND();
@@ -34,13 +34,13 @@ TEST(MeanOfMeansRepro, BiasedWhereCountsDifferExactOnControls) {
   for (const auto& r : records) {
     ASSERT_NE(r.verdict, results::Verdict::kError) << r.error;
     EXPECT_EQ(r.verdict, results::ExpectedVerdict(r))
-        << r.variant << " " << r.config.Dump() << " " << r.measured.Dump();
+        << r.variant << " " << Dump(r.config) << " " << Dump(r.measured);
     // The size: the engine's result equals the closed form to 1e-12.
-    EXPECT_LE(r.measured.Find("closed_form_gap")->AsDouble(), 1e-12);
-    const int64_t n = r.config.Find("n")->AsDouble();
+    EXPECT_LE(r.measured.at("closed_form_gap").get<double>(), 1e-12);
+    const int64_t n = r.config.at("n").get<double>();
     if (n == 1024 && Sharding(r) != "filtered") {
       // 1024 = 4 x 256 splits evenly: the naive average is exact here.
-      EXPECT_TRUE(r.control) << r.config.Dump();
+      EXPECT_TRUE(r.control) << Dump(r.config);
       EXPECT_LE(Error(r), 1e-12);
       ++controls;
     }
@@ -74,14 +74,14 @@ TEST(MeanOfMeansRepro, LightningIntegerCountInflates1375AtW16With44Samples) {
     ASSERT_NE(r.verdict, results::Verdict::kError) << r.error;
     EXPECT_EQ(r.variant, "lightning_int_count");
     EXPECT_EQ(r.world_size, 16);
-    const double inflation = r.measured.Find("inflation")->AsDouble();
-    if (r.config.Find("n")->AsDouble() == 44) {
-      EXPECT_EQ(r.verdict, results::Verdict::kReproduced) << r.measured.Dump();
+    const double inflation = r.measured.at("inflation").get<double>();
+    if (r.config.at("n").get<double>() == 44) {
+      EXPECT_EQ(r.verdict, results::Verdict::kReproduced) << Dump(r.measured);
       EXPECT_NEAR(inflation, 1.375, 1e-12);
-      EXPECT_NEAR(r.measured.Find("loss_inflation")->AsDouble(), 1.375, 1e-12);
-      EXPECT_EQ(r.measured.Find("synced_count")->AsDouble(), 2);  // floor(44 / 16)
+      EXPECT_NEAR(r.measured.at("loss_inflation").get<double>(), 1.375, 1e-12);
+      EXPECT_EQ(r.measured.at("synced_count").get<double>(), 2);  // floor(44 / 16)
     } else {
-      EXPECT_EQ(r.verdict, results::Verdict::kControl) << r.measured.Dump();
+      EXPECT_EQ(r.verdict, results::Verdict::kControl) << Dump(r.measured);
       EXPECT_NEAR(inflation, 1.0, 1e-12);
     }
   }

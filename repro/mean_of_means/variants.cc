@@ -110,7 +110,7 @@ constexpr const char* kVariants[] = {"rank_mean", "step_mean"};
 // Runs every row of world size `w` on one world of ranks; rank 0 returns,
 // per row and variant, the worst errors over the seeds.
 Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
-  Json out = Json::MakeArray();
+  Json out = Json::array();
   for (const Row& row : rows) {
     Json per_variant;
     for (const char* variant : kVariants) {
@@ -150,7 +150,7 @@ Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
       v["closed_form_gap"] = max_formula_gap;
       per_variant[variant] = v;
     }
-    out.Push(per_variant);
+    out.push_back(per_variant);
   }
   return out;
 }
@@ -183,16 +183,16 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
           records.push_back(rec);
           continue;
         }
-        const Json& v = *world.value.AsArray()[i].Find(variant);
-        if (v.Find("skipped")->AsBool()) continue;  // unequal steps: see drop_last_hang
-        rec.reference["accuracy"] = v.Find("reference_accuracy")->AsDouble();
-        rec.measured["accuracy"] = v.Find("accuracy")->AsDouble();
-        rec.measured["error"] = v.Find("max_abs_error")->AsDouble();
-        rec.measured["mean_abs_error"] = v.Find("mean_abs_error")->AsDouble();
-        rec.measured["max_loss_abs_error"] = v.Find("max_loss_abs_error")->AsDouble();
-        rec.measured["closed_form_gap"] = v.Find("closed_form_gap")->AsDouble();
-        const double err = v.Find("max_abs_error")->AsDouble();
-        const double gap = v.Find("closed_form_gap")->AsDouble();
+        const Json& v = world.value[i].at(variant);
+        if (v.at("skipped").get<bool>()) continue;  // unequal steps: see drop_last_hang
+        rec.reference["accuracy"] = v.at("reference_accuracy").get<double>();
+        rec.measured["accuracy"] = v.at("accuracy").get<double>();
+        rec.measured["error"] = v.at("max_abs_error").get<double>();
+        rec.measured["mean_abs_error"] = v.at("mean_abs_error").get<double>();
+        rec.measured["max_loss_abs_error"] = v.at("max_loss_abs_error").get<double>();
+        rec.measured["closed_form_gap"] = v.at("closed_form_gap").get<double>();
+        const double err = v.at("max_abs_error").get<double>();
+        const double gap = v.at("closed_form_gap").get<double>();
         // The symptom: a bias, of exactly the size the closed form predicts.
         // The control: no padding, equal splits -> exact.
         if (even) {

@@ -24,8 +24,8 @@ namespace {
 using results::Json;
 
 Json Array(const std::vector<double>& v) {
-  Json a = Json::MakeArray();
-  for (double x : v) a.Push(x);
+  Json a = Json::array();
+  for (double x : v) a.push_back(x);
   return a;
 }
 
@@ -95,7 +95,7 @@ Json TrainingJson(comm::Comm& comm, const TrainConfig& base, int64_t first_seed,
 }
 
 Json RunWorldRows(comm::Comm& comm, const harness::CommonFlags& f, const PairOptions& o) {
-  Json rows = Json::MakeArray();
+  Json rows = Json::array();
   for (int64_t n : DatasetSizes(f, o)) {
     OrderConfig c{.n = n, .world_size = comm.world_size(), .seed = f.seed, .epochs = o.epochs};
     Json row;
@@ -108,7 +108,7 @@ Json RunWorldRows(comm::Comm& comm, const harness::CommonFlags& f, const PairOpt
       t.batch_size = f.batch_size;
       row["training"] = TrainingJson(comm, t, f.seed, f.seeds);
     }
-    rows.Push(row);
+    rows.push_back(row);
   }
   return rows;
 }
@@ -128,7 +128,7 @@ results::Record Base(const harness::CommonFlags& f, int w, int64_t n, const Pair
   return r;
 }
 
-double Get(const Json& j, const char* key) { return j.Find(key)->AsDouble(); }
+double Get(const Json& j, const char* key) { return j.at(key).get<double>(); }
 
 }  // namespace
 
@@ -152,10 +152,10 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
           records.push_back(rec);
           continue;
         }
-        const Json& row = world.value.AsArray()[i];
+        const Json& row = world.value[i];
         const std::string v = variant;
         if (v == "no_set_epoch") {
-          const Json& s = *row.Find("no_set_epoch");
+          const Json& s = row.at("no_set_epoch");
           rec.reference["identical_fraction"] = 1.0;
           rec.reference["padding_duplicates"] = static_cast<long long>(Padding(n, w));
           rec.measured["identical_min"] = Get(s, "identical_min");
@@ -171,7 +171,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
                               Get(s, "duplicates_max") == static_cast<double>(Padding(n, w));
           rec.verdict = replay ? results::Verdict::kReproduced : results::Verdict::kNotReproduced;
         } else if (v == "per_rank_seed") {
-          const Json& s = *row.Find("per_rank_seed");
+          const Json& s = row.at("per_rank_seed");
           const double expected = ExpectedPerRankCoverage(n, w);
           const double tol = PerRankTolerance(n, w, f.seeds, o.epochs);
           rec.reference["expected_coverage"] = expected;
@@ -186,28 +186,28 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
                           Get(s, "coverage_max") < 1.0;
           rec.verdict = ok ? results::Verdict::kReproduced : results::Verdict::kNotReproduced;
         } else {
-          const Json& t = *row.Find("training");
+          const Json& t = row.at("training");
           rec.config["model"] = "mlp";
           rec.config["batch_size"] = f.batch_size;
           rec.reference["final_test_accuracy"] =
-              t.Find("set_epoch")->Find("test_accuracy")->AsArray().back().AsDouble();
+              t.at("set_epoch").at("test_accuracy").back().get<double>();
           rec.reference["final_test_loss"] =
-              t.Find("set_epoch")->Find("test_loss")->AsArray().back().AsDouble();
+              t.at("set_epoch").at("test_loss").back().get<double>();
           rec.measured["final_test_accuracy"] =
-              t.Find("no_set_epoch")->Find("test_accuracy")->AsArray().back().AsDouble();
+              t.at("no_set_epoch").at("test_accuracy").back().get<double>();
           rec.measured["final_test_loss"] =
-              t.Find("no_set_epoch")->Find("test_loss")->AsArray().back().AsDouble();
+              t.at("no_set_epoch").at("test_loss").back().get<double>();
           for (const char* key : {"final_accuracy_diff", "final_accuracy_diff_se",
                                   "final_loss_diff", "final_loss_diff_se"}) {
             rec.measured[key] = Get(t, key);
           }
-          rec.measured["curves"] = *t.Find("no_set_epoch");
-          rec.reference["curves"] = *t.Find("set_epoch");
+          rec.measured["curves"] = t.at("no_set_epoch");
+          rec.reference["curves"] = t.at("set_epoch");
           // The verdict is about the mechanism (the order really replayed
           // inside training, on every rank, and varied when fixed); the
           // effect on the curves is measured, whatever its size.
-          const bool replayed = t.Find("same_order_every_epoch_all_ranks")->AsBool() &&
-                                t.Find("fixed_order_varies_all_ranks")->AsBool();
+          const bool replayed = t.at("same_order_every_epoch_all_ranks").get<bool>() &&
+                                t.at("fixed_order_varies_all_ranks").get<bool>();
           rec.measured["order_replayed_in_training"] = replayed;
           rec.verdict = replayed ? results::Verdict::kReproduced : results::Verdict::kNotReproduced;
         }

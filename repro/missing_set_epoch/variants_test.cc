@@ -14,7 +14,7 @@
 namespace ddp::missing_set_epoch {
 namespace {
 
-double M(const results::Record& r, const char* k) { return r.measured.Find(k)->AsDouble(); }
+double M(const results::Record& r, const char* k) { return r.measured.at(k).get<double>(); }
 
 TEST(MissingSetEpochRepro, ReplaysOrderAndPerRankSeedsLoseAQuarter) {
   DDP_REQUIRE_BACKEND();
@@ -31,7 +31,7 @@ TEST(MissingSetEpochRepro, ReplaysOrderAndPerRankSeedsLoseAQuarter) {
   ASSERT_EQ(records.size(), 6u);  // W in {2, 4} x 3 variants
   for (const auto& r : records) {
     ASSERT_EQ(r.verdict, results::Verdict::kReproduced)
-        << r.variant << " W=" << r.world_size << " " << r.measured.Dump() << " " << r.error;
+        << r.variant << " W=" << r.world_size << " " << Dump(r.measured) << " " << r.error;
     if (r.variant == "no_set_epoch") {
       EXPECT_EQ(M(r, "identical_min"), 1.0);
       EXPECT_EQ(M(r, "same_as_epoch0"), 12);  // 3 seeds x 4 epochs
@@ -54,14 +54,14 @@ TEST(MissingSetEpochRepro, ReplaysOrderAndPerRankSeedsLoseAQuarter) {
                   AsymptoticPerRankCoverage(r.world_size));
     } else {
       EXPECT_EQ(r.variant, "no_set_epoch_training");
-      EXPECT_TRUE(r.measured.Find("order_replayed_in_training")->AsBool());
+      EXPECT_TRUE(r.measured.at("order_replayed_in_training").get<bool>());
       // Sanity: the model learns either way (Bayes accuracy is 0.86).
       EXPECT_GT(M(r, "final_test_accuracy"), 0.75);
-      EXPECT_GT(r.reference.Find("final_test_accuracy")->AsDouble(), 0.75);
+      EXPECT_GT(r.reference.at("final_test_accuracy").get<double>(), 0.75);
       std::printf("training W=%d: final accuracy without set_epoch %.4f, with %.4f, diff %+.4f "
                   "+- %.4f\n",
                   r.world_size, M(r, "final_test_accuracy"),
-                  r.reference.Find("final_test_accuracy")->AsDouble(), M(r, "final_accuracy_diff"),
+                  r.reference.at("final_test_accuracy").get<double>(), M(r, "final_accuracy_diff"),
                   M(r, "final_accuracy_diff_se"));
     }
   }

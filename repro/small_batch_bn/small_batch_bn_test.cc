@@ -14,7 +14,7 @@
 namespace ddp::small_batch_bn {
 namespace {
 
-double M(const results::Json& j, const char* k) { return j.Find(k)->AsDouble(); }
+double M(const results::Json& j, const char* k) { return j.at(k).get<double>(); }
 
 TEST(SmallBatchBnRepro, PerRankBnIsWorseThanSyncBnByAtLeast5pp) {
   DDP_REQUIRE_BACKEND();
@@ -32,7 +32,7 @@ TEST(SmallBatchBnRepro, PerRankBnIsWorseThanSyncBnByAtLeast5pp) {
   ASSERT_EQ(records.size(), 1u);
   const results::Record& r = records[0];
   ASSERT_NE(r.verdict, results::Verdict::kError) << r.error;
-  EXPECT_EQ(r.verdict, results::Verdict::kReproduced) << r.measured.Dump();
+  EXPECT_EQ(r.verdict, results::Verdict::kReproduced) << Dump(r.measured);
   // The record carries the fields a reader re-derives the table from.
   EXPECT_EQ(M(r.measured, "seeds"), 3);
   EXPECT_EQ(M(r.reference, "seeds"), 3);

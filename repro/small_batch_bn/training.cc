@@ -157,15 +157,15 @@ TrainResult Train(comm::Comm* comm, const TrainConfig& c) {
 namespace {
 
 results::Json VectorJson(const Vector<double>& v) {
-  results::Json a = results::Json::MakeArray();
-  for (Eigen::Index i = 0; i < v.size(); ++i) a.Push(v[i]);
+  results::Json a = results::Json::array();
+  for (Eigen::Index i = 0; i < v.size(); ++i) a.push_back(v[i]);
   return a;
 }
 
 Vector<double> JsonVector(const results::Json& a) {
-  const auto& items = a.AsArray();
+  const auto& items = a;
   Vector<double> v(static_cast<Eigen::Index>(items.size()));
-  for (std::size_t i = 0; i < items.size(); ++i) v[static_cast<Eigen::Index>(i)] = items[i].AsDouble();
+  for (std::size_t i = 0; i < items.size(); ++i) v[static_cast<Eigen::Index>(i)] = items[i].get<double>();
   return v;
 }
 
@@ -173,8 +173,8 @@ Vector<double> JsonVector(const results::Json& a) {
 
 results::Json ToJson(const TrainResult& r) {
   results::Json j;
-  results::Json err = results::Json::MakeArray();
-  for (double e : r.val_error) err.Push(e);
+  results::Json err = results::Json::array();
+  for (double e : r.val_error) err.push_back(e);
   j["val_error"] = err;
   j["train_error"] = r.train_error;
   j["rs_mean_err"] = r.rs_mean_err;
@@ -190,9 +190,9 @@ results::Json ToJson(const TrainResult& r) {
 }
 
 TrainResult FromJson(const results::Json& j) {
-  auto field = [&](const char* k) { return j.Find(k)->AsDouble(); };
+  auto field = [&](const char* k) { return j.at(k).get<double>(); };
   TrainResult r;
-  for (const results::Json& e : j.Find("val_error")->AsArray()) r.val_error.push_back(e.AsDouble());
+  for (const results::Json& e : j.at("val_error")) r.val_error.push_back(e.get<double>());
   r.train_error = field("train_error");
   r.rs_mean_err = field("rs_mean_err");
   r.rs_var_err = field("rs_var_err");
@@ -201,8 +201,8 @@ TrainResult FromJson(const results::Json& j) {
   r.rank_spread1 = field("rank_spread1");
   r.rank_spread2 = field("rank_spread2");
   r.steps = static_cast<int64_t>(field("steps"));
-  r.params = JsonVector(*j.Find("params"));
-  r.buffers = JsonVector(*j.Find("buffers"));
+  r.params = JsonVector(j.at("params"));
+  r.buffers = JsonVector(j.at("buffers"));
   return r;
 }
 

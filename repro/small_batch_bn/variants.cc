@@ -41,7 +41,7 @@ namespace {
 
 using results::Json;
 
-double Field(const Json& j, const char* k) { return j.Find(k)->AsDouble(); }
+double Field(const Json& j, const char* k) { return j.at(k).get<double>(); }
 
 // The damage is "gone" when per-rank BN is within this of SyncBN.
 constexpr double kNoDamage = 0.02;
@@ -157,8 +157,8 @@ Json Summary(const std::vector<TrainResult>& runs) {
   j["val_error"] = s.mean;
   j["val_error_ci95"] = s.ci95;
   j["seeds"] = s.n;
-  Json per = Json::MakeArray();
-  for (double e : final_err) per.Push(e);
+  Json per = Json::array();
+  for (double e : final_err) per.push_back(e);
   j["val_errors"] = per;
   auto mean_of = [&](auto get) {
     double m = 0;
@@ -175,9 +175,9 @@ Json Summary(const std::vector<TrainResult>& runs) {
     j["rs_mean_err_before_precise"] = mean_of([](const TrainResult& r) { return r.rs_mean_err_before_precise; });
     j["rs_var_err_before_precise"] = mean_of([](const TrainResult& r) { return r.rs_var_err_before_precise; });
   }
-  Json curve = Json::MakeArray();  // mean validation error per epoch
+  Json curve = Json::array();  // mean validation error per epoch
   for (std::size_t e = 0; e < runs.front().val_error.size(); ++e) {
-    curve.Push(mean_of([&](const TrainResult& r) { return r.val_error[e]; }));
+    curve.push_back(mean_of([&](const TrainResult& r) { return r.val_error[e]; }));
   }
   j["val_error_per_epoch"] = curve;
   return j;
@@ -256,8 +256,8 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
         const std::vector<TrainResult>& ref = runs(real);
         rec.reference["what"] = "DDP + BN, a real batch of " + std::to_string(real.batch) + " per rank";
         const Json ref_summary = Summary(ref), gap = Gap(got, ref);  // named: AsObject() refers into them
-        for (const auto& [k, v] : ref_summary.AsObject()) rec.reference[k] = v;
-        for (const auto& [k, v] : gap.AsObject()) rec.measured[k] = v;
+        for (const auto& [k, v] : ref_summary.items()) rec.reference[k] = v;
+        for (const auto& [k, v] : gap.items()) rec.measured[k] = v;
         // Sampling theory: the spread of b-sample means scales as 1/sqrt(b), so
         // statistics of b = 2 (accumulated or not) vs a real batch of 8 differ
         // by sqrt(4) = 2 if accumulation does nothing for BN; 1 if it helped.
@@ -270,8 +270,8 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
         rec.reference["what"] = "SyncBN, the same global batch (" + std::to_string(f.world_size * row.batch) + ")";
         rec.reference["computed_by"] = o.sync_bn_ddp ? "ddp" : "one_process";
         const Json ref_summary = Summary(ref), gap = Gap(got, ref);  // named: AsObject() refers into them
-        for (const auto& [k, v] : ref_summary.AsObject()) rec.reference[k] = v;
-        for (const auto& [k, v] : gap.AsObject()) rec.measured[k] = v;
+        for (const auto& [k, v] : ref_summary.items()) rec.reference[k] = v;
+        for (const auto& [k, v] : gap.items()) rec.measured[k] = v;
         const double g = Field(gap, "val_error_gap"), ci = Field(gap, "val_error_gap_ci95");
         std::printf("small_batch_bn: %-11s %-11s W=%d b=%-2d  val error %.1f%% +- %.1f vs SyncBN %.1f%% +- %.1f: "
                     "gap %+.1f pp, 95%% interval [%+.1f, %+.1f] (%d seeds)\n",

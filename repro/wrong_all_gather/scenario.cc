@@ -112,10 +112,10 @@ results::Json ToJson(const Metrics& m) {
 
 Metrics MetricsFromJson(const results::Json& j) {
   Metrics m;
-  m.defined = j.Find("defined")->AsBool();
-  m.auc = j.Find("auc")->AsDouble();
-  m.ap = j.Find("ap")->AsDouble();
-  m.error = j.Find("error")->AsString();
+  m.defined = j.at("defined").get<bool>();
+  m.auc = j.at("auc").get<double>();
+  m.ap = j.at("ap").get<double>();
+  m.error = j.at("error").get<std::string>();
   return m;
 }
 

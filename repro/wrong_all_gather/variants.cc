@@ -186,7 +186,7 @@ Sharding ShardingOf(const std::string& variant) {
 }
 
 Json RunDeterministic(comm::Comm& comm, const std::vector<Row>& rows) {
-  Json out = Json::MakeArray();
+  Json out = Json::array();
   for (const Row& row : rows) {
     Json per_variant;
     for (const std::string variant : kDeterministic) {
@@ -210,7 +210,7 @@ Json RunDeterministic(comm::Comm& comm, const std::vector<Row>& rows) {
       }
       per_variant[variant] = StatsJson(st);
     }
-    out.Push(per_variant);
+    out.push_back(per_variant);
   }
   return out;
 }
@@ -331,19 +331,19 @@ RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c,
       harness::RunWorld(wo, [&](comm::Comm& comm) { return RawUnequal(comm, c); });
   RawRun run;
   for (std::size_t r = 0; r < world.run.ranks.size() || r < world.rank_values.size(); ++r) {
-    const Json* v = r < world.rank_values.size() && !world.rank_values[r].IsNull()
+    const Json* v = r < world.rank_values.size() && !world.rank_values[r].is_null()
                         ? &world.rank_values[r]
                         : nullptr;
     const std::string died =
         r < world.run.ranks.size() ? world.run.ranks[r].Describe() : std::string("no report");
     std::string first = "r" + std::to_string(r) + ": ";
     std::string both = first;
-    const Json* g1 = v ? v->Find("first") : nullptr;
-    if (g1 != nullptr && g1->Find("returned")->AsBool()) {
-      const long long bad = static_cast<long long>(g1->Find("not_peer_data")->AsDouble());
-      const Metrics m = MetricsFromJson(*g1->Find("metrics"));
+    const Json* g1 = v ? Find(*v, "first") : nullptr;
+    if (g1 != nullptr && g1->at("returned").get<bool>()) {
+      const long long bad = static_cast<long long>(g1->at("not_peer_data").get<double>());
+      const Metrics m = MetricsFromJson(g1->at("metrics"));
       first += "returned, " + std::to_string(bad) + "/" +
-               std::to_string(static_cast<long long>(g1->Find("gathered")->AsDouble())) +
+               std::to_string(static_cast<long long>(g1->at("gathered").get<double>())) +
                " values not peer data" + MetricsText(m, ref);
       run.silent |= bad > 0;
       run.any_wrong |= bad > 0 || !m.defined || std::fabs(m.auc - ref.auc) > 1e-12;
@@ -352,7 +352,7 @@ RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c,
         run.rank0_first = m;
       }
     } else if (g1 != nullptr) {
-      first += g1->Find("error")->AsString();
+      first += g1->at("error").get<std::string>();
       run.any_failed = true;
     } else {
       first += died;  // e.g. "signal 6 (SIGABRT)"
@@ -363,16 +363,16 @@ RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c,
         run.foreign += (run.foreign.empty() ? "r" : "; r") + std::to_string(r) + ": " + died;
       }
     }
-    const Json* g2 = v ? v->Find("second") : nullptr;
-    if (g2 != nullptr && g2->Find("returned")->AsBool()) {
-      const long long bad = static_cast<long long>(g2->Find("not_peer_data")->AsDouble());
-      const Metrics m = MetricsFromJson(*g2->Find("metrics"));
+    const Json* g2 = v ? Find(*v, "second") : nullptr;
+    if (g2 != nullptr && g2->at("returned").get<bool>()) {
+      const long long bad = static_cast<long long>(g2->at("not_peer_data").get<double>());
+      const Metrics m = MetricsFromJson(g2->at("metrics"));
       both += "returned, " + std::to_string(bad) + "/" +
-              std::to_string(static_cast<long long>(g1->Find("gathered")->AsDouble())) +
+              std::to_string(static_cast<long long>(g1->at("gathered").get<double>())) +
               " values not peer data" + MetricsText(m, ref);
       run.any_wrong |= bad > 0 || !m.defined || std::fabs(m.auc - ref.auc) > 1e-12;
     } else if (g2 != nullptr) {
-      both += g2->Find("error")->AsString();
+      both += g2->at("error").get<std::string>();
       run.any_failed = true;
     } else {
       both = first;  // it never got to the second gather
@@ -503,21 +503,21 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
           records.push_back(rec);
           continue;
         }
-        const Json& v = *world.value.AsArray()[i].Find(variant);
-        rec.reference["auc"] = v.Find("reference_auc")->AsDouble();
+        const Json& v = world.value[i].at(variant);
+        rec.reference["auc"] = v.at("reference_auc").get<double>();
         for (const char* key : {"auc_min", "auc_max", "auc_error_min", "auc_error_median",
                                 "auc_error_max", "max_abs_ap_error", "closed_form_gap",
                                 "seeds_measured", "undefined"}) {
-          rec.measured[key] = v.Find(key)->AsDouble();
+          rec.measured[key] = v.at(key).get<double>();
         }
-        rec.measured["error"] = v.Find("max_abs_auc_error")->AsDouble();
-        const double err = std::max(v.Find("max_abs_auc_error")->AsDouble(),
-                                    v.Find("max_abs_ap_error")->AsDouble());
-        const double gap = v.Find("closed_form_gap")->AsDouble();
-        rec.control = !v.Find("symptom_expected")->AsBool();
-        if (v.Find("seeds_measured")->AsDouble() == 0) {
+        rec.measured["error"] = v.at("max_abs_auc_error").get<double>();
+        const double err = std::max(v.at("max_abs_auc_error").get<double>(),
+                                    v.at("max_abs_ap_error").get<double>());
+        const double gap = v.at("closed_form_gap").get<double>();
+        rec.control = !v.at("symptom_expected").get<bool>();
+        if (v.at("seeds_measured").get<double>() == 0) {
           rec.verdict = results::Verdict::kError;
-          rec.error = "AUC undefined for every seed: " + v.Find("undefined_reason")->AsString();
+          rec.error = "AUC undefined for every seed: " + v.at("undefined_reason").get<std::string>();
         } else if (rec.control) {
           rec.verdict = err <= 1e-12 ? results::Verdict::kControl
                                      : results::Verdict::kControlFailed;

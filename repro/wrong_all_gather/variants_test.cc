@@ -13,7 +13,7 @@
 namespace ddp::wrong_all_gather {
 namespace {
 
-double M(const results::Record& r, const char* key) { return r.measured.Find(key)->AsDouble(); }
+double M(const results::Record& r, const char* key) { return r.measured.at(key).get<double>(); }
 
 TEST(WrongAllGatherRepro, EveryVariantShowsItsSymptomAndSize) {
   DDP_REQUIRE_BACKEND();
@@ -27,15 +27,15 @@ TEST(WrongAllGatherRepro, EveryVariantShowsItsSymptomAndSize) {
   const auto records = RunRepro(f, /*sweep=*/false, /*raw_runs=*/2);
   ASSERT_EQ(records.size(), 2u * 2u * 4u);  // N x batch x variant
   for (const auto& r : records) {
-    SCOPED_TRACE(r.variant + " " + r.config.Dump() + " " + r.measured.Dump() + " " + r.error);
+    SCOPED_TRACE(r.variant + " " + Dump(r.config) + " " + Dump(r.measured) + " " + r.error);
     ASSERT_EQ(r.verdict, results::ExpectedVerdict(r));
-    const bool even = r.config.Find("n")->AsDouble() == 1000;  // 4 x 250
+    const bool even = r.config.at("n").get<double>() == 1000;  // 4 x 250
     if (r.variant == "raw_unequal") {
       EXPECT_EQ(r.control, even);
       EXPECT_EQ(M(r, "runs"), 2);
       if (!even) {
-        EXPECT_TRUE(r.measured.Find("ranks_failed")->AsBool() ||
-                    r.measured.Find("wrong_values")->AsBool());
+        EXPECT_TRUE(r.measured.at("ranks_failed").get<bool>() ||
+                    r.measured.at("wrong_values").get<bool>());
       } else {
         EXPECT_EQ(M(r, "silent_runs"), 0);
         EXPECT_EQ(M(r, "failed_runs"), 0);
@@ -80,13 +80,13 @@ TEST(WrongAllGatherRepro, TwoRanksUnequalLengthsFailOrReturnGarbage) {
   f.timeout = 5;
   const Row row{.n = 1003, .world_size = 2, .batch_size = 32, .seeds = 1, .first_seed = 0};
   const results::Record r = RawUnequalRecord(f, row, /*runs=*/4);
-  SCOPED_TRACE(r.config.Dump() + " " + r.measured.Dump() + " " + r.error);
-  std::printf("raw_unequal W=2 [%s]: %s\n", f.backend.c_str(), r.measured.Dump().c_str());
+  SCOPED_TRACE(Dump(r.config) + " " + Dump(r.measured) + " " + r.error);
+  std::printf("raw_unequal W=2 [%s]: %s\n", f.backend.c_str(), Dump(r.measured).c_str());
   ASSERT_EQ(r.verdict, results::Verdict::kReproduced);
   EXPECT_EQ(M(r, "runs"), 4);
   EXPECT_EQ(M(r, "foreign_failed_runs"), 0);
   EXPECT_EQ(M(r, "failed_runs") + M(r, "silent_runs") > 0, true);
-  const std::string first = r.measured.Find("first_gather")->AsString();
+  const std::string first = r.measured.at("first_gather").get<std::string>();
   EXPECT_EQ(first.rfind("r0: ", 0), 0u) << first;
   EXPECT_NE(first.find("; r1: "), std::string::npos) << first;
   if (f.backend == "gloo") {

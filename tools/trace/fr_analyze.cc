@@ -341,8 +341,8 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
 }
 
 Json IntArray(const std::vector<int>& v) {
-  Json a = Json::MakeArray();
-  for (int x : v) a.Push(x);
+  Json a = Json::array();
+  for (int x : v) a.push_back(x);
   return a;
 }
 
@@ -453,14 +453,14 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
     for (const Position& p : worst->positions) rep += "  " + Ranks(p.ranks) + ": " + p.text + "\n";
   }
   rep += "call sites (each rank's last collective):\n";
-  Json sites = Json::MakeArray();
+  Json sites = Json::array();
   for (int r = 0; r < world; ++r) {
     const auto& d = dd.by_rank[static_cast<std::size_t>(r)];
     Json sj;
     sj["rank"] = r;
     if (!d) {
       rep += "  rank " + std::to_string(r) + ": no dump\n";
-      sites.Push(sj);
+      sites.push_back(sj);
       continue;
     }
     const Entry* last = nullptr;
@@ -482,7 +482,7 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
       sj["pg"] = last->pg_name;
       sj["seq"] = static_cast<long long>(last->seq);
     }
-    sites.Push(sj);
+    sites.push_back(sj);
   }
   for (const std::string& n : dd.notes) rep += "note: " + n + "\n";
   a.report = rep;
@@ -494,7 +494,7 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
   j["culprits"] = IntArray(a.culprits);
   j["world_size"] = world;
   j["no_dump"] = IntArray(a.no_dump);
-  Json groups = Json::MakeArray();
+  Json groups = Json::array();
   for (const GroupVerdict& g : a.groups) {
     Json gj;
     gj["pg"] = g.pg;
@@ -506,15 +506,15 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
     gj["op"] = g.op;
     gj["culprits"] = IntArray(g.culprits);
     gj["line"] = g.line;
-    Json ps = Json::MakeArray();
+    Json ps = Json::array();
     for (const Position& p : g.positions) {
       Json pj;
       pj["ranks"] = IntArray(p.ranks);
       pj["where"] = p.text;
-      ps.Push(pj);
+      ps.push_back(pj);
     }
     gj["positions"] = ps;
-    groups.Push(gj);
+    groups.push_back(gj);
   }
   j["groups"] = groups;
   j["sites"] = sites;

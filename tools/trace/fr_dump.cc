@@ -52,36 +52,36 @@ struct PNode {
 
 struct JNode {
   const Json* v;
-  bool IsDict() const { return v->IsObject(); }
-  bool IsList() const { return v->IsArray(); }
-  bool IsStr() const { return v->IsString(); }
+  bool IsDict() const { return v->is_object(); }
+  bool IsList() const { return v->is_array(); }
+  bool IsStr() const { return v->is_string(); }
   bool IsInt() const {
-    if (v->IsBool()) return true;
-    if (!v->IsNumber()) return false;
-    const double d = v->AsDouble();
+    if (v->is_boolean()) return true;
+    if (!v->is_number()) return false;
+    const double d = v->get<double>();
     return std::floor(d) == d && std::fabs(d) < 9.0e18;  // an int64, not a cast of 1e300
   }
-  bool IsNone() const { return v->IsNull(); }
+  bool IsNone() const { return v->is_null(); }
   std::optional<JNode> Get(const char* key) const {
-    const Json* x = v->Find(key);
+    const Json* x = Find(*v, key);
     return x ? std::optional<JNode>(JNode{x}) : std::nullopt;
   }
-  std::size_t Size() const { return v->AsArray().size(); }
-  JNode At(std::size_t i) const { return JNode{&v->AsArray()[i]}; }
-  std::string Str() const { return v->AsString(); }
-  std::string_view View() const { return v->AsString(); }
-  int64_t Int() const { return v->IsBool() ? v->AsBool() : static_cast<int64_t>(v->AsDouble()); }
+  std::size_t Size() const { return v->size(); }
+  JNode At(std::size_t i) const { return JNode{&(*v)[i]}; }
+  std::string Str() const { return v->get<std::string>(); }
+  std::string_view View() const { return v->get<std::string>(); }
+  int64_t Int() const { return v->is_boolean() ? v->get<bool>() : static_cast<int64_t>(v->get<double>()); }
   std::vector<std::pair<std::string, JNode>> Items() const {
     std::vector<std::pair<std::string, JNode>> out;
-    for (const auto& [k, x] : v->AsObject()) out.emplace_back(k, JNode{&x});
+    for (const auto& [k, x] : v->items()) out.emplace_back(k, JNode{&x});
     return out;
   }
   const char* Kind() const {
-    if (v->IsObject()) return "object";
-    if (v->IsArray()) return "array";
-    if (v->IsString()) return "string";
-    if (v->IsNull()) return "null";
-    return v->IsBool() ? "bool" : "number";
+    if (v->is_object()) return "object";
+    if (v->is_array()) return "array";
+    if (v->is_string()) return "string";
+    if (v->is_null()) return "null";
+    return v->is_boolean() ? "bool" : "number";
   }
 };
 

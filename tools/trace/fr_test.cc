@@ -54,15 +54,15 @@ TEST_P(Corpus, VerdictMatchesTheGroundTruth) {
   const std::string dir = kCorpus + "/" + GetParam();
   const results::Json truth = results::ParseJson(Slurp(dir + "/truth.json"));
   std::vector<int> culprits;
-  for (const auto& c : truth.Find("culprits")->AsArray())
-    culprits.push_back(static_cast<int>(c.AsDouble()));
-  const int world = static_cast<int>(truth.Find("world_size")->AsDouble());
+  for (const auto& c : truth.at("culprits"))
+    culprits.push_back(static_cast<int>(c.get<double>()));
+  const int world = static_cast<int>(truth.at("world_size").get<double>());
 
   const DirDumps dumps = ReadDir(dir);
   ASSERT_EQ(static_cast<int>(dumps.by_rank.size()), world);
   const Analysis a = Analyze(dumps);
   SCOPED_TRACE(a.report);
-  EXPECT_EQ(a.healthy, truth.Find("healthy")->AsBool());
+  EXPECT_EQ(a.healthy, truth.at("healthy").get<bool>());
   EXPECT_EQ(a.culprits, culprits);
   if (!a.healthy) {
     // The first divergent collective: its group and sequence id.
@@ -71,12 +71,12 @@ TEST_P(Corpus, VerdictMatchesTheGroundTruth) {
       if (!x.healthy && x.culprits == culprits) g = &x;
     }
     ASSERT_NE(g, nullptr);
-    EXPECT_EQ(g->pg, truth.Find("process_group")->AsString());
-    EXPECT_EQ(g->seq, static_cast<int64_t>(truth.Find("seq")->AsDouble()));
+    EXPECT_EQ(g->pg, truth.at("process_group").get<std::string>());
+    EXPECT_EQ(g->seq, static_cast<int64_t>(truth.at("seq").get<double>()));
     EXPECT_FALSE(g->positions.empty());
   }
   // Each culprit's call site: the user's file and line, not torch's.
-  for (const auto& [rank, site] : truth.Find("sites")->AsObject()) {
+  for (const auto& [rank, site] : truth.at("sites").items()) {
     const auto& d = dumps.by_rank[static_cast<std::size_t>(std::stoi(rank))];
     if (!d) continue;  // killed: no dump, no call site
     const Entry* last = nullptr;
@@ -87,8 +87,8 @@ TEST_P(Corpus, VerdictMatchesTheGroundTruth) {
     const Frame* f = last->UserFrame();
     ASSERT_NE(f, nullptr);
     EXPECT_EQ(Base(f->file) + ":" + std::to_string(f->line),
-              site.Find("file")->AsString() + ":" +
-                  std::to_string(static_cast<int>(site.Find("line")->AsDouble())));
+              site.at("file").get<std::string>() + ":" +
+                  std::to_string(static_cast<int>(site.at("line").get<double>())));
     EXPECT_NE(a.report.find(f->file + ":" + std::to_string(f->line)), std::string::npos);
   }
 }

@@ -74,7 +74,7 @@ int RunPyTorch(const std::string& dir, bool json, const std::string& pg, int wor
     }
   }
   const ddp::trace::fr::Analysis a = ddp::trace::fr::Analyze(dumps, pg);
-  std::printf("%s", json ? (a.json.Dump(2) + "\n").c_str() : a.report.c_str());
+  std::printf("%s", json ? (Dump(a.json, 2) + "\n").c_str() : a.report.c_str());
   return a.healthy ? 0 : 1;
 }
 
@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
   options.last_entries = entries;
   const ddp::trace::Analysis a = ddp::trace::Analyze(dumps, options);
   if (json) {
-    std::printf("%s\n", a.json.Dump(2).c_str());
+    std::printf("%s\n", Dump(a.json, 2).c_str());
   } else {
     std::printf("%s", a.report.c_str());
   }

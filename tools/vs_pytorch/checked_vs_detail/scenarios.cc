@@ -103,7 +103,7 @@ results::Record Measure(const harness::CommonFlags& f, Scenario s, int w) {
       harness::RunWorld(wo, [&](comm::Comm& comm) { return RankBody(comm, s, f.timeout); });
   if (world.rank_values.size() != static_cast<std::size_t>(w) ||
       std::any_of(world.rank_values.begin(), world.rank_values.end(),
-                  [](const Json& v) { return v.IsNull(); })) {
+                  [](const Json& v) { return v.is_null(); })) {
     rec.verdict = results::Verdict::kError;
     rec.error = world.failure.empty() ? "a rank returned no result" : world.failure;
     return rec;
@@ -114,8 +114,8 @@ results::Record Measure(const harness::CommonFlags& f, Scenario s, int w) {
   bool as_expected = true;
   for (int r = 0; r < w; ++r) {
     const Json& v = world.rank_values[static_cast<std::size_t>(r)];
-    const std::string kind = v.Find("error")->AsString();
-    const double after = v.Find("after_s")->AsDouble();
+    const std::string kind = v.at("error").get<std::string>();
+    const double after = v.at("after_s").get<double>();
     char buf[64];
     std::snprintf(buf, sizeof buf, " after %.3f s", after);
     outcome += (r ? "; r" : "r") + std::to_string(r) + ": " + kind +
@@ -136,8 +136,8 @@ results::Record Measure(const harness::CommonFlags& f, Scenario s, int w) {
   rec.measured["check_errors"] = check_errors;
   rec.measured["detect_s_max"] = slowest;
   rec.measured["outcome"] = outcome;
-  if (r0.Find("message")) rec.measured["message_rank0"] = r0.Find("message")->AsString();
-  if (r0.Find("never_entered")) rec.measured["report_rank0"] = r0.Find("never_entered")->AsString();
+  if (Find(r0, "message")) rec.measured["message_rank0"] = r0.at("message").get<std::string>();
+  if (Find(r0, "never_entered")) rec.measured["report_rank0"] = r0.at("never_entered").get<std::string>();
   rec.verdict = as_expected ? results::Verdict::kReproduced : results::Verdict::kNotReproduced;
   return rec;
 }

@@ -17,24 +17,24 @@ TEST(CheckedVsDetail, MismatchesAtOnceAndTheSilentRankAtTheDeadline) {
   const auto records = RunScenarios(f, {2, 3});
   ASSERT_EQ(records.size(), 8u);
   for (const auto& r : records) {
-    SCOPED_TRACE(r.variant + " W=" + std::to_string(r.world_size) + " " + r.measured.Dump() +
+    SCOPED_TRACE(r.variant + " W=" + std::to_string(r.world_size) + " " + Dump(r.measured) +
                  " " + r.error);
     ASSERT_EQ(r.verdict, results::Verdict::kReproduced);
-    const double detect = r.measured.Find("detect_s_max")->AsDouble();
+    const double detect = r.measured.at("detect_s_max").get<double>();
     if (r.variant == "extra_step_alive") {
-      EXPECT_EQ(r.measured.Find("ranks_with_error")->AsDouble(), 1);
+      EXPECT_EQ(r.measured.at("ranks_with_error").get<double>(), 1);
       EXPECT_GE(detect, 3.0);
       EXPECT_LT(detect, 3.0 + 5.0);
-      const std::string report = r.measured.Find("report_rank0")->AsString();
+      const std::string report = r.measured.at("report_rank0").get<std::string>();
       // The flight recorder's verdict: the fingerprint exchange of step 4,
       // every silent rank named.
       const std::string silent = r.world_size == 2 ? "rank 1" : "ranks [1, 2]";
       EXPECT_EQ(report.rfind("collective #4 ", 0), 0u) << report;
       EXPECT_NE(report.find(silent + " never entered"), std::string::npos) << report;
     } else {
-      EXPECT_EQ(r.measured.Find("check_errors")->AsDouble(), r.world_size);
+      EXPECT_EQ(r.measured.at("check_errors").get<double>(), r.world_size);
       EXPECT_LT(detect, 3.0);  // not by the deadline: by the fingerprint exchange
-      EXPECT_NE(r.measured.Find("message_rank0")->AsString().find("ranks disagree"),
+      EXPECT_NE(r.measured.at("message_rank0").get<std::string>().find("ranks disagree"),
                 std::string::npos);
     }
   }
