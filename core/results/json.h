@@ -84,3 +84,21 @@ Json ParseJson(const std::string& text);
 std::string JsonQuote(const std::string& s);
 
 }  // namespace ddp::results
+
+// A struct's JSON form both ways, from one list of its members (each key is
+// the member's name), so the writer and the reader of a rank result cannot
+// disagree on a key:
+//
+//   struct RowResult { double auc = 0; std::int64_t steps = 0; };
+//   DDP_JSON_FIELDS(RowResult, auc, steps)   // beside it, same namespace
+//
+//   results::Json j = row;                      // rank side
+//   RowResult back = j.get<RowResult>();        // reader; a missing key
+//                                               // throws naming it
+#define DDP_JSON_FIELDS(Type, ...)                                                    \
+  inline void to_json(::ddp::results::Json& nlohmann_json_j, const Type& nlohmann_json_t) { \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_TO, __VA_ARGS__))          \
+  }                                                                                   \
+  inline void from_json(const ::ddp::results::Json& nlohmann_json_j, Type& nlohmann_json_t) { \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_FROM, __VA_ARGS__))        \
+  }

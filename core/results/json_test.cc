@@ -9,6 +9,14 @@
 namespace ddp::results {
 namespace {
 
+struct RowResult {
+  double auc = 0;
+  std::int64_t steps = 0;
+  std::vector<double> curve;
+  bool skipped = false;
+};
+DDP_JSON_FIELDS(RowResult, auc, steps, curve, skipped)
+
 TEST(JsonTest, ObjectsKeepInsertionOrderAndNest) {
   Json j;
   j["b"] = 1;
@@ -73,6 +81,24 @@ TEST(JsonTest, AWrongKeyIsAnErrorNamingIt) {
     FAIL() << "no exception";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("'acu'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(JsonTest, StructsBothWaysFromOneFieldList) {
+  const RowResult row{0.25, 7, {1.5, std::numeric_limits<double>::quiet_NaN()}, true};
+  const Json j = row;
+  EXPECT_EQ(Dump(j), R"({"auc":0.25,"steps":7,"curve":[1.5,"nan"],"skipped":true})");
+  const RowResult back = ParseJson(Dump(j)).get<RowResult>();
+  EXPECT_EQ(back.auc, 0.25);
+  EXPECT_EQ(back.steps, 7);
+  ASSERT_EQ(back.curve.size(), 2u);
+  EXPECT_TRUE(std::isnan(back.curve[1]));
+  EXPECT_TRUE(back.skipped);
+  try {
+    (void)ParseJson(R"({"auc":0.25,"steps":7,"curve":[]})").get<RowResult>();
+    FAIL() << "no exception";
+  } catch (const Json::out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("'skipped'"), std::string::npos) << e.what();
   }
 }
 
