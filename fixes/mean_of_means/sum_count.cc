@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "fixes/mean_of_means/sum_count.h"
+#include "core/harness/error_record.h"
 #include "core/harness/pair_main.h"
 #include "repro/mean_of_means/scenario.h"
 #include "repro/mean_of_means/sweep.h"
@@ -89,12 +90,7 @@ void AppendWorld(const harness::CommonFlags& f, int w, const std::vector<Row>& m
     rec.world_size = w;
     rec.config = ConfigJson(mine[i]);
     if (w == kLightningWorld) rec.config["source"] = "Lightning issues 21838/21859";
-    if (!world.ok) {
-      rec.verdict = results::Verdict::kError;
-      rec.error = world.failure;
-      records.push_back(rec);
-      continue;
-    }
+    if (harness::KeptAsError(world, rec, records)) continue;
     const Json& v = world.value.AsArray()[i];
     rec.reference["accuracy"] = v.Find("reference_accuracy")->AsDouble();
     rec.measured["accuracy"] = v.Find("accuracy")->AsDouble();

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/harness/error_record.h"
 #include "fixes/wrong_all_gather/gather.h"
 
 namespace ddp::wrong_all_gather {
@@ -81,10 +82,7 @@ std::vector<results::Record> RunFixOnRows(const harness::CommonFlags& f,
           rec.backend = f.backend;
           rec.world_size = w;
           rec.config = ConfigJson(row, s);
-          if (!world.ok) {
-            rec.verdict = results::Verdict::kError;
-            rec.error = world.failure;
-            records.push_back(rec);
+          if (harness::KeptAsError(world, rec, records)) {
             ++i;
             continue;
           }

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "core/harness/error_record.h"
 #include "repro/mean_of_means/scenario.h"
 #include "repro/mean_of_means/sweep.h"
 
@@ -117,12 +118,7 @@ std::vector<results::Record> RunLightning(const harness::CommonFlags& f) {
     rec.config["oversubscribed"] = w > static_cast<int>(cpus);
     const bool even = c.n % c.world_size == 0;
     rec.control = even;
-    if (!world.ok) {
-      rec.verdict = results::Verdict::kError;
-      rec.error = world.failure;
-      records.push_back(rec);
-      continue;
-    }
+    if (harness::KeptAsError(world, rec, records)) continue;
     const Json& v = world.value.AsArray()[i];
     const double closed = (static_cast<double>(c.n) / w) / static_cast<double>(c.n / w);
     rec.reference["accuracy"] = v.Find("reference_accuracy")->AsDouble();

@@ -15,6 +15,7 @@
 #include <cstdio>
 
 #include "repro/mean_of_means/variants.h"
+#include "core/harness/error_record.h"
 #include "core/harness/pair_main.h"
 #include "repro/mean_of_means/lightning.h"
 #include "repro/mean_of_means/scenario.h"
@@ -177,12 +178,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
         rec.world_size = w;
         rec.config = ConfigJson(mine[i]);
         rec.control = even;
-        if (!world.ok) {
-          rec.verdict = results::Verdict::kError;
-          rec.error = world.failure;
-          records.push_back(rec);
-          continue;
-        }
+        if (harness::KeptAsError(world, rec, records)) continue;
         const Json& v = *world.value.AsArray()[i].Find(variant);
         if (v.Find("skipped")->AsBool()) continue;  // unequal steps: see drop_last_hang
         rec.reference["accuracy"] = v.Find("reference_accuracy")->AsDouble();

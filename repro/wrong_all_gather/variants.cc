@@ -17,6 +17,7 @@
 #include <cstdio>
 
 #include "core/comm/errors.h"
+#include "core/harness/error_record.h"
 #include "repro/wrong_all_gather/death.h"
 #include "repro/wrong_all_gather/rows.h"
 #include "repro/wrong_all_gather/scenario.h"
@@ -497,12 +498,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
         rec.backend = f.backend;
         rec.world_size = w;
         rec.config = ConfigJson(rows[i], ShardingOf(variant));
-        if (!world.ok) {
-          rec.verdict = results::Verdict::kError;
-          rec.error = world.failure;
-          records.push_back(rec);
-          continue;
-        }
+        if (harness::KeptAsError(world, rec, records)) continue;
         const Json& v = *world.value.AsArray()[i].Find(variant);
         rec.reference["auc"] = v.Find("reference_auc")->AsDouble();
         for (const char* key : {"auc_min", "auc_max", "auc_error_min", "auc_error_median",
