@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "fixes/mean_of_means/sum_count.h"
+#include "core/exact/step_check.h"
 #include "core/harness/error_record.h"
 #include "core/harness/pair_main.h"
 #include "repro/mean_of_means/scenario.h"
@@ -98,8 +99,8 @@ void AppendWorld(const harness::CommonFlags& f, int w, const std::vector<Row>& m
     rec.measured["max_loss_abs_error"] = v.Find("max_loss_abs_error")->AsDouble();
     rec.measured["count_mismatch"] = v.Find("count_mismatch")->AsDouble();
     rec.measured["collectives"] = 1;
-    const bool exact = v.Find("max_abs_error")->AsDouble() <= 1e-12 &&
-                       v.Find("max_loss_abs_error")->AsDouble() <= 1e-12 &&
+    const bool exact = v.Find("max_abs_error")->AsDouble() <= exact::kDoubleTolerance &&
+                       v.Find("max_loss_abs_error")->AsDouble() <= exact::kDoubleTolerance &&
                        v.Find("count_mismatch")->AsDouble() == 0;
     rec.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;
     records.push_back(rec);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/exact/step_check.h"
 #include "core/harness/error_record.h"
 #include "fixes/wrong_all_gather/gather.h"
 
@@ -95,8 +96,8 @@ std::vector<results::Record> RunFixOnRows(const harness::CommonFlags& f,
           rec.measured["disagreements"] = v.Find("disagreements")->AsDouble();
           rec.measured["count_errors"] = v.Find("count_errors")->AsDouble();
           rec.measured["collectives"] = m == Method::kKnownCounts ? 1 : 2;
-          const bool exact = v.Find("max_abs_auc_error")->AsDouble() <= 1e-12 &&
-                             v.Find("max_abs_ap_error")->AsDouble() <= 1e-12 &&
+          const bool exact = v.Find("max_abs_auc_error")->AsDouble() <= exact::kDoubleTolerance &&
+                             v.Find("max_abs_ap_error")->AsDouble() <= exact::kDoubleTolerance &&
                              v.Find("disagreements")->AsDouble() == 0 &&
                              v.Find("count_errors")->AsDouble() == 0;
           rec.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;

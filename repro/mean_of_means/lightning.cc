@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "core/exact/step_check.h"
 #include "core/harness/error_record.h"
 #include "repro/mean_of_means/scenario.h"
 #include "repro/mean_of_means/sweep.h"
@@ -132,11 +133,13 @@ std::vector<results::Record> RunLightning(const harness::CommonFlags& f) {
     const double gap = v.Find("closed_form_gap")->AsDouble();
     const double inflation = v.Find("ratio")->AsDouble();
     if (even) {
-      rec.verdict = std::fabs(inflation - 1) <= 1e-12 ? results::Verdict::kControl
-                                                      : results::Verdict::kControlFailed;
+      rec.verdict = std::fabs(inflation - 1) <= exact::kDoubleTolerance
+                        ? results::Verdict::kControl
+                        : results::Verdict::kControlFailed;
     } else {
-      rec.verdict = (inflation - 1 > 1e-9 && gap <= 1e-12) ? results::Verdict::kReproduced
-                                                           : results::Verdict::kNotReproduced;
+      rec.verdict = (inflation - 1 > 1e-9 && gap <= exact::kDoubleTolerance)
+                        ? results::Verdict::kReproduced
+                        : results::Verdict::kNotReproduced;
     }
     records.push_back(rec);
   }

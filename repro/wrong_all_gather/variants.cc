@@ -17,6 +17,7 @@
 #include <cstdio>
 
 #include "core/comm/errors.h"
+#include "core/exact/step_check.h"
 #include "core/harness/error_record.h"
 #include "repro/wrong_all_gather/death.h"
 #include "repro/wrong_all_gather/rows.h"
@@ -145,7 +146,8 @@ void Accumulate(Stats& st, const Metrics& got, const Metrics& serial, const Metr
   st.auc_err.push_back(got.auc - ref.auc);
   st.ap_err.push_back(got.ap - ref.ap);
   st.gap.push_back(std::max(std::fabs(got.auc - serial.auc), std::fabs(got.ap - serial.ap)));
-  if (std::fabs(serial.auc - ref.auc) > 1e-12 || std::fabs(serial.ap - ref.ap) > 1e-12) {
+  if (std::fabs(serial.auc - ref.auc) > exact::kDoubleTolerance ||
+      std::fabs(serial.ap - ref.ap) > exact::kDoubleTolerance) {
     st.symptom_expected = true;
   }
 }
@@ -347,7 +349,8 @@ RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c,
                std::to_string(static_cast<long long>(g1->Find("gathered")->AsDouble())) +
                " values not peer data" + MetricsText(m, ref);
       run.silent |= bad > 0;
-      run.any_wrong |= bad > 0 || !m.defined || std::fabs(m.auc - ref.auc) > 1e-12;
+      run.any_wrong |=
+          bad > 0 || !m.defined || std::fabs(m.auc - ref.auc) > exact::kDoubleTolerance;
       if (r == 0) {
         run.rank0_not_peer = bad;
         run.rank0_first = m;
@@ -371,7 +374,8 @@ RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c,
       both += "returned, " + std::to_string(bad) + "/" +
               std::to_string(static_cast<long long>(g1->Find("gathered")->AsDouble())) +
               " values not peer data" + MetricsText(m, ref);
-      run.any_wrong |= bad > 0 || !m.defined || std::fabs(m.auc - ref.auc) > 1e-12;
+      run.any_wrong |=
+          bad > 0 || !m.defined || std::fabs(m.auc - ref.auc) > exact::kDoubleTolerance;
     } else if (g2 != nullptr) {
       both += g2->Find("error")->AsString();
       run.any_failed = true;
@@ -515,11 +519,12 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
           rec.verdict = results::Verdict::kError;
           rec.error = "AUC undefined for every seed: " + v.Find("undefined_reason")->AsString();
         } else if (rec.control) {
-          rec.verdict = err <= 1e-12 ? results::Verdict::kControl
-                                     : results::Verdict::kControlFailed;
+          rec.verdict = err <= exact::kDoubleTolerance ? results::Verdict::kControl
+                                                       : results::Verdict::kControlFailed;
         } else {
-          rec.verdict = (err > 1e-12 && gap <= 1e-12) ? results::Verdict::kReproduced
-                                                      : results::Verdict::kNotReproduced;
+          rec.verdict = (err > exact::kDoubleTolerance && gap <= exact::kDoubleTolerance)
+                            ? results::Verdict::kReproduced
+                            : results::Verdict::kNotReproduced;
         }
         records.push_back(rec);
       }
