@@ -21,7 +21,7 @@
 
 #include "core/exact/step_check.h"
 #include "core/results/record.h"
-#include "repro/autograd_lost_gather/experiments.h"
+#include "repro/autograd_lost_gather/pair_config.h"
 
 namespace ddp::autograd_lost_gather {
 

@@ -15,6 +15,8 @@
 #include "fixes/autograd_lost_gather/fix_run.h"
 #include "gtest/gtest.h"
 #include "repro/autograd_lost_gather/buggy_gathers.h"
+#include "repro/autograd_lost_gather/gradient_checks.h"
+#include "repro/autograd_lost_gather/training_runs.h"
 
 namespace ddp::autograd_lost_gather {
 namespace {

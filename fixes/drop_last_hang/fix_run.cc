@@ -5,6 +5,7 @@
 #include <span>
 
 #include "core/exact/step_check.h"
+#include "core/harness/error_record.h"
 #include "fixes/drop_last_hang/fixes.h"
 #include "repro/drop_last_hang/scenario.h"
 
@@ -165,12 +166,8 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const std::ve
     });
     for (std::size_t i = 0; i < rows.size(); ++i) {
       results::Record rec = RecordOf(f, rows[i]);
-      if (!world.ok) {
-        rec.verdict = results::Verdict::kError;
-        rec.error = world.failure;
-      } else {
-        Judge(world, i, rec);
-      }
+      if (harness::KeptAsError(world, rec, records)) continue;
+      Judge(world, i, rec);
       records.push_back(rec);
     }
   }

@@ -10,6 +10,8 @@
 #include <cstdio>
 
 #include "fixes/mean_of_means/sum_count.h"
+#include "core/exact/step_check.h"
+#include "core/harness/error_record.h"
 #include "core/harness/pair_main.h"
 #include "repro/mean_of_means/scenario.h"
 #include "repro/mean_of_means/sweep.h"
@@ -89,12 +91,7 @@ void AppendWorld(const harness::CommonFlags& f, int w, const std::vector<Row>& m
     rec.world_size = w;
     rec.config = ConfigJson(mine[i]);
     if (w == kLightningWorld) rec.config["source"] = "Lightning issues 21838/21859";
-    if (!world.ok) {
-      rec.verdict = results::Verdict::kError;
-      rec.error = world.failure;
-      records.push_back(rec);
-      continue;
-    }
+    if (harness::KeptAsError(world, rec, records)) continue;
     const Json& v = world.value[i];
     rec.reference["accuracy"] = v.at("reference_accuracy").get<double>();
     rec.measured["accuracy"] = v.at("accuracy").get<double>();
@@ -102,8 +99,8 @@ void AppendWorld(const harness::CommonFlags& f, int w, const std::vector<Row>& m
     rec.measured["max_loss_abs_error"] = v.at("max_loss_abs_error").get<double>();
     rec.measured["count_mismatch"] = v.at("count_mismatch").get<double>();
     rec.measured["collectives"] = 1;
-    const bool exact = v.at("max_abs_error").get<double>() <= 1e-12 &&
-                       v.at("max_loss_abs_error").get<double>() <= 1e-12 &&
+    const bool exact = v.at("max_abs_error").get<double>() <= exact::kDoubleTolerance &&
+                       v.at("max_loss_abs_error").get<double>() <= exact::kDoubleTolerance &&
                        v.at("count_mismatch").get<double>() == 0;
     rec.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;
     records.push_back(rec);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/exact/step_check.h"
+#include "core/harness/error_record.h"
 #include "fixes/wrong_all_gather/gather.h"
 
 namespace ddp::wrong_all_gather {
@@ -81,10 +83,7 @@ std::vector<results::Record> RunFixOnRows(const harness::CommonFlags& f,
           rec.backend = f.backend;
           rec.world_size = w;
           rec.config = ConfigJson(row, s);
-          if (!world.ok) {
-            rec.verdict = results::Verdict::kError;
-            rec.error = world.failure;
-            records.push_back(rec);
+          if (harness::KeptAsError(world, rec, records)) {
             ++i;
             continue;
           }
@@ -97,8 +96,8 @@ std::vector<results::Record> RunFixOnRows(const harness::CommonFlags& f,
           rec.measured["disagreements"] = v.at("disagreements").get<double>();
           rec.measured["count_errors"] = v.at("count_errors").get<double>();
           rec.measured["collectives"] = m == Method::kKnownCounts ? 1 : 2;
-          const bool exact = v.at("max_abs_auc_error").get<double>() <= 1e-12 &&
-                             v.at("max_abs_ap_error").get<double>() <= 1e-12 &&
+          const bool exact = v.at("max_abs_auc_error").get<double>() <= exact::kDoubleTolerance &&
+                             v.at("max_abs_ap_error").get<double>() <= exact::kDoubleTolerance &&
                              v.at("disagreements").get<double>() == 0 &&
                              v.at("count_errors").get<double>() == 0;
           rec.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;

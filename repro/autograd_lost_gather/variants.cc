@@ -4,6 +4,8 @@
 #include <memory>
 
 #include "repro/autograd_lost_gather/buggy_gathers.h"
+#include "repro/autograd_lost_gather/gradient_checks.h"
+#include "repro/autograd_lost_gather/training_runs.h"
 
 namespace ddp::autograd_lost_gather {
 namespace {

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "core/results/record.h"
-#include "repro/autograd_lost_gather/experiments.h"
+#include "repro/autograd_lost_gather/pair_config.h"
 
 namespace ddp::autograd_lost_gather {
 

@@ -18,6 +18,8 @@
 #include <cstdio>
 #include <thread>
 
+#include "core/exact/step_check.h"
+#include "core/harness/error_record.h"
 #include "repro/mean_of_means/scenario.h"
 #include "repro/mean_of_means/sweep.h"
 
@@ -117,12 +119,7 @@ std::vector<results::Record> RunLightning(const harness::CommonFlags& f) {
     rec.config["oversubscribed"] = w > static_cast<int>(cpus);
     const bool even = c.n % c.world_size == 0;
     rec.control = even;
-    if (!world.ok) {
-      rec.verdict = results::Verdict::kError;
-      rec.error = world.failure;
-      records.push_back(rec);
-      continue;
-    }
+    if (harness::KeptAsError(world, rec, records)) continue;
     const Json& v = world.value[i];
     const double closed = (static_cast<double>(c.n) / w) / static_cast<double>(c.n / w);
     rec.reference["accuracy"] = v.at("reference_accuracy").get<double>();
@@ -136,11 +133,13 @@ std::vector<results::Record> RunLightning(const harness::CommonFlags& f) {
     const double gap = v.at("closed_form_gap").get<double>();
     const double inflation = v.at("ratio").get<double>();
     if (even) {
-      rec.verdict = std::fabs(inflation - 1) <= 1e-12 ? results::Verdict::kControl
-                                                      : results::Verdict::kControlFailed;
+      rec.verdict = std::fabs(inflation - 1) <= exact::kDoubleTolerance
+                        ? results::Verdict::kControl
+                        : results::Verdict::kControlFailed;
     } else {
-      rec.verdict = (inflation - 1 > 1e-9 && gap <= 1e-12) ? results::Verdict::kReproduced
-                                                           : results::Verdict::kNotReproduced;
+      rec.verdict = (inflation - 1 > 1e-9 && gap <= exact::kDoubleTolerance)
+                        ? results::Verdict::kReproduced
+                        : results::Verdict::kNotReproduced;
     }
     records.push_back(rec);
   }

@@ -15,6 +15,8 @@
 #include <cstdio>
 
 #include "repro/mean_of_means/variants.h"
+#include "core/exact/step_check.h"
+#include "core/harness/error_record.h"
 #include "core/harness/pair_main.h"
 #include "repro/mean_of_means/lightning.h"
 #include "repro/mean_of_means/scenario.h"
@@ -177,12 +179,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
         rec.world_size = w;
         rec.config = ConfigJson(mine[i]);
         rec.control = even;
-        if (!world.ok) {
-          rec.verdict = results::Verdict::kError;
-          rec.error = world.failure;
-          records.push_back(rec);
-          continue;
-        }
+        if (harness::KeptAsError(world, rec, records)) continue;
         const Json& v = world.value[i].at(variant);
         if (v.at("skipped").get<bool>()) continue;  // unequal steps: see drop_last_hang
         rec.reference["accuracy"] = v.at("reference_accuracy").get<double>();
@@ -196,11 +193,12 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
         // The symptom: a bias, of exactly the size the closed form predicts.
         // The control: no padding, equal splits -> exact.
         if (even) {
-          rec.verdict = err <= 1e-12 ? results::Verdict::kControl
-                                     : results::Verdict::kControlFailed;
+          rec.verdict = err <= exact::kDoubleTolerance ? results::Verdict::kControl
+                                                       : results::Verdict::kControlFailed;
         } else {
-          rec.verdict = (err > 1e-9 && gap <= 1e-12) ? results::Verdict::kReproduced
-                                                     : results::Verdict::kNotReproduced;
+          rec.verdict = (err > 1e-9 && gap <= exact::kDoubleTolerance)
+                            ? results::Verdict::kReproduced
+                            : results::Verdict::kNotReproduced;
         }
         records.push_back(rec);
       }

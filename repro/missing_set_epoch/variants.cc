@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <span>
 
+#include "core/harness/error_record.h"
 #include "repro/missing_set_epoch/orders.h"
 #include "repro/missing_set_epoch/scenario.h"
 #include "repro/missing_set_epoch/training.h"
@@ -146,12 +147,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
       if (o.train && n == f.n) variants.push_back("no_set_epoch_training");
       for (const char* variant : variants) {
         results::Record rec = Base(f, w, n, o, variant);
-        if (!world.ok) {
-          rec.verdict = results::Verdict::kError;
-          rec.error = world.failure;
-          records.push_back(rec);
-          continue;
-        }
+        if (harness::KeptAsError(world, rec, records)) continue;
         const Json& row = world.value[i];
         const std::string v = variant;
         if (v == "no_set_epoch") {

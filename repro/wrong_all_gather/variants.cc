@@ -17,6 +17,8 @@
 #include <cstdio>
 
 #include "core/comm/errors.h"
+#include "core/exact/step_check.h"
+#include "core/harness/error_record.h"
 #include "repro/wrong_all_gather/death.h"
 #include "repro/wrong_all_gather/rows.h"
 #include "repro/wrong_all_gather/scenario.h"
@@ -144,7 +146,8 @@ void Accumulate(Stats& st, const Metrics& got, const Metrics& serial, const Metr
   st.auc_err.push_back(got.auc - ref.auc);
   st.ap_err.push_back(got.ap - ref.ap);
   st.gap.push_back(std::max(std::fabs(got.auc - serial.auc), std::fabs(got.ap - serial.ap)));
-  if (std::fabs(serial.auc - ref.auc) > 1e-12 || std::fabs(serial.ap - ref.ap) > 1e-12) {
+  if (std::fabs(serial.auc - ref.auc) > exact::kDoubleTolerance ||
+      std::fabs(serial.ap - ref.ap) > exact::kDoubleTolerance) {
     st.symptom_expected = true;
   }
 }
@@ -346,7 +349,8 @@ RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c,
                std::to_string(static_cast<long long>(g1->at("gathered").get<double>())) +
                " values not peer data" + MetricsText(m, ref);
       run.silent |= bad > 0;
-      run.any_wrong |= bad > 0 || !m.defined || std::fabs(m.auc - ref.auc) > 1e-12;
+      run.any_wrong |=
+          bad > 0 || !m.defined || std::fabs(m.auc - ref.auc) > exact::kDoubleTolerance;
       if (r == 0) {
         run.rank0_not_peer = bad;
         run.rank0_first = m;
@@ -370,7 +374,8 @@ RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c,
       both += "returned, " + std::to_string(bad) + "/" +
               std::to_string(static_cast<long long>(g1->at("gathered").get<double>())) +
               " values not peer data" + MetricsText(m, ref);
-      run.any_wrong |= bad > 0 || !m.defined || std::fabs(m.auc - ref.auc) > 1e-12;
+      run.any_wrong |=
+          bad > 0 || !m.defined || std::fabs(m.auc - ref.auc) > exact::kDoubleTolerance;
     } else if (g2 != nullptr) {
       both += g2->at("error").get<std::string>();
       run.any_failed = true;
@@ -497,12 +502,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
         rec.backend = f.backend;
         rec.world_size = w;
         rec.config = ConfigJson(rows[i], ShardingOf(variant));
-        if (!world.ok) {
-          rec.verdict = results::Verdict::kError;
-          rec.error = world.failure;
-          records.push_back(rec);
-          continue;
-        }
+        if (harness::KeptAsError(world, rec, records)) continue;
         const Json& v = world.value[i].at(variant);
         rec.reference["auc"] = v.at("reference_auc").get<double>();
         for (const char* key : {"auc_min", "auc_max", "auc_error_min", "auc_error_median",
@@ -519,11 +519,12 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
           rec.verdict = results::Verdict::kError;
           rec.error = "AUC undefined for every seed: " + v.at("undefined_reason").get<std::string>();
         } else if (rec.control) {
-          rec.verdict = err <= 1e-12 ? results::Verdict::kControl
-                                     : results::Verdict::kControlFailed;
+          rec.verdict = err <= exact::kDoubleTolerance ? results::Verdict::kControl
+                                                       : results::Verdict::kControlFailed;
         } else {
-          rec.verdict = (err > 1e-12 && gap <= 1e-12) ? results::Verdict::kReproduced
-                                                      : results::Verdict::kNotReproduced;
+          rec.verdict = (err > exact::kDoubleTolerance && gap <= exact::kDoubleTolerance)
+                            ? results::Verdict::kReproduced
+                            : results::Verdict::kNotReproduced;
         }
         records.push_back(rec);
       }

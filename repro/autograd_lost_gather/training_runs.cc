@@ -1,9 +1,9 @@
-#include "repro/autograd_lost_gather/experiments.h"
+#include "repro/autograd_lost_gather/training_runs.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <map>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,101 +17,6 @@ namespace {
 using results::Json;
 
 constexpr double kMomentum = 0.9;
-constexpr LossKind kLosses[] = {LossKind::kGlobal, LossKind::kPerRank};
-
-double Scale(const VariantSpec& v, int w) { return v.scale_by_world ? static_cast<double>(w) : 1.0; }
-
-bool Runs(const VariantSpec& v, LossKind loss) {
-  return std::find(v.losses.begin(), v.losses.end(), loss) != v.losses.end();
-}
-
-Json CountsJson(const std::vector<int64_t>& counts) {
-  Json a = Json::array();
-  for (int64_t c : counts) a.push_back(static_cast<long long>(c));
-  return a;
-}
-
-// ---- gradient check -------------------------------------------------------
-
-struct SeedStats {
-  double rel_error, scaled_error, residual, cosine, gap, max_abs, norm_ratio, true_norm, objective;
-};
-
-SeedStats Compare(const Vec& g, const Vec& truth, const Vec& predicted, int w, double objective) {
-  SeedStats s{};
-  const double tn = truth.norm();
-  s.true_norm = tn;
-  s.objective = objective;
-  s.rel_error = (g - truth).norm() / tn;
-  s.scaled_error = (static_cast<double>(w) * g - truth).norm() / tn;
-  const double gn = g.norm();
-  s.cosine = gn > 0 ? g.dot(truth) / (gn * tn) : 0.0;
-  // The best scale c = g.g* / |g|^2, and what it leaves (computed directly:
-  // sqrt(1 - cos^2) would lose half the digits when cos is near 1).
-  const double c = gn > 0 ? g.dot(truth) / (gn * gn) : 0.0;
-  s.residual = (c * g - truth).norm() / tn;
-  s.gap = (g - predicted).norm() / tn;
-  s.max_abs = g.size() ? g.cwiseAbs().maxCoeff() : 0.0;
-  s.norm_ratio = gn / tn;
-  return s;
-}
-
-Json GradWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags& p,
-               const std::vector<VariantSpec>& variants) {
-  const int w = comm.world_size();
-  Json out = Json::array();
-  for (LossKind loss : kLosses) {
-    for (Layout layout : p.layouts) {
-      if (!LayoutRuns(layout, w, f.batch_size)) continue;
-      const auto counts = Counts(layout, w, f.batch_size);
-      const int64_t offset = Offsets(counts)[static_cast<std::size_t>(comm.rank())];
-      for (const VariantSpec& v : variants) {
-        if (!Runs(v, loss)) continue;
-        std::vector<SeedStats> stats;
-        for (int k = 0; k < f.seeds; ++k) {
-          const uint64_t seed = static_cast<uint64_t>(f.seed) + static_cast<uint64_t>(k);
-          const Batch global = MakeBatch(seed, kGradCheckStream, Total(counts), p.problem.task);
-          const Batch local = Slice(global, offset, counts[static_cast<std::size_t>(comm.rank())]);
-          Encoder model(EncoderFor(loss, p.problem, seed));
-          auto op = v.make_op();
-          const Vec g = RankGrad(comm, model, local, loss, counts, *op, Scale(v, w), p.problem.tau);
-          if (comm.rank() != 0) continue;
-          // The one-process computations (rank 0 only; the model is unchanged).
-          double objective = 0;
-          const Vec truth = SerialGrad(model, global, loss, counts, KeyPaths::kAll, 1.0,
-                                       p.problem.tau, &objective);
-          const Vec predicted =
-              SerialGrad(model, global, loss, counts, v.paths, Scale(v, w), p.problem.tau);
-          stats.push_back(Compare(g, truth, predicted, w, objective));
-        }
-        if (comm.rank() != 0) continue;
-        Json j;
-        double rel = 0, scaled = 0, residual = 0, cosine = 1, gap = 0, max_abs = 0;
-        for (const SeedStats& s : stats) {
-          rel = std::max(rel, s.rel_error);
-          scaled = std::max(scaled, s.scaled_error);
-          residual = std::max(residual, s.residual);
-          cosine = std::min(cosine, s.cosine);
-          gap = std::max(gap, s.gap);
-          max_abs = std::max(max_abs, s.max_abs);
-        }
-        j["rel_error"] = rel;
-        j["scaled_error"] = scaled;
-        j["best_scale_residual"] = residual;
-        j["min_cosine"] = cosine;
-        j["closed_form_gap"] = gap;
-        j["max_abs_grad"] = max_abs;
-        j["norm_ratio"] = stats[0].norm_ratio;
-        j["true_grad_norm"] = stats[0].true_norm;
-        j["objective"] = stats[0].objective;
-        out.push_back(j);
-      }
-    }
-  }
-  return harness::BroadcastFromRankZero(comm, out);
-}
-
-// ---- training --------------------------------------------------------------
 
 double Distance(Encoder& a, Encoder& b) {
   return (nn::FlattenValues(a.Params()) - nn::FlattenValues(b.Params())).norm();
@@ -323,60 +228,6 @@ Json TrainWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags
 
 }  // namespace
 
-std::vector<int> WorldSizes(const harness::CommonFlags& f, const PairFlags& p) {
-  return p.sweep ? p.sweep_worlds : std::vector<int>{f.world_size};
-}
-
-const char* Name(Layout layout) {
-  switch (layout) {
-    case Layout::kEven: return "even";
-    case Layout::kUneven: return "uneven";
-    case Layout::kEmptyRank: return "empty_rank";
-  }
-  return "?";
-}
-
-std::vector<int64_t> Counts(Layout layout, int world_size, int batch_size) {
-  switch (layout) {
-    case Layout::kEven: return EvenCounts(world_size, batch_size);
-    case Layout::kUneven: return UnevenCounts(world_size, batch_size);
-    case Layout::kEmptyRank: {
-      std::vector<int64_t> counts = EvenCounts(world_size, batch_size);
-      counts.back() = 0;
-      return counts;
-    }
-  }
-  return {};
-}
-
-bool LayoutRuns(Layout layout, int world_size, int batch_size) {
-  const std::vector<int64_t> counts = Counts(layout, world_size, batch_size);
-  if (Total(counts) < 2) return false;
-  if (layout == Layout::kUneven) return counts != EvenCounts(world_size, batch_size);
-  if (layout == Layout::kEmptyRank) return world_size >= 2;
-  return true;
-}
-
-std::vector<GridCell> GridOf(const std::vector<int>& worlds, const std::vector<int>& batches) {
-  std::vector<GridCell> grid;
-  for (int w : worlds) {
-    for (int b : batches) grid.push_back({w, b});
-  }
-  return grid;
-}
-
-std::vector<int64_t> EvenCounts(int world_size, int batch_size) {
-  return std::vector<int64_t>(static_cast<std::size_t>(world_size), batch_size);
-}
-
-std::vector<int64_t> UnevenCounts(int world_size, int batch_size) {
-  std::vector<int64_t> counts;
-  for (int r = 0; r < world_size; ++r) {
-    counts.push_back(1 + static_cast<int64_t>(batch_size) * r / world_size);
-  }
-  return counts;
-}
-
 std::vector<int> Checkpoints(int steps) {
   std::vector<int> out;
   for (int s : {0, 10, 25, 50, 100}) {
@@ -385,53 +236,6 @@ std::vector<int> Checkpoints(int steps) {
   for (int s = 200; s <= steps; s += 100) out.push_back(s);
   if (out.empty() || out.back() != steps) out.push_back(steps);
   return out;
-}
-
-std::vector<GradCheck> RunGradChecks(const harness::CommonFlags& f, const PairFlags& p,
-                                     const std::vector<VariantSpec>& variants) {
-  std::vector<GradCheck> checks;
-  for (int w : WorldSizes(f, p)) {
-    std::fprintf(stderr, "autograd_lost_gather: gradient checks, W=%d, %d seeds...\n", w, f.seeds);
-    const harness::WorldResult world = harness::RunWorld(
-        f.World(w), [&](comm::Comm& comm) { return GradWorld(comm, f, p, variants); });
-    std::size_t i = 0;
-    for (LossKind loss : kLosses) {
-      for (Layout layout : p.layouts) {
-        if (!LayoutRuns(layout, w, f.batch_size)) continue;
-        for (const VariantSpec& v : variants) {
-          if (!Runs(v, loss)) continue;
-          GradCheck c;
-          c.variant = v.name;
-          c.loss = loss;
-          c.world_size = w;
-          c.layout = layout;
-          c.counts = Counts(layout, w, f.batch_size);
-          c.seeds = f.seeds;
-          c.first_seed = static_cast<uint64_t>(f.seed);
-          c.scale_by_world = v.scale_by_world;
-          if (!world.ok) {
-            c.error = world.failure;
-          } else if (!world.value.is_array() || i >= world.value.size()) {
-            c.error = "rank 0 returned fewer results than configurations";
-          } else {
-            const Json& j = world.value[i++];
-            auto get = [&](const char* key) { return j.at(key).get<double>(); };
-            c.rel_error = get("rel_error");
-            c.scaled_error = get("scaled_error");
-            c.best_scale_residual = get("best_scale_residual");
-            c.min_cosine = get("min_cosine");
-            c.closed_form_gap = get("closed_form_gap");
-            c.max_abs_grad = get("max_abs_grad");
-            c.norm_ratio = get("norm_ratio");
-            c.true_grad_norm = get("true_grad_norm");
-            c.objective = get("objective");
-          }
-          checks.push_back(c);
-        }
-      }
-    }
-  }
-  return checks;
 }
 
 std::vector<TrainRun> RunTraining(const harness::CommonFlags& f, const PairFlags& p,
@@ -487,36 +291,6 @@ std::vector<TrainRun> RunTraining(const harness::CommonFlags& f, const PairFlags
   return runs;
 }
 
-results::Record GradRecord(const GradCheck& c, const harness::CommonFlags& f) {
-  results::Record r;
-  r.bug = "autograd_lost_gather";
-  r.variant = c.variant;
-  r.backend = f.backend;
-  r.world_size = c.world_size;
-  r.config["experiment"] = "gradient";
-  r.config["loss"] = Name(c.loss);
-  r.config["batches"] = Name(c.layout);
-  r.config["counts"] = CountsJson(c.counts);
-  r.config["seeds"] = c.seeds;
-  r.config["first_seed"] = static_cast<long long>(c.first_seed);
-  r.config["loss_times_world_size"] = c.scale_by_world;
-  if (!c.error.empty()) {
-    r.verdict = results::Verdict::kError;
-    r.error = c.error;
-    return r;
-  }
-  r.measured["rel_error"] = c.rel_error;
-  r.measured["norm_ratio"] = c.norm_ratio;
-  r.measured["best_scale_residual"] = c.best_scale_residual;
-  r.measured["scaled_error"] = c.scaled_error;
-  r.measured["min_cosine"] = c.min_cosine;
-  r.measured["closed_form_gap"] = c.closed_form_gap;
-  r.measured["max_abs_grad"] = c.max_abs_grad;
-  r.reference["grad_norm"] = c.true_grad_norm;
-  r.reference["objective"] = c.objective;
-  return r;
-}
-
 results::Record TrainRecord(const TrainRun& t, const harness::CommonFlags& f, const PairFlags& p) {
   results::Record r;
   r.bug = "autograd_lost_gather";
@@ -555,23 +329,6 @@ results::Record TrainRecord(const TrainRun& t, const harness::CommonFlags& f, co
     r.reference["accuracy_metric"] = t.loss == LossKind::kGlobal ? "roc_auc" : "top1_retrieval";
   }
   return r;
-}
-
-void AddPairFlags(cli::Flags& flags, PairFlags* p, const char* sweep_help) {
-  flags.Bool("sweep", &p->sweep, sweep_help);
-  flags.Int("steps", &p->steps, "training steps per variant (0: gradient checks only)", 0, 100000);
-  flags.Double("lr", &p->lr, "SGD learning rate (momentum 0.9)", 1e-6, 10);
-}
-
-std::string ValidatePair(const harness::CommonFlags& f, const PairFlags&) {
-  if (f.world_size < 2) {
-    return "--world_size must be at least 2 (allowed: 2..64): with one rank every gather is exact";
-  }
-  if (f.batch_size < 2) {
-    return "--batch_size must be at least 2 (allowed: 2..1000000), so the uneven layout is uneven";
-  }
-  if (f.n < 2) return "--n (held-out rows) must be at least 2 (allowed: 2..100000000)";
-  return "";
 }
 
 }  // namespace ddp::autograd_lost_gather
