@@ -7,11 +7,11 @@
 #include <sstream>
 #include <vector>
 
+#include "core/cli/config_error.h"
 #include "core/comm/errors.h"
 #include "core/comm/make_comm.h"
 #include "core/comm/options.h"
 #include "core/harness/exchange.h"
-#include "core/launch/config_error.h"
 #include "core/launch/failure_report.h"
 #include "core/launch/interrupt.h"
 #include "core/launch/rank_env.h"

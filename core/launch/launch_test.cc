@@ -8,7 +8,7 @@
 #include <map>
 #include <thread>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/rank_env.h"
 #include "core/launch/spawn.h"
 #include "core/launch/store.h"

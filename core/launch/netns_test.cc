@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/spawn.h"
 #include "core/launch/store.h"
 #include "core/launch/testing/netns.h"

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 
 namespace ddp::launch {
 
@@ -64,18 +64,6 @@ bool LaunchedAsRank(const EnvLookup& env) {
   // Either variable alone is a broken launch (RankEnvFromEnvironment names
   // both), not a binary that should quietly spawn ranks of its own.
   return env(kEnvRank).has_value() || env(kEnvWorldSize).has_value() || InSlurmStep(env);
-}
-
-int ParseInt(const std::string& text, const std::string& what) {
-  if (text.empty() || text.size() > 9) {
-    throw ConfigError(what + "='" + text + "' is not a non-negative integer");
-  }
-  for (char c : text) {
-    if (c < '0' || c > '9') {
-      throw ConfigError(what + "='" + text + "' is not a non-negative integer");
-    }
-  }
-  return std::stoi(text);
 }
 
 int SlurmTasksOnNode(const std::string& list, int node) {

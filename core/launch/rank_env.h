@@ -78,9 +78,6 @@ bool LaunchedAsRank(const EnvLookup& env = ProcessEnv);
 // meet would otherwise hang.
 RankEnv RankEnvFromEnvironment(const EnvLookup& env = ProcessEnv);
 
-// Parses a non-negative decimal int; throws ConfigError naming `what`.
-int ParseInt(const std::string& text, const std::string& what);
-
 // The number of tasks on node `node` from SLURM's compressed per-node list
 // ("2(x3),1": nodes 0-2 run 2 tasks, node 3 runs 1); throws ConfigError.
 int SlurmTasksOnNode(const std::string& list, int node);

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/failure_report.h"
 #include "core/launch/guardian.h"
 #include "core/launch/limits.h"

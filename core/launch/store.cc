@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/rank_env.h"
 #include "core/launch/store_backends.h"
 

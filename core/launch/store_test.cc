@@ -7,7 +7,7 @@
 #include <chrono>
 #include <filesystem>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/spawn.h"
 #include "core/launch/store.h"
 #include "core/launch/testing/redis_server.h"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/failure_report.h"
 #include "core/launch/guardian.h"
 #include "core/launch/interrupt.h"
