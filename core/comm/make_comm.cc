@@ -64,11 +64,11 @@ std::unique_ptr<Comm> MakeComm(const CommOptions& options) {
       options.name.empty() ? "comm" + std::to_string(g_comm_counter++) : options.name;
   // Each store operation (a Redis server's reply) keeps the deadline: a
   // store that does not answer is not a slow start.
-  auto base = options.store ? options.store : launch::OpenStore(options.rdzv, setup.timeout);
+  auto base = options.store ? options.store : store::OpenStore(options.rdzv, setup.timeout);
   setup.name = name;
   setup.run_id = options.run_id;
   setup.trace_dir = ResolveTraceDir(options, base->Describe());
-  setup.store = launch::PrefixedStore(base, options.run_id + "/" + name);
+  setup.store = store::PrefixedStore(base, options.run_id + "/" + name);
   // The rendezvous waits for peers' keys up to the start-up bound; once
   // connected, the store serves failure-time dump requests, bounded by the
   // deadline.
