@@ -35,9 +35,9 @@
 #include <string>
 #include <vector>
 
+#include "core/collective/fingerprint.h"
+#include "core/collective/types.h"
 #include "core/comm/errors.h"
-#include "core/comm/fingerprint.h"
-#include "core/comm/types.h"
 #include "core/store/store.h"
 #include "core/trace/recorder.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/cli/config_error.h"
-#include "core/comm/types.h"
+#include "core/collective/types.h"
 
 namespace ddp::comm {
 

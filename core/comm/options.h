@@ -31,7 +31,7 @@
 #include <optional>
 #include <string>
 
-#include "core/comm/types.h"
+#include "core/collective/types.h"
 #include "core/launch/rank_env.h"
 #include "core/store/store.h"
 

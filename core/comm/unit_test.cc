@@ -4,7 +4,7 @@
 #include <string>
 
 #include "core/cli/config_error.h"
-#include "core/comm/fingerprint.h"
+#include "core/collective/fingerprint.h"
 #include "core/comm/options.h"
 #include "gtest/gtest.h"
 
