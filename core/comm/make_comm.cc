@@ -43,14 +43,12 @@ std::unique_ptr<Comm> MakeComm(const CommOptions& options) {
         JoinedBackends());
   }
 #endif
-  launch::RankEnv env;  // reuse the launcher's validation and messages
-  env.rank = options.rank;
-  env.world_size = options.world_size;
-  env.local_rank = options.local_rank;
-  env.local_world_size = options.local_world_size;
-  env.rdzv = options.store ? "store" : options.rdzv;
-  env.run_id = options.run_id;
-  env.Validate();
+  // The launcher's checks and messages (torchrun's variable names), in
+  // RankEnv::Validate()'s order; a store object stands in for the spec.
+  launch::ValidateWorld(launch::Launcher::kTorchrun, options.rank, options.world_size,
+                        options.local_rank, options.local_world_size);
+  if (!options.store) launch::ValidateRdzv(options.rdzv);
+  launch::ValidateRunId(options.run_id);
 
   CommSetup setup;
   setup.rank = options.rank;
