@@ -19,8 +19,8 @@
 #include "bench/common/sched.h"
 #include "bench/padding/cases.h"
 #include "bench/padding/run.h"
+#include "core/cli/config_error.h"
 #include "core/cli/flags.h"
-#include "core/launch/config_error.h"
 #include "core/launch/spawn.h"
 
 namespace ddp::bench {

@@ -11,7 +11,7 @@
 
 #include "core/comm/nccl_engine.h"
 #include "core/comm/options.h"
-#include "core/launch/store.h"
+#include "core/store/store.h"
 
 namespace ddp::bench {
 namespace {
@@ -98,7 +98,7 @@ class RawNccl {
   RawNccl(const RawNccl&) = delete;
   RawNccl& operator=(const RawNccl&) = delete;
 
-  void Connect(launch::Store& store) { engine_.Connect(store, "id", startup_); }
+  void Connect(store::Store& store) { engine_.Connect(store, "id", startup_); }
 
   // Every rank's length on the host: an int64 all_gather on the device and a
   // copy back, as the user's sizes tensor and .tolist() do.
@@ -248,7 +248,7 @@ std::shared_ptr<RawNccl> ConnectRawNccl(const launch::RankEnv& env, int device,
   const auto startup = comm::ResolveStartupTimeout(options, deadline);
   // Store operations keep the deadline; waiting for rank 0's id is part of
   // the start-up.
-  auto store = launch::PrefixedStore(launch::OpenStore(env.rdzv, deadline),
+  auto store = store::PrefixedStore(store::OpenStore(env.rdzv, deadline),
                                      env.run_id + "/bench_padding_raw_nccl");
   store->set_timeout(startup);
   auto nccl = std::make_shared<RawNccl>(env.rank, env.world_size, device, deadline, startup);

@@ -25,7 +25,7 @@
 #include "core/cli/flags.h"
 #include "core/comm/make_comm.h"
 #include "core/launch/spawn.h"
-#include "core/launch/store.h"
+#include "core/store/store.h"
 #include "gloo/allgather.h"
 #include "gloo/allreduce.h"
 #include "gloo/barrier.h"
@@ -97,7 +97,7 @@ class GlooLoop final : public Loop {
   GlooLoop(const launch::RankEnv& env, int count) {
     gloo::transport::tcp::attr attr;
     attr.hostname = "127.0.0.1";
-    auto store = launch::PrefixedStore(launch::OpenStore(env.rdzv), "bare_gloo");
+    auto store = store::PrefixedStore(store::OpenStore(env.rdzv), "bare_gloo");
     context_ = std::make_shared<gloo::rendezvous::Context>(env.rank, env.world_size);
     context_->setTimeout(std::chrono::seconds(60));
     std::shared_ptr<gloo::transport::Device> device = gloo::transport::tcp::CreateDevice(attr);

@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "core/launch/store.h"
+#include "core/store/store.h"
 #include "gloo/allreduce.h"
 #include "gloo/barrier.h"
 #include "gloo/math.h"
@@ -17,7 +17,7 @@ BareGloo::BareGloo(const std::string& rdzv, const std::string& prefix, int rank,
   auto device = gloo::transport::tcp::CreateDevice(attr);
   auto context = std::make_shared<gloo::rendezvous::Context>(rank, world_size);
   context->setTimeout(std::chrono::seconds(60));
-  auto store = launch::PrefixedStore(launch::OpenStore(rdzv), prefix);
+  auto store = store::PrefixedStore(store::OpenStore(rdzv), prefix);
   context->connectFullMesh(*store, device);
   context_ = context;
 }

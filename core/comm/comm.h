@@ -35,10 +35,10 @@
 #include <string>
 #include <vector>
 
+#include "core/collective/fingerprint.h"
+#include "core/collective/types.h"
 #include "core/comm/errors.h"
-#include "core/comm/fingerprint.h"
-#include "core/comm/types.h"
-#include "core/launch/store.h"
+#include "core/store/store.h"
 #include "core/trace/recorder.h"
 
 namespace ddp::comm {
@@ -64,7 +64,7 @@ struct CommSetup {
   // start-up bound too.
   bool lazy_connect = false;
   bool checked = false;
-  std::shared_ptr<launch::Store> store;  // namespaced for this communicator
+  std::shared_ptr<store::Store> store;  // namespaced for this communicator
   std::string name;                      // the communicator's name (its store namespace)
   std::string run_id;
   std::size_t trace_entries = trace::kDefaultEntries;  // flight recorder ring; 0: off
@@ -230,7 +230,7 @@ class Comm {
   std::chrono::milliseconds first_deadline_;  // of collective #0
   std::chrono::milliseconds call_deadline_;
   bool checked_;
-  std::shared_ptr<launch::Store> store_;
+  std::shared_ptr<store::Store> store_;
   std::string run_id_;
   std::string trace_dir_;
   std::string host_;

@@ -8,8 +8,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/comm/types.h"
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
+#include "core/collective/types.h"
 
 namespace ddp::comm {
 

@@ -9,10 +9,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include "core/comm/make_comm.h"
 #include "core/launch/spawn.h"
+#include "core/store/store.h"
 #include "gtest/gtest.h"
 
 namespace ddp::comm {
@@ -414,6 +416,54 @@ TEST(Raw, MismatchedCountsReachTheEngine) {
     EXPECT_EQ(r.stdout_text.find("checked mode"), std::string::npos) << r.stdout_text;
   }
   std::printf("raw mismatched allgather on gloo:\n%s", result.Summary().c_str());
+}
+
+// Options built by hand are checked before any store is opened, with the
+// launcher's messages (torchrun's variable names) in its order; a store
+// object stands in for the rendezvous spec.
+TEST(BadOptions, AreConfigErrorsNamingTheVariable) {
+  const auto message = [](const CommOptions& o) -> std::string {
+    try {
+      MakeComm(o);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "(no ConfigError)";
+  };
+  const auto with = [](const std::function<void(CommOptions&)>& change) {
+    CommOptions o;
+    o.rdzv = "/nonexistent/never-opened";
+    o.world_size = 2;
+    o.local_world_size = 2;
+    change(o);
+    return o;
+  };
+  EXPECT_EQ(message(with([](auto& o) { o.world_size = 0; })), "WORLD_SIZE=0 must be >= 1");
+  EXPECT_EQ(message(with([](auto& o) { o.rank = 2; })), "RANK=2 must be in [0, WORLD_SIZE=2)");
+  EXPECT_EQ(message(with([](auto& o) { o.local_world_size = 0; })),
+            "LOCAL_WORLD_SIZE=0 must be >= 1");
+  EXPECT_EQ(message(with([](auto& o) { o.local_world_size = 3; })),
+            "LOCAL_WORLD_SIZE=3 must be <= WORLD_SIZE=2");
+  EXPECT_EQ(message(with([](auto& o) { o.local_rank = 2; })),
+            "LOCAL_RANK=2 must be in [0, LOCAL_WORLD_SIZE=2)");
+  EXPECT_EQ(message(with([](auto& o) { o.rdzv = ""; })),
+            "DDP_RDZV is empty: give a store directory or redis://host:port");
+  EXPECT_EQ(message(with([](auto& o) { o.run_id = "a/b"; })),
+            "DDP_RUN_ID='a/b' must be non-empty without '/'");
+  // Several wrong at once: the first in that order.
+  EXPECT_EQ(message(with([](auto& o) {
+              o.rank = 5;
+              o.rdzv = "";
+            })),
+            "RANK=5 must be in [0, WORLD_SIZE=2)");
+  // With a store object no spec is needed; the run id is still checked.
+  const auto store = store::OpenStore(launch::MakeFreshDir("bad-options"));
+  EXPECT_EQ(message(with([&](auto& o) {
+              o.store = store;
+              o.rdzv = "";
+              o.run_id = "";
+            })),
+            "DDP_RUN_ID='' must be non-empty without '/'");
 }
 
 }  // namespace

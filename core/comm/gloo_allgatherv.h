@@ -8,7 +8,7 @@
 #include <memory>
 #include <span>
 
-#include "core/comm/types.h"
+#include "core/collective/types.h"
 #include "gloo/context.h"
 
 namespace ddp::comm {

@@ -224,7 +224,7 @@ struct BindChoice {
   std::string source;  // where it came from, for messages
 };
 
-BindChoice DefaultBindAddress(const CommOptions& options, const launch::Store& store) {
+BindChoice DefaultBindAddress(const CommOptions& options, const store::Store& store) {
   if (!options.bind_address.empty()) return {options.bind_address, "CommOptions.bind_address"};
   if (const char* v = std::getenv(kEnvGlooAddr); v != nullptr && *v != '\0') {
     return {v, kEnvGlooAddr};
@@ -348,13 +348,13 @@ std::unique_ptr<Comm> MakeGlooComm(const CommOptions& options, CommSetup setup) 
   try {
     // Our prefixed view, not Gloo's PrefixStore: its waits would ignore the
     // deadline (Gloo's default is 30 s).
-    auto gloo_store = launch::PrefixedStore(setup.store, "gloo", setup.startup_timeout);
+    auto gloo_store = store::PrefixedStore(setup.store, "gloo", setup.startup_timeout);
     context->connectFullMesh(*gloo_store, device);
   } catch (const std::exception& e) {
     const std::string what = e.what();
     // Which phase: waiting in the store for a peer's address (rendezvous)
     // or connecting to a peer that has published one (init).
-    const bool rendezvous = dynamic_cast<const launch::StoreError*>(&e) != nullptr;
+    const bool rendezvous = dynamic_cast<const store::StoreError*>(&e) != nullptr;
     const std::string message =
         "gloo " + std::string(rendezvous ? "rendezvous" : "init (connecting to peers)") +
         " of rank " + std::to_string(setup.rank) + " of " + std::to_string(setup.world_size) +

@@ -43,14 +43,12 @@ std::unique_ptr<Comm> MakeComm(const CommOptions& options) {
         JoinedBackends());
   }
 #endif
-  launch::RankEnv env;  // reuse the launcher's validation and messages
-  env.rank = options.rank;
-  env.world_size = options.world_size;
-  env.local_rank = options.local_rank;
-  env.local_world_size = options.local_world_size;
-  env.rdzv = options.store ? "store" : options.rdzv;
-  env.run_id = options.run_id;
-  env.Validate();
+  // The launcher's checks and messages (torchrun's variable names), in
+  // RankEnv::Validate()'s order; a store object stands in for the spec.
+  launch::ValidateWorld(launch::Launcher::kTorchrun, options.rank, options.world_size,
+                        options.local_rank, options.local_world_size);
+  if (!options.store) launch::ValidateRdzv(options.rdzv);
+  launch::ValidateRunId(options.run_id);
 
   CommSetup setup;
   setup.rank = options.rank;
@@ -64,11 +62,11 @@ std::unique_ptr<Comm> MakeComm(const CommOptions& options) {
       options.name.empty() ? "comm" + std::to_string(g_comm_counter++) : options.name;
   // Each store operation (a Redis server's reply) keeps the deadline: a
   // store that does not answer is not a slow start.
-  auto base = options.store ? options.store : launch::OpenStore(options.rdzv, setup.timeout);
+  auto base = options.store ? options.store : store::OpenStore(options.rdzv, setup.timeout);
   setup.name = name;
   setup.run_id = options.run_id;
   setup.trace_dir = ResolveTraceDir(options, base->Describe());
-  setup.store = launch::PrefixedStore(base, options.run_id + "/" + name);
+  setup.store = store::PrefixedStore(base, options.run_id + "/" + name);
   // The rendezvous waits for peers' keys up to the start-up bound; once
   // connected, the store serves failure-time dump requests, bounded by the
   // deadline.

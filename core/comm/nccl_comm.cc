@@ -75,7 +75,7 @@ class NcclComm final : public Comm {
   // Rendezvous (unique id through the store, bounded by the store's
   // timeout: the start-up bound) and non-blocking init, bounded by
   // `startup`.
-  void Init(launch::Store& store, std::chrono::milliseconds startup) {
+  void Init(store::Store& store, std::chrono::milliseconds startup) {
     engine_->Connect(store, "nccl/unique_id", startup);
   }
 
@@ -291,7 +291,7 @@ std::unique_ptr<Comm> MakeNcclComm(const CommOptions& options, CommSetup setup) 
     h.backend = "gloo";
     h.checked = false;
     h.trace_entries = 0;  // its exchanges are part of the main communicator's entries
-    h.store = launch::PrefixedStore(setup.store, "check");
+    h.store = store::PrefixedStore(setup.store, "check");
     helper = MakeGlooComm(options, std::move(h));
   }
   setup.lazy_connect = true;  // NCCL connects its peers inside the first collective

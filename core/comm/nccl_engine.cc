@@ -80,7 +80,7 @@ void NcclEngine::Nccl(ncclResult_t r, const char* what) {
                           ")");
 }
 
-void NcclEngine::Connect(launch::Store& store, const std::string& key,
+void NcclEngine::Connect(store::Store& store, const std::string& key,
                          std::chrono::milliseconds bound) {
   ncclUniqueId id;
   try {

@@ -22,7 +22,7 @@
 
 #include "core/comm/comm.h"
 #include "core/comm/nccl_wait.h"
-#include "core/launch/store.h"
+#include "core/store/store.h"
 
 namespace ddp::comm {
 
@@ -41,7 +41,7 @@ class NcclEngine {
   // non-blocking ncclCommInitRankConfig polled until ready or `bound`.
   // Throws EngineFailure whose message starts with the phase that failed:
   // "rendezvous" or "init".
-  void Connect(launch::Store& store, const std::string& key, std::chrono::milliseconds bound);
+  void Connect(store::Store& store, const std::string& key, std::chrono::milliseconds bound);
 
   // enqueue() queues NCCL calls on stream() (it may return ncclInProgress);
   // then waits until the communicator is ready and the stream drained,

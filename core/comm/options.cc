@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "core/cli/config_error.h"
 #include "core/cli/number.h"
-#include "core/launch/config_error.h"
 #include "core/trace/model.h"
 
 namespace ddp::comm {

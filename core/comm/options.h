@@ -31,9 +31,9 @@
 #include <optional>
 #include <string>
 
-#include "core/comm/types.h"
+#include "core/collective/types.h"
 #include "core/launch/rank_env.h"
-#include "core/launch/store.h"
+#include "core/store/store.h"
 
 namespace ddp::comm {
 
@@ -59,7 +59,7 @@ struct CommOptions {
   // watchdog thread polls it for dump requests: do not share a Redis store
   // object with code that uses it at the same time (hiredis is not
   // thread-safe); a file store may be shared.
-  std::shared_ptr<launch::Store> store;
+  std::shared_ptr<store::Store> store;
   std::string run_id = "run";
   // Key namespace of this communicator in the store. Empty: "comm<k>", k
   // counting the communicators this process created (the same on every rank

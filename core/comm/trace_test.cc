@@ -18,7 +18,7 @@
 
 #include "core/comm/make_comm.h"
 #include "core/launch/spawn.h"
-#include "core/launch/store.h"
+#include "core/store/store.h"
 #include "core/testing/backend.h"
 #include "core/trace/analyze.h"
 #include "core/trace/dump_json.h"
@@ -109,7 +109,7 @@ std::string Line(const std::string& out, const std::string& tag);
 // so a rank stopped or killed afterwards cannot leave a peer behind in the
 // collective before.
 void AllGotHere(const launch::RankEnv& env, const std::string& tag) {
-  auto store = launch::PrefixedStore(launch::OpenStore(env.rdzv), "test/" + tag);
+  auto store = store::PrefixedStore(store::OpenStore(env.rdzv), "test/" + tag);
   store->Put(std::to_string(env.rank), "1");
   for (int r = 0; r < env.world_size; ++r) {
     while (!store->TryGet(std::to_string(r))) std::this_thread::sleep_for(5ms);
@@ -310,7 +310,7 @@ TEST(FlightRecorder, AStuckRankDumpsOnAStoreRequestAndOnSigusr1) {
         }
         std::this_thread::sleep_for(500ms);
         trace::DumpChannel channel(
-            launch::PrefixedStore(launch::OpenStore(env.rdzv), env.run_id + "/comm0"), 1, 3);
+            store::PrefixedStore(store::OpenStore(env.rdzv), env.run_id + "/comm0"), 1, 3);
         const std::string request = channel.Request();
         trace::RankDump mine;
         mine.rank = 1;

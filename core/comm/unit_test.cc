@@ -3,9 +3,9 @@
 #include <map>
 #include <string>
 
-#include "core/comm/fingerprint.h"
+#include "core/cli/config_error.h"
+#include "core/collective/fingerprint.h"
 #include "core/comm/options.h"
-#include "core/launch/config_error.h"
 #include "gtest/gtest.h"
 
 namespace ddp::comm {

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <exception>
 
+#include "core/cli/config_error.h"
 #include "core/comm/options.h"
 #include "core/harness/preflight.h"
-#include "core/launch/config_error.h"
 #include "core/launch/interrupt.h"
 #include "core/results/output_file.h"
 #include "core/results/provenance.h"

@@ -7,16 +7,16 @@
 #include <sstream>
 #include <vector>
 
+#include "core/cli/config_error.h"
 #include "core/comm/errors.h"
 #include "core/comm/make_comm.h"
 #include "core/comm/options.h"
 #include "core/harness/exchange.h"
-#include "core/launch/config_error.h"
 #include "core/launch/failure_report.h"
 #include "core/launch/interrupt.h"
 #include "core/launch/rank_env.h"
 #include "core/launch/spawn.h"
-#include "core/launch/store.h"
+#include "core/store/store.h"
 
 namespace ddp::harness {
 namespace {
@@ -165,7 +165,7 @@ WorldResult RunSpawned(const WorldOptions& o, const RankBody& body) {
 // After a failed world: is the store still answering? (Briefly.)
 void CheckStore(const launch::RankEnv& env) {
   try {
-    launch::OpenStore(env.rdzv, std::chrono::milliseconds(250));
+    store::OpenStore(env.rdzv, std::chrono::milliseconds(250));
   } catch (const std::exception& e) {
     g_store_failure = e.what();
   }

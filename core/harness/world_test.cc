@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/interrupt.h"
 #include "core/launch/spawn.h"
 #include "core/launch/testing/redis_server.h"

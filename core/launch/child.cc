@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "core/cli/config_error.h"
 #include "core/launch/children.h"
-#include "core/launch/config_error.h"
 #include "core/launch/guardian.h"
 #include "core/launch/limits.h"
 #include "core/launch/supervise.h"

@@ -8,10 +8,10 @@
 #include <map>
 #include <thread>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/rank_env.h"
 #include "core/launch/spawn.h"
-#include "core/launch/store.h"
+#include "core/store/store.h"
 #include "gtest/gtest.h"
 
 namespace ddp::launch {
@@ -177,19 +177,19 @@ TEST(RankEnv, TorchrunWithoutDdpRdzvSaysWhatIsMissing) {
 }
 
 TEST(Store, RedisSpecParsing) {
-  EXPECT_FALSE(ParseRedisSpec("/tmp/dir").has_value());
-  const auto a = ParseRedisSpec("redis://node1:6400");
+  EXPECT_FALSE(store::ParseRedisSpec("/tmp/dir").has_value());
+  const auto a = store::ParseRedisSpec("redis://node1:6400");
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(a->host, "node1");
   EXPECT_EQ(a->port, 6400);
-  EXPECT_EQ(ParseRedisSpec("redis://node1")->port, 6379);
-  EXPECT_THROW(ParseRedisSpec("redis://:80"), ConfigError);
-  EXPECT_THROW(ParseRedisSpec("redis://h:70000"), ConfigError);
+  EXPECT_EQ(store::ParseRedisSpec("redis://node1")->port, 6379);
+  EXPECT_THROW(store::ParseRedisSpec("redis://:80"), ConfigError);
+  EXPECT_THROW(store::ParseRedisSpec("redis://h:70000"), ConfigError);
 }
 
 TEST(Store, FilePutOverwritesTryGetNeverWaitsWaitIsBounded) {
-  auto store = OpenStore(MakeFreshDir("store"), std::chrono::milliseconds(1500));
-  auto view = PrefixedStore(store, "run1");
+  auto store = store::OpenStore(MakeFreshDir("store"), std::chrono::milliseconds(1500));
+  auto view = store::PrefixedStore(store, "run1");
   EXPECT_FALSE(view->TryGet("k").has_value());
   view->Put("k", "one");
   view->Put("k", "two");  // Gloo's own set would refuse this
@@ -207,10 +207,10 @@ TEST(Store, FilePutOverwritesTryGetNeverWaitsWaitIsBounded) {
 }
 
 TEST(Store, BadSpecsAreConfigErrors) {
-  EXPECT_THROW(OpenStore(""), ConfigError);
-  EXPECT_THROW(OpenStore("http://x"), ConfigError);
-  EXPECT_THROW(OpenStore("redis://127.0.0.1:1"), ConfigError);
-  EXPECT_THROW(OpenStore("/proc/ddp-cannot-create-here"), ConfigError);
+  EXPECT_THROW(store::OpenStore(""), ConfigError);
+  EXPECT_THROW(store::OpenStore("http://x"), ConfigError);
+  EXPECT_THROW(store::OpenStore("redis://127.0.0.1:1"), ConfigError);
+  EXPECT_THROW(store::OpenStore("/proc/ddp-cannot-create-here"), ConfigError);
 }
 
 TEST(Spawn, OutcomesAreData) {

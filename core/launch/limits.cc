@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 
 namespace ddp::launch {
 namespace {

@@ -21,10 +21,10 @@
 #include <thread>
 
 #include "core/launch/spawn.h"
-#include "core/launch/store.h"
 #include "core/launch/testing/netns.h"
 #include "core/launch/testing/processes.h"
 #include "core/launch/testing/run_command.h"
+#include "core/store/store.h"
 #include "gtest/gtest.h"
 
 namespace ddp::launch::testing {

@@ -16,10 +16,10 @@
 
 #include "core/launch/spawn.h"
 #include "core/launch/spawn_hosts.h"
-#include "core/launch/store.h"
 #include "core/launch/testing/netns.h"
 #include "core/launch/testing/run_command.h"
 #include "core/results/json.h"
+#include "core/store/store.h"
 #include "gtest/gtest.h"
 
 namespace ddp::launch::testing {
@@ -87,7 +87,9 @@ void ExpectSameVerdicts(const std::string& binary, std::vector<std::string> args
   EXPECT_EQ(static_cast<int>(one.by_row.size()), expected_rows) << one.log;
   EXPECT_EQ(many.by_row, one.by_row) << many.log;
   // Every world deleted its keys from the shared store.
-  lab->InHost(0, [&] { EXPECT_EQ(OpenStore(redis->spec(), seconds(5))->DeletePrefix(""), 0); });
+  lab->InHost(0, [&] {
+    EXPECT_EQ(store::OpenStore(redis->spec(), seconds(5))->DeletePrefix(""), 0);
+  });
 }
 
 TEST(PairsAcrossHosts, WrongAllGatherRepro) {

@@ -15,12 +15,12 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/spawn.h"
-#include "core/launch/store.h"
 #include "core/launch/testing/netns.h"
 #include "core/launch/testing/processes.h"
 #include "core/launch/testing/run_command.h"
+#include "core/store/store.h"
 #include "gtest/gtest.h"
 
 namespace ddp::launch::testing {
@@ -70,7 +70,7 @@ TEST(Netns, ThreeHostsRunOneWorldThroughRedis) {
   }
   // The last host out deleted the run's keys.
   lab->InHost(2, [&] {
-    auto store = OpenStore(redis->spec(), seconds(5));
+    auto store = store::OpenStore(redis->spec(), seconds(5));
     EXPECT_EQ(store->DeletePrefix("ddprun/"), 0);
   });
 }
@@ -109,8 +109,8 @@ TEST(Netns, HostsAreSeparate) {
   ASSERT_TRUE(redis) << why;
   // Host 1 reaches host 0's address; this process (the machine's own
   // namespace) does not, and host 1 cannot bind host 0's address.
-  lab->InHost(1, [&] { OpenStore(redis->spec(), seconds(2)); });
-  EXPECT_THROW(OpenStore(redis->spec(), milliseconds(300)), std::exception);
+  lab->InHost(1, [&] { store::OpenStore(redis->spec(), seconds(2)); });
+  EXPECT_THROW(store::OpenStore(redis->spec(), milliseconds(300)), std::exception);
   const auto r = RunCommand(Command(lab->Exec(1, {Runfile(kExample)}),
                                     {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"DDP_RDZV", redis->spec()},
                                      {"DDP_GLOO_ADDR", lab->address(0)}}))
@@ -181,7 +181,7 @@ TEST(Netns, DelayWireAddsItsDelayEachWay) {
   auto redis = lab->StartRedis(0, &why);
   ASSERT_TRUE(redis) << why;
   lab->InHost(1, [&] {
-    auto store = OpenStore(redis->spec(), seconds(5));
+    auto store = store::OpenStore(redis->spec(), seconds(5));
     // One request and its reply: two crossings of the wire.
     const auto start = std::chrono::steady_clock::now();
     store->TryGet("k");
@@ -201,7 +201,7 @@ TEST(Netns, LossRuleDrops) {
   lab->AddLoss(1, 100);  // everything arriving at host 1 is lost
   lab->InHost(1, [&] {
     const auto start = std::chrono::steady_clock::now();
-    EXPECT_THROW(OpenStore(redis->spec(), milliseconds(500)), std::exception);
+    EXPECT_THROW(store::OpenStore(redis->spec(), milliseconds(500)), std::exception);
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.5);
   });
 }

@@ -4,11 +4,12 @@
 #include <cstdlib>
 #include <limits>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 
 namespace ddp::launch {
 
-void RankEnv::Validate() const {
+void ValidateWorld(Launcher launcher, int rank, int world_size, int local_rank,
+                   int local_world_size) {
   // Name the variables this launcher set, not torchrun's.
   const bool slurm = launcher == Launcher::kSlurm;
   const std::string rank_var = slurm ? kEnvSlurmProcId : kEnvRank;
@@ -36,13 +37,25 @@ void RankEnv::Validate() const {
     throw ConfigError(local_var + "=" + std::to_string(local_rank) + " must be in [0, " +
                       local_world_var + "=" + std::to_string(local_world_size) + ")");
   }
+}
+
+void ValidateRdzv(const std::string& rdzv) {
   if (rdzv.empty()) {
     throw ConfigError(std::string(kEnvRdzv) +
                       " is empty: give a store directory or redis://host:port");
   }
+}
+
+void ValidateRunId(const std::string& run_id) {
   if (run_id.empty() || run_id.find('/') != std::string::npos) {
     throw ConfigError(std::string(kEnvRunId) + "='" + run_id + "' must be non-empty without '/'");
   }
+}
+
+void RankEnv::Validate() const {
+  ValidateWorld(launcher, rank, world_size, local_rank, local_world_size);
+  ValidateRdzv(rdzv);
+  ValidateRunId(run_id);
 }
 
 std::optional<std::string> ProcessEnv(const std::string& name) {
@@ -64,18 +77,6 @@ bool LaunchedAsRank(const EnvLookup& env) {
   // Either variable alone is a broken launch (RankEnvFromEnvironment names
   // both), not a binary that should quietly spawn ranks of its own.
   return env(kEnvRank).has_value() || env(kEnvWorldSize).has_value() || InSlurmStep(env);
-}
-
-int ParseInt(const std::string& text, const std::string& what) {
-  if (text.empty() || text.size() > 9) {
-    throw ConfigError(what + "='" + text + "' is not a non-negative integer");
-  }
-  for (char c : text) {
-    if (c < '0' || c > '9') {
-      throw ConfigError(what + "='" + text + "' is not a non-negative integer");
-    }
-  }
-  return std::stoi(text);
 }
 
 int SlurmTasksOnNode(const std::string& list, int node) {

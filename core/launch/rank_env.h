@@ -59,9 +59,22 @@ struct RankEnv {
   std::string backend;         // empty: the caller's default
   bool share_gpu = false;
 
-  // Throws ConfigError naming the offending field (W < 1, rank >= W, ...).
+  // Throws ConfigError naming the offending field (W < 1, rank >= W, ...):
+  // ValidateWorld, ValidateRdzv and ValidateRunId below, in that order.
   void Validate() const;
 };
+
+// The parts of RankEnv::Validate(), for a caller that holds the values but
+// no RankEnv (MakeComm's options). Each throws ConfigError naming the
+// variable, as Validate() does.
+// W >= 1, 0 <= rank < W, 1 <= local W <= W, 0 <= local rank < local W;
+// messages name `launcher`'s variables (RANK, or SLURM_PROCID, ...).
+void ValidateWorld(Launcher launcher, int rank, int world_size, int local_rank,
+                   int local_world_size);
+// DDP_RDZV is not empty.
+void ValidateRdzv(const std::string& rdzv);
+// DDP_RUN_ID is not empty and has no '/'.
+void ValidateRunId(const std::string& run_id);
 
 // Reads a variable; the default reads the real environment.
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
@@ -77,9 +90,6 @@ bool LaunchedAsRank(const EnvLookup& env = ProcessEnv);
 // be < WORLD_SIZE=2"). A missing DDP_RDZV is an error: ranks that cannot
 // meet would otherwise hang.
 RankEnv RankEnvFromEnvironment(const EnvLookup& env = ProcessEnv);
-
-// Parses a non-negative decimal int; throws ConfigError naming `what`.
-int ParseInt(const std::string& text, const std::string& what);
 
 // The number of tasks on node `node` from SLURM's compressed per-node list
 // ("2(x3),1": nodes 0-2 run 2 tasks, node 3 runs 1); throws ConfigError.

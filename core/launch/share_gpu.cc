@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/supervise.h"
 
 namespace ddp::launch {

@@ -10,7 +10,7 @@
 #include <map>
 #include <set>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/spawn.h"
 #include "gtest/gtest.h"
 

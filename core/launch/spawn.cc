@@ -10,13 +10,13 @@
 #include <filesystem>
 #include <vector>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/failure_report.h"
 #include "core/launch/guardian.h"
 #include "core/launch/limits.h"
 #include "core/launch/share_gpu.h"
 #include "core/launch/spawn_hosts.h"
-#include "core/launch/store.h"
+#include "core/store/store.h"
 
 namespace ddp::launch {
 
@@ -94,7 +94,7 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
   auto cleanup = [&] {
     if (spawn_rdzv) {
       try {
-        OpenStore(dir, std::chrono::milliseconds(250))->DeletePrefix(run_id + "/");
+        store::OpenStore(dir, std::chrono::milliseconds(250))->DeletePrefix(run_id + "/");
       } catch (const std::exception&) {
         // The store is gone: nothing left to delete that anyone can reach.
       }
@@ -111,7 +111,7 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
   try {
     // Fails early (ConfigError) on an unusable directory or a silent server
     // (and is closed again: the forked ranks must not share its connection).
-    OpenStore(dir, std::min(options.deadline, std::chrono::milliseconds(5000)));
+    store::OpenStore(dir, std::min(options.deadline, std::chrono::milliseconds(5000)));
     for (int rank = 0; rank < world_size; ++rank) {
       RankEnv env;
       env.rank = rank;

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 
 namespace ddp::launch {
 

@@ -17,7 +17,7 @@
 #include <set>
 #include <thread>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/failure_report.h"
 #include "core/launch/guardian.h"
 #include "core/launch/limits.h"

@@ -22,7 +22,7 @@ std::string HostKey(int rank) { return "trace/host/" + std::to_string(rank); }
 
 }  // namespace
 
-DumpChannel::DumpChannel(std::shared_ptr<launch::Store> store, int rank, int world_size)
+DumpChannel::DumpChannel(std::shared_ptr<store::Store> store, int rank, int world_size)
     : store_(std::move(store)), rank_(rank), world_size_(world_size) {}
 
 std::string DumpChannel::Request() {

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "core/launch/store.h"
+#include "core/store/store.h"
 #include "core/trace/model.h"
 
 namespace ddp::trace {
@@ -37,7 +37,7 @@ class DumpChannel {
   using Clock = std::chrono::steady_clock;
 
   // `store`: the communicator's namespaced store.
-  DumpChannel(std::shared_ptr<launch::Store> store, int rank, int world_size);
+  DumpChannel(std::shared_ptr<store::Store> store, int rank, int world_size);
 
   // Writes a new request id and returns it. Throws on a store error.
   std::string Request();
@@ -64,10 +64,10 @@ class DumpChannel {
   // is this rank's own dump.
   Collected Collect(const RankDump& mine, const std::string& request, Clock::time_point until);
 
-  const std::shared_ptr<launch::Store>& store() const { return store_; }
+  const std::shared_ptr<store::Store>& store() const { return store_; }
 
  private:
-  std::shared_ptr<launch::Store> store_;
+  std::shared_ptr<store::Store> store_;
   int rank_;
   int world_size_;
   std::mutex mu_;

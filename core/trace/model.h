@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/comm/types.h"
+#include "core/collective/types.h"
 
 namespace ddp::trace {
 

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "core/comm/fingerprint.h"
+#include "core/collective/fingerprint.h"
 #include "core/trace/model.h"
 
 namespace ddp::trace {

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "core/launch/spawn.h"
-#include "core/launch/store.h"
+#include "core/store/store.h"
 #include "core/trace/dump_json.h"
 #include "core/trace/watchdog.h"
 #include "gtest/gtest.h"
@@ -115,10 +115,10 @@ TEST(Watchdog, AnswersARequestThroughTheStore) {
   rec->Enter(Allreduce(0), {}, std::source_location::current(), Clock::now());  // in flight
   auto& wd = Watchdog::Get();
   auto mine = std::make_shared<DumpChannel>(
-      launch::PrefixedStore(launch::OpenStore(rdzv), "run/comm0"), 0, 2);
+      store::PrefixedStore(store::OpenStore(rdzv), "run/comm0"), 0, 2);
   const int id = wd.Register({rec, mine, dir, "run"});
   // Another rank (its own store connection) asks, and collects.
-  DumpChannel peer(launch::PrefixedStore(launch::OpenStore(rdzv), "run/comm0"), 1, 2);
+  DumpChannel peer(store::PrefixedStore(store::OpenStore(rdzv), "run/comm0"), 1, 2);
   const std::string request = peer.Request();
   RankDump own;
   own.rank = 1;
@@ -153,13 +153,15 @@ TEST(Watchdog, PublishedDumpsCarryTheirCommunicatorsRank) {
   auto second = std::make_shared<FlightRecorder>(
       FlightRecorder::Identity{"comm1", "gloo", 1, 3, 60s, false}, 16);
   const int a = wd.Register({first, std::make_shared<DumpChannel>(
-                                        launch::PrefixedStore(launch::OpenStore(rdzv), "run/comm0"), 0, 2),
+                                        store::PrefixedStore(store::OpenStore(rdzv), "run/comm0"),
+                                        0, 2),
                              dir, "run"});
   const int b = wd.Register({second, std::make_shared<DumpChannel>(
-                                         launch::PrefixedStore(launch::OpenStore(rdzv), "run/comm1"), 1, 3),
+                                         store::PrefixedStore(store::OpenStore(rdzv), "run/comm1"),
+                                         1, 3),
                              dir, "run"});
   wd.PublishLast(b);
-  const auto text = launch::OpenStore(rdzv)->TryGet("run/comm1/trace/last/1");
+  const auto text = store::OpenStore(rdzv)->TryGet("run/comm1/trace/last/1");
   ASSERT_TRUE(text.has_value());
   const RankDump d = ParseDump(*text, "comm1's last dump");
   EXPECT_EQ(d.rank, 1);

@@ -10,9 +10,9 @@
 
 #include "core/comm/errors.h"
 #include "core/comm/make_comm.h"
-#include "core/launch/spawn.h"
-#include "core/launch/store.h"
 #include "core/exact/replica.h"
+#include "core/launch/spawn.h"
+#include "core/store/store.h"
 
 namespace ddp::drop_last_hang {
 namespace {
@@ -50,7 +50,7 @@ Json FailureJson(const char* kind, const comm::FailureContext& ctx, int64_t step
 // Out of band (no collective): mark this rank finished, then wait until
 // every rank has. Bounded by the supervisor (fail-fast or its deadline).
 void WaitForJobEnd(const launch::RankEnv& env) {
-  auto store = launch::PrefixedStore(launch::OpenStore(env.rdzv), env.run_id + "/job_end");
+  auto store = store::PrefixedStore(store::OpenStore(env.rdzv), env.run_id + "/job_end");
   store->Put("finished/" + std::to_string(env.rank), "1");
   for (;;) {
     int done = 0;

@@ -17,10 +17,10 @@
 #include <thread>
 
 #include "core/launch/spawn.h"
-#include "core/launch/store.h"
 #include "core/launch/supervise.h"
 #include "core/launch/testing/redis_server.h"
 #include "core/launch/testing/run_command.h"
+#include "core/store/store.h"
 #include "gtest/gtest.h"
 
 namespace {
@@ -330,7 +330,7 @@ TEST(Ddprun, RedisRendezvous) {
   EXPECT_NE(r.stdout_text.find("[rank 2] rank 2/3 on gloo: allreduce(sum of rank+1) = 6"),
             std::string::npos)
       << r.stdout_text;
-  auto store = ddp::launch::OpenStore(redis->spec(), std::chrono::seconds(5));
+  auto store = ddp::store::OpenStore(redis->spec(), std::chrono::seconds(5));
   EXPECT_EQ(store->DeletePrefix("job-7/"), 0) << "the finished run's keys were left";
   // A run id whose keys are still there (a run that is going on, or one
   // whose launcher was killed): refused, naming the owner.
@@ -394,7 +394,7 @@ TEST(Ddprun, TwoNodesMeetThroughRedis) {
                                     "(expected 10), allgather(rank) = [0, 1, 2, 3]"),
             std::string::npos)
       << second.stdout_text;
-  auto store = ddp::launch::OpenStore(redis->spec(), std::chrono::seconds(5));
+  auto store = ddp::store::OpenStore(redis->spec(), std::chrono::seconds(5));
   EXPECT_EQ(store->DeletePrefix("ddprun/"), 0) << "the finished run's keys were left";
   // One host's part of the run id still claimed: that host is refused.
   store->Put("ddprun/ddprun/node0001", "ddprun pid 1 on elsewhere");

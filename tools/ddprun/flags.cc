@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <set>
 
+#include "core/cli/config_error.h"
 #include "core/cli/number.h"
-#include "core/launch/config_error.h"
 #include "core/launch/rank_env.h"
 
 namespace ddp::ddprun {

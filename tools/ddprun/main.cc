@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/failure_report.h"
 #include "core/launch/guardian.h"
 #include "core/launch/interrupt.h"
@@ -27,8 +27,8 @@
 #include "core/launch/rank_env.h"
 #include "core/launch/share_gpu.h"
 #include "core/launch/spawn.h"
-#include "core/launch/store.h"
 #include "core/launch/supervise.h"
+#include "core/store/store.h"
 #include "tools/ddprun/flags.h"
 
 namespace ddp::ddprun {
@@ -70,7 +70,7 @@ struct Plan {
   std::string run_dir;  // ddprun's own folder: failure reports, and the store unless --rdzv
   std::string rdzv;
   std::string run_id;
-  std::shared_ptr<launch::Store> store;  // the launcher's connection, for the claim and cleanup
+  std::shared_ptr<store::Store> store;  // the launcher's connection, for the claim and cleanup
 };
 
 std::string DefaultRunId() {
@@ -91,7 +91,7 @@ std::string ClaimKey(const Args& args, const std::string& run_id, int node) {
 
 // Claims the run id in the store: two runs sharing keys would read each
 // other's addresses ("key already set", or worse, a wrong peer).
-void ClaimRunId(launch::Store& store, const Args& args, const std::string& run_id) {
+void ClaimRunId(store::Store& store, const Args& args, const std::string& run_id) {
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   const std::string who = "ddprun pid " + std::to_string(::getpid()) + " on " + host;
@@ -121,7 +121,7 @@ Plan Prepare(const Args& args) {
   const milliseconds probe = args.collective_timeout_s > 0
                                  ? std::min(Ms(args.collective_timeout_s), milliseconds(5000))
                                  : milliseconds(5000);
-  p.store = launch::OpenStore(p.rdzv, probe);
+  p.store = store::OpenStore(p.rdzv, probe);
   ClaimRunId(*p.store, args, p.run_id);
   return p;
 }

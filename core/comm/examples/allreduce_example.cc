@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cli/config_error.h"
 #include "core/comm/make_comm.h"
-#include "core/launch/config_error.h"
 #include "core/launch/rank_env.h"
 #include "core/launch/spawn.h"
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "core/launch/spawn.h"
-#include "core/launch/store.h"
+#include "core/store/store.h"
 
 namespace ddp::launch::testing {
 namespace {
@@ -65,7 +65,7 @@ std::unique_ptr<RedisServer> RedisServer::Start(std::string* why, const RedisPla
     // Up when it answers a PING (bounded).
     for (int i = 0; i < 100; ++i) {
       try {
-        run_there([&] { OpenStore(s->spec(), std::chrono::milliseconds(500)); });
+        run_there([&] { store::OpenStore(s->spec(), std::chrono::milliseconds(500)); });
         return s;
       } catch (const std::exception& e) {
         // A server with a password answers, but with NOAUTH: it is up.

@@ -21,10 +21,12 @@ enum class OpKind : uint8_t {
   kBarrier = 5,
 };
 
-// How the Gloo backend runs an allgatherv (gloo_allgatherv.h): Gloo's ring
-// in pieces, or every rank sending its block straight to every peer.
+// How the Gloo backend runs an allgatherv (core/comm/gloo_allgatherv.h):
+// Gloo's ring in pieces, or every rank sending its block straight to every
+// peer.
 enum class GlooAllgathervAlgorithm : uint8_t { kRing = 0, kDirect = 1 };
-// Its default piece size (a setting: options.h, gloo_allgatherv.h says why).
+// Its default piece size (a setting: core/comm/options.h; gloo_allgatherv.h
+// says why).
 inline constexpr std::size_t kAllgathervPieceBytes = 512 * 1024;
 
 std::size_t SizeOf(DType dtype);

@@ -13,9 +13,9 @@
 #include <cstring>
 #include <thread>
 
-#include "core/launch/store_backends.h"
+#include "core/store/store_backends.h"
 
-namespace ddp::launch {
+namespace ddp::store {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -212,4 +212,4 @@ std::shared_ptr<Store> MakeFileStore(const std::string& dir, std::chrono::millis
   return store;
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::store

@@ -7,14 +7,17 @@
 #include <chrono>
 #include <filesystem>
 
-#include "core/launch/config_error.h"
+#include "core/cli/config_error.h"
 #include "core/launch/spawn.h"
-#include "core/launch/store.h"
 #include "core/launch/testing/redis_server.h"
+#include "core/store/store.h"
 #include "gtest/gtest.h"
 
-namespace ddp::launch {
+namespace ddp::store {
 namespace {
+
+using launch::ConfigError;
+using launch::MakeFreshDir;
 
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
@@ -75,10 +78,10 @@ class RedisStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::string why;
-    server_ = testing::RedisServer::Start(&why);
+    server_ = launch::testing::RedisServer::Start(&why);
     if (!server_) GTEST_SKIP() << "skipped: " << why;
   }
-  std::unique_ptr<testing::RedisServer> server_;
+  std::unique_ptr<launch::testing::RedisServer> server_;
 };
 
 TEST_F(RedisStoreTest, LauncherOperations) {
@@ -159,9 +162,9 @@ TEST_F(RedisStoreTest, AKilledServerIsAnErrorAtOnce) {
 // is 2). Now opening it is a ConfigError (exit 2) that says why.
 TEST(RedisStore, AServerThatDemandsAPasswordIsAConfigError) {
   std::string why;
-  testing::RedisPlacement where;
+  launch::testing::RedisPlacement where;
   where.extra_args = {"--requirepass", "secret"};
-  const auto server = testing::RedisServer::Start(&why, where);
+  const auto server = launch::testing::RedisServer::Start(&why, where);
   if (!server) GTEST_SKIP() << "skipped: " << why;
   try {
     OpenStore(server->spec(), milliseconds(2000));
@@ -176,4 +179,4 @@ TEST(RedisStore, AServerThatDemandsAPasswordIsAConfigError) {
 }
 
 }  // namespace
-}  // namespace ddp::launch
+}  // namespace ddp::store

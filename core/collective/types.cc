@@ -1,4 +1,4 @@
-#include "core/comm/types.h"
+#include "core/collective/types.h"
 
 namespace ddp::comm {
 

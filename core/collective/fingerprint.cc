@@ -1,4 +1,4 @@
-#include "core/comm/fingerprint.h"
+#include "core/collective/fingerprint.h"
 
 #include <cstring>
 #include <functional>

@@ -1,4 +1,4 @@
-#include "core/launch/store.h"
+#include "core/store/store.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,11 +8,14 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/launch/config_error.h"
-#include "core/launch/rank_env.h"
-#include "core/launch/store_backends.h"
+#include "core/cli/config_error.h"
+#include "core/store/store_backends.h"
 
-namespace ddp::launch {
+namespace ddp::store {
+
+using launch::ConfigError;
+using launch::ParseInt;
+
 namespace {
 
 class Prefixed final : public Store {
@@ -126,4 +129,4 @@ std::shared_ptr<Store> PrefixedStore(std::shared_ptr<Store> base, const std::str
   return std::make_shared<Prefixed>(std::move(base), prefix, min_wait);
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::store

@@ -26,9 +26,9 @@
 #include <optional>
 #include <thread>
 
-#include "core/launch/store_backends.h"
+#include "core/store/store_backends.h"
 
-namespace ddp::launch {
+namespace ddp::store {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -254,4 +254,4 @@ std::shared_ptr<Store> MakeRedisStore(const RedisAddress& addr, std::chrono::mil
   return std::make_shared<RedisStore>(addr, timeout);
 }
 
-}  // namespace ddp::launch
+}  // namespace ddp::store

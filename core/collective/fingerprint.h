@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/comm/types.h"
+#include "core/collective/types.h"
 
 namespace ddp::comm {
 

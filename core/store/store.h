@@ -19,7 +19,7 @@
 
 #include "gloo/rendezvous/store.h"
 
-namespace ddp::launch {
+namespace ddp::store {
 
 // A store operation failed: the store is unreachable, did not answer within
 // the deadline, or refused the operation. The message names the store.
@@ -81,4 +81,4 @@ struct RedisAddress {
 };
 std::optional<RedisAddress> ParseRedisSpec(const std::string& spec);
 
-}  // namespace ddp::launch
+}  // namespace ddp::store

@@ -2,6 +2,9 @@
 //
 // Every CLI in the suite turns it into exit code 2 with its message, so the
 // message must name the flag or variable and the allowed values.
+//
+// Namespace ddp::launch, as when it lived in core/launch: it moved here, below
+// core/launch and core/store (which both throw it), with its name unchanged.
 #pragma once
 
 #include <stdexcept>
@@ -16,5 +19,8 @@ class ConfigError : public std::runtime_error {
 
 // Exit code for bad usage, shared by every binary of the suite.
 inline constexpr int kExitUsage = 2;
+
+// Parses a non-negative decimal int; throws ConfigError naming `what`.
+int ParseInt(const std::string& text, const std::string& what);
 
 }  // namespace ddp::launch
