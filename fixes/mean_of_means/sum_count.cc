@@ -8,6 +8,7 @@
 // two tables line up.
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "fixes/mean_of_means/sum_count.h"
 #include "core/exact/step_check.h"
@@ -40,11 +41,21 @@ Global SumCount(comm::Comm& comm, const RankBatches& mine) {
   return g;
 }
 
-Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
-  Json out = Json::array();
+// One row of sum_count over its seeds, as rank 0 sees it.
+struct SumCountResult {
+  double accuracy = 0;            // the first seed's
+  double reference_accuracy = 0;  // the first seed's one-process value
+  double max_abs_error = 0;       // accuracy
+  double max_loss_abs_error = 0;
+  int64_t count_mismatch = 0;     // summed |count - N| over seeds
+};
+DDP_JSON_FIELDS(SumCountResult, accuracy, reference_accuracy, max_abs_error, max_loss_abs_error,
+                count_mismatch)
+
+std::vector<SumCountResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
+  std::vector<SumCountResult> out;
   for (const Row& row : rows) {
-    double max_err = 0, max_loss_err = 0, first = 0, first_ref = 0;
-    int64_t count_mismatch = 0;
+    SumCountResult& v = out.emplace_back();
     for (int k = 0; k < row.seeds; ++k) {
       Config c = row.config;
       c.seed = row.first_seed + static_cast<std::uint64_t>(k);
@@ -53,20 +64,13 @@ Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
       if (comm.next_seq() - before != 1) throw std::logic_error("sum_count must be one collective");
       const Global ref = Reference(c);
       if (k == 0) {
-        first = got.accuracy;
-        first_ref = ref.accuracy;
+        v.accuracy = got.accuracy;
+        v.reference_accuracy = ref.accuracy;
       }
-      max_err = std::max(max_err, std::fabs(got.accuracy - ref.accuracy));
-      max_loss_err = std::max(max_loss_err, std::fabs(got.loss - ref.loss));
-      count_mismatch += std::abs(got.count - ref.count);
+      v.max_abs_error = std::max(v.max_abs_error, std::fabs(got.accuracy - ref.accuracy));
+      v.max_loss_abs_error = std::max(v.max_loss_abs_error, std::fabs(got.loss - ref.loss));
+      v.count_mismatch += std::abs(got.count - ref.count);
     }
-    Json v;
-    v["accuracy"] = first;
-    v["reference_accuracy"] = first_ref;
-    v["max_abs_error"] = max_err;
-    v["max_loss_abs_error"] = max_loss_err;
-    v["count_mismatch"] = count_mismatch;
-    out.push_back(v);
   }
   return out;
 }
@@ -81,7 +85,7 @@ void AppendWorld(const harness::CommonFlags& f, int w, const std::vector<Row>& m
   std::fprintf(stderr, "mean_of_means fix: W=%d, %zu configurations x %d seeds...\n", w,
                mine.size(), f.seeds);
   const harness::WorldResult world =
-      harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return RunRows(comm, mine); });
+      harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return Json(RunRows(comm, mine)); });
   for (std::size_t i = 0; i < mine.size(); ++i) {
     results::Record rec;
     rec.bug = "mean_of_means";
@@ -92,16 +96,15 @@ void AppendWorld(const harness::CommonFlags& f, int w, const std::vector<Row>& m
     rec.config = ConfigJson(mine[i]);
     if (w == kLightningWorld) rec.config["source"] = "Lightning issues 21838/21859";
     if (harness::KeptAsError(world, rec, records)) continue;
-    const Json& v = world.value[i];
-    rec.reference["accuracy"] = v.at("reference_accuracy").get<double>();
-    rec.measured["accuracy"] = v.at("accuracy").get<double>();
-    rec.measured["error"] = v.at("max_abs_error").get<double>();
-    rec.measured["max_loss_abs_error"] = v.at("max_loss_abs_error").get<double>();
-    rec.measured["count_mismatch"] = v.at("count_mismatch").get<double>();
+    const SumCountResult v = world.value[i].get<SumCountResult>();
+    rec.reference["accuracy"] = v.reference_accuracy;
+    rec.measured["accuracy"] = v.accuracy;
+    rec.measured["error"] = v.max_abs_error;
+    rec.measured["max_loss_abs_error"] = v.max_loss_abs_error;
+    rec.measured["count_mismatch"] = v.count_mismatch;
     rec.measured["collectives"] = 1;
-    const bool exact = v.at("max_abs_error").get<double>() <= exact::kDoubleTolerance &&
-                       v.at("max_loss_abs_error").get<double>() <= exact::kDoubleTolerance &&
-                       v.at("count_mismatch").get<double>() == 0;
+    const bool exact = v.max_abs_error <= exact::kDoubleTolerance &&
+                       v.max_loss_abs_error <= exact::kDoubleTolerance && v.count_mismatch == 0;
     rec.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;
     records.push_back(rec);
   }

@@ -78,7 +78,26 @@ void OneProcessStep(Trainee& t, const Images& all) {
   t.sgd.Step();
 }
 
-Json CheckSyncOrGroup(comm::Comm& comm, const StepExactConfig& c, const Images& train, const Schedule& sched) {
+// One rank's result of the sync_bn / group_norm check.
+struct SyncOrGroupRankResult {
+  Json check;  // this rank's exact::StepCheck, as its ToJson()
+  double trajectory_rel_err = -1;
+  double trajectory_buffer_rel_err = -1;
+  int64_t collectives_per_step = -1;  // the layers' (SyncBN), first step
+};
+DDP_JSON_FIELDS(SyncOrGroupRankResult, check, trajectory_rel_err, trajectory_buffer_rel_err,
+                collectives_per_step)
+
+// One rank's result of the precise_bn check.
+struct PreciseBnRankResult {
+  Json check;  // this rank's exact::StepCheck, as its ToJson()
+  double rs_err_before = -1;  // running-stat error before / after the last PreciseBN
+  double rs_err_after = -1;
+};
+DDP_JSON_FIELDS(PreciseBnRankResult, check, rs_err_before, rs_err_after)
+
+SyncOrGroupRankResult CheckSyncOrGroup(comm::Comm& comm, const StepExactConfig& c, const Images& train,
+                                       const Schedule& sched) {
   const NormKind norm = c.fix == Fix::kSyncBn ? NormKind::kSyncBatchNorm : NormKind::kGroupNorm;
   SyncBnTraffic traffic;
   Trainee forced(Task::kDigits, norm, c.seed, &comm, c.lr, &traffic);
@@ -103,14 +122,14 @@ Json CheckSyncOrGroup(comm::Comm& comm, const StepExactConfig& c, const Images& 
     }
     DdpStep(comm, free, mine, sched.global);
   }
-  Json j;
-  j["check"] = check.ToJson();
-  j["trajectory_rel_err"] = exact::NormwiseRelError(Span(nn::FlattenValues(free.model.Params())),
-                                                    Span(nn::FlattenValues(ref.model.Params())));
-  j["trajectory_buffer_rel_err"] = exact::NormwiseRelError(Span(nn::FlattenBuffers(free.model.Buffers())),
-                                                           Span(nn::FlattenBuffers(ref.model.Buffers())));
-  j["collectives_per_step"] = static_cast<double>(collectives_first_step);  // the layers' (SyncBN), one step
-  return j;
+  SyncOrGroupRankResult result;
+  result.check = check.ToJson();
+  result.trajectory_rel_err = exact::NormwiseRelError(Span(nn::FlattenValues(free.model.Params())),
+                                                      Span(nn::FlattenValues(ref.model.Params())));
+  result.trajectory_buffer_rel_err = exact::NormwiseRelError(Span(nn::FlattenBuffers(free.model.Buffers())),
+                                                             Span(nn::FlattenBuffers(ref.model.Buffers())));
+  result.collectives_per_step = collectives_first_step;
+  return result;
 }
 
 double RsErr(Model& m, const Images& data) {
@@ -118,7 +137,8 @@ double RsErr(Model& m, const Images& data) {
   return (mean + var) / 2;
 }
 
-Json CheckPreciseBn(comm::Comm& comm, const StepExactConfig& c, const Images& train, const Schedule& sched) {
+PreciseBnRankResult CheckPreciseBn(comm::Comm& comm, const StepExactConfig& c, const Images& train,
+                                   const Schedule& sched) {
   // The training: DDP with per-rank BatchNorm (the bug PreciseBN is applied to).
   Trainee ranks(Task::kDigits, NormKind::kBatchNorm, c.seed, &comm, c.lr);
   Trainee ref(Task::kDigits, NormKind::kBatchNorm, c.seed, nullptr, c.lr);
@@ -162,11 +182,18 @@ Json CheckPreciseBn(comm::Comm& comm, const StepExactConfig& c, const Images& tr
     if (s + 1 == c.steps) after = RsErr(ranks.model, train);
     nn::UnflattenBuffers(ema, ranks.model.Buffers());
   }
-  Json j;
-  j["check"] = check.ToJson();
-  j["rs_err_before"] = before;
-  j["rs_err_after"] = after;
-  return j;
+  PreciseBnRankResult result;
+  result.check = check.ToJson();
+  result.rs_err_before = before;
+  result.rs_err_after = after;
+  return result;
+}
+
+// Rank 0's result; every rank's check is merged into `check`.
+template <typename RankResult>
+RankResult ReadWorld(const harness::WorldResult& world, exact::StepCheck& check) {
+  for (const Json& v : world.rank_values) check.Merge(exact::StepCheck::FromJson(v.get<RankResult>().check));
+  return world.value.get<RankResult>();
 }
 
 }  // namespace
@@ -189,18 +216,22 @@ StepExactResult RunStepExact(const harness::CommonFlags& f, const StepExactConfi
     task.seed = c.seed;
     const Images train = TrainImages(task, 0);
     const Schedule sched(c.batches, train.size(), c.seed);
-    return c.fix == Fix::kPreciseBn ? CheckPreciseBn(comm, c, train, sched) : CheckSyncOrGroup(comm, c, train, sched);
+    return c.fix == Fix::kPreciseBn ? Json(CheckPreciseBn(comm, c, train, sched))
+                                    : Json(CheckSyncOrGroup(comm, c, train, sched));
   });
   if (!world.ok) throw std::runtime_error(world.failure);
   StepExactResult out;
   // Every rank judged its own step outputs; the verdict needs all of them.
-  for (const Json& v : world.rank_values) out.check.Merge(exact::StepCheck::FromJson(v.at("check")));
-  const Json& v0 = world.value;
-  if (const Json* t = Find(v0, "trajectory_rel_err")) out.trajectory_rel_err = t->get<double>();
-  if (const Json* t = Find(v0, "trajectory_buffer_rel_err")) out.trajectory_buffer_rel_err = t->get<double>();
-  if (const Json* t = Find(v0, "collectives_per_step")) out.collectives_per_step = static_cast<int64_t>(t->get<double>());
-  if (const Json* t = Find(v0, "rs_err_before")) out.rs_err_before = t->get<double>();
-  if (const Json* t = Find(v0, "rs_err_after")) out.rs_err_after = t->get<double>();
+  if (c.fix == Fix::kPreciseBn) {
+    const PreciseBnRankResult v0 = ReadWorld<PreciseBnRankResult>(world, out.check);
+    out.rs_err_before = v0.rs_err_before;
+    out.rs_err_after = v0.rs_err_after;
+  } else {
+    const SyncOrGroupRankResult v0 = ReadWorld<SyncOrGroupRankResult>(world, out.check);
+    out.trajectory_rel_err = v0.trajectory_rel_err;
+    out.trajectory_buffer_rel_err = v0.trajectory_buffer_rel_err;
+    out.collectives_per_step = v0.collectives_per_step;
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/harness/world.h"
@@ -81,10 +82,32 @@ void InitAffine(nn::BatchNorm<S>& bn) {
   }
 }
 
-// Runs the case on this rank and the one-process reference; returns the
-// worst normwise error per quantity.
+// One case on one rank: the worst normwise error per quantity against the
+// one-process BatchNorm, and the collectives and bytes SyncBN used.
+struct CaseResult {
+  double y = 0, dx = 0, dweight = 0, dbias = 0;  // training: outputs and gradients
+  double running_mean = 0, running_var = 0;
+  double eval_y = 0;
+  double eval_collectives = 0, collectives_per_step = 0, bytes_received_per_step = 0;
+};
+DDP_JSON_FIELDS(CaseResult, y, dx, dweight, dbias, running_mean, running_var, eval_y,
+                eval_collectives, collectives_per_step, bytes_received_per_step)
+
+// The errors of `e` by quantity name (the outputs, the gradients, the
+// running statistics, then the eval output).
+std::vector<std::pair<std::string, double>> Errors(const CaseResult& e) {
+  return {{"y", e.y},
+          {"dx", e.dx},
+          {"dweight", e.dweight},
+          {"dbias", e.dbias},
+          {"running_mean", e.running_mean},
+          {"running_var", e.running_var},
+          {"eval_y", e.eval_y}};
+}
+
+// Runs the case on this rank and the one-process reference.
 template <typename S>
-Json RunCase(comm::Comm& comm, const Case& cs) {
+CaseResult RunCase(comm::Comm& comm, const Case& cs) {
   const int rank = comm.rank();
   const int total = std::accumulate(cs.batches.begin(), cs.batches.end(), 0);
   const int begin = std::accumulate(cs.batches.begin(), cs.batches.begin() + rank, 0);
@@ -94,7 +117,7 @@ Json RunCase(comm::Comm& comm, const Case& cs) {
   nn::BatchNorm<S> ref(kC);
   InitAffine(sync);
   InitAffine(ref);
-  double err_y = 0, err_dx = 0, err_dw = 0, err_db = 0, err_rm = 0, err_rv = 0, err_eval = 0;
+  CaseResult out;
   for (int step = 0; step < kSteps; ++step) {
     const nn::Tensor4<S> x = GlobalBatch<S>(total, step, cs.mean_offset, 1);
     const nn::Tensor4<S> dy = GlobalBatch<S>(total, step, 0, 2);
@@ -106,37 +129,40 @@ Json RunCase(comm::Comm& comm, const Case& cs) {
     const nn::Tensor4<S> dx_ref = ref.Backward(dy);
     const nn::Tensor4<S> y = sync.Forward(SliceTensor(x, begin, mine));
     const nn::Tensor4<S> dx = sync.Backward(SliceTensor(dy, begin, mine));
-    err_y = std::max(err_y, NormwiseError<S>(y.data, Slice(y_ref, begin, mine)));
-    err_dx = std::max(err_dx, NormwiseError<S>(dx.data, Slice(dx_ref, begin, mine)));
+    out.y = std::max(out.y, NormwiseError<S>(y.data, Slice(y_ref, begin, mine)));
+    out.dx = std::max(out.dx, NormwiseError<S>(dx.data, Slice(dx_ref, begin, mine)));
     // Parameter gradients: local sums, summed over ranks (DDP's all-reduce).
     std::vector<S> grads(2 * kC);
     Eigen::Map<nn::Vector<S>>(grads.data(), kC) = Flat<S>(sync.weight().grad);
     Eigen::Map<nn::Vector<S>>(grads.data() + kC, kC) = Flat<S>(sync.bias().grad);
     comm.Allreduce(std::span<S>(grads));
-    err_dw = std::max(err_dw, NormwiseError<S>(Eigen::Map<nn::Vector<S>>(grads.data(), kC), Flat<S>(ref.weight().grad)));
-    err_db = std::max(err_db, NormwiseError<S>(Eigen::Map<nn::Vector<S>>(grads.data() + kC, kC), Flat<S>(ref.bias().grad)));
-    err_rm = std::max(err_rm, NormwiseError<S>(Flat<S>(sync.running_mean()), Flat<S>(ref.running_mean())));
-    err_rv = std::max(err_rv, NormwiseError<S>(Flat<S>(sync.running_var()), Flat<S>(ref.running_var())));
+    out.dweight = std::max(out.dweight, NormwiseError<S>(Eigen::Map<nn::Vector<S>>(grads.data(), kC),
+                                                         Flat<S>(ref.weight().grad)));
+    out.dbias = std::max(out.dbias, NormwiseError<S>(Eigen::Map<nn::Vector<S>>(grads.data() + kC, kC),
+                                                     Flat<S>(ref.bias().grad)));
+    out.running_mean =
+        std::max(out.running_mean, NormwiseError<S>(Flat<S>(sync.running_mean()), Flat<S>(ref.running_mean())));
+    out.running_var =
+        std::max(out.running_var, NormwiseError<S>(Flat<S>(sync.running_var()), Flat<S>(ref.running_var())));
   }
   // Eval uses the running statistics: same outputs without communication.
   sync.SetTraining(false);
   ref.SetTraining(false);
   const nn::Tensor4<S> x = GlobalBatch<S>(total, kSteps, cs.mean_offset, 1);
   const int64_t before = comm.next_seq();
-  err_eval = NormwiseError<S>(sync.Forward(SliceTensor(x, begin, mine)).data, Slice(ref.Forward(x), begin, mine));
-  Json out;
-  out["y"] = err_y;
-  out["dx"] = err_dx;
-  out["dweight"] = err_dw;
-  out["dbias"] = err_db;
-  out["running_mean"] = err_rm;
-  out["running_var"] = err_rv;
-  out["eval_y"] = err_eval;
-  out["eval_collectives"] = static_cast<double>(comm.next_seq() - before);
-  out["collectives_per_step"] = static_cast<double>(traffic.collectives) / kSteps;
-  out["bytes_received_per_step"] = static_cast<double>(traffic.bytes_received) / kSteps;
+  out.eval_y = NormwiseError<S>(sync.Forward(SliceTensor(x, begin, mine)).data, Slice(ref.Forward(x), begin, mine));
+  out.eval_collectives = static_cast<double>(comm.next_seq() - before);
+  out.collectives_per_step = static_cast<double>(traffic.collectives) / kSteps;
+  out.bytes_received_per_step = static_cast<double>(traffic.bytes_received) / kSteps;
   return out;
 }
+
+// One case in both precisions.
+struct BothPrecisions {
+  CaseResult f64;
+  CaseResult f32;
+};
+DDP_JSON_FIELDS(BothPrecisions, f64, f32)
 
 std::vector<Case> CasesFor(int w) {
   switch (w) {
@@ -162,42 +188,46 @@ TEST_P(SyncBatchNormExact, EqualsOneProcessOnConcatenatedBatch) {
   const int w = GetParam();
   const std::vector<Case> cases = CasesFor(w);
   const auto world = harness::RunWorld(World(w), [&](comm::Comm& comm) {
-    Json out = Json::array();
-    for (const Case& cs : cases) {
-      Json both;
-      both["f64"] = RunCase<double>(comm, cs);
-      both["f32"] = RunCase<float>(comm, cs);
-      out.push_back(both);
-    }
-    return out;
+    std::vector<BothPrecisions> out;
+    for (const Case& cs : cases) out.push_back({RunCase<double>(comm, cs), RunCase<float>(comm, cs)});
+    return Json(out);
   });
   ASSERT_TRUE(world.ok) << world.failure;
   ASSERT_EQ(world.rank_values.size(), static_cast<size_t>(w));
   for (int r = 0; r < w; ++r) {
+    const auto rank_cases = world.rank_values[r].get<std::vector<BothPrecisions>>();
+    ASSERT_EQ(rank_cases.size(), cases.size());
     for (size_t i = 0; i < cases.size(); ++i) {
       for (const char* type : {"f64", "f32"}) {
-        const double tol = std::string(type) == "f64" ? 1e-10 : 1e-5;
-        const Json& e = world.rank_values[r][i].at(type);
-        for (const char* q : {"y", "dx", "dweight", "dbias", "running_mean", "running_var", "eval_y"}) {
-          const double err = e.at(q).get<double>();
+        const bool f64 = std::string(type) == "f64";
+        const double tol = f64 ? 1e-10 : 1e-5;
+        const CaseResult& e = f64 ? rank_cases[i].f64 : rank_cases[i].f32;
+        for (const auto& [q, err] : Errors(e)) {
           EXPECT_LE(err, tol) << type << " " << q << " rank " << r << " case " << i;
           RecordProperty(std::string(type) + "_" + q + "_w" + std::to_string(w) + "_r" + std::to_string(r) + "_c" +
                              std::to_string(i),
                          std::to_string(err));
         }
         // One all-gather forward, one all-reduce backward; eval: none.
-        EXPECT_EQ(e.at("collectives_per_step").get<double>(), 2.0);
-        EXPECT_EQ(e.at("eval_collectives").get<double>(), 0.0);
-        const double bytes = (w * (2 * kC + 1) + 2 * kC) * (std::string(type) == "f64" ? 8.0 : 4.0);
-        EXPECT_EQ(e.at("bytes_received_per_step").get<double>(), bytes);
+        EXPECT_EQ(e.collectives_per_step, 2.0);
+        EXPECT_EQ(e.eval_collectives, 0.0);
+        const double bytes = (w * (2 * kC + 1) + 2 * kC) * (f64 ? 8.0 : 4.0);
+        EXPECT_EQ(e.bytes_received_per_step, bytes);
       }
     }
   }
   std::printf("W=%d: rank 0 case 0 f64 errors %s\n", w,
-              Dump(world.rank_values[0][0].at("f64")).c_str());
+              Dump(Json(world.rank_values[0].get<std::vector<BothPrecisions>>()[0].f64)).c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Worlds, SyncBatchNormExact, ::testing::Values(1, 2, 3, 4));
+
+// The large-means case on one rank: ours, and the rejected design's variance.
+struct LargeMeansResult {
+  CaseResult ours;
+  double raw_sums_var_rel_error = 0;  // one all-reduce of (n, sum x, sum x^2)
+};
+DDP_JSON_FIELDS(LargeMeansResult, ours, raw_sums_var_rel_error)
 
 // Numerical soundness: channel means of 1e6 with std ~1. Merging (count, mean,
 // M2) stays exact; one all-reduce of fused raw sums (count, sum x, sum x^2) —
@@ -206,7 +236,8 @@ TEST(SyncBatchNormNumerics, LargeMeansMergeExactlyRawSumsDoNot) {
   DDP_REQUIRE_BACKEND();
   const Case cs{{3, 0, 5}, 1e6};
   const auto world = harness::RunWorld(World(3), [&](comm::Comm& comm) {
-    Json out = RunCase<double>(comm, cs);
+    LargeMeansResult out;
+    out.ours = RunCase<double>(comm, cs);
     // The rejected design, through the same engine: all-reduce (n, sum, sum x^2).
     const int begin = std::accumulate(cs.batches.begin(), cs.batches.begin() + comm.rank(), 0);
     const nn::Tensor4<double> x = GlobalBatch<double>(8, 0, cs.mean_offset, 1);
@@ -229,23 +260,34 @@ TEST(SyncBatchNormNumerics, LargeMeansMergeExactlyRawSumsDoNot) {
       const double var_ref = exact.m2[c] / static_cast<double>(exact.count);
       worst = std::max(worst, std::fabs(var_raw - var_ref) / var_ref);
     }
-    out["raw_sums_var_rel_error"] = worst;
-    return out;
+    out.raw_sums_var_rel_error = worst;
+    return Json(out);
   });
   ASSERT_TRUE(world.ok) << world.failure;
-  for (const Json& e : world.rank_values) {
+  for (const Json& j : world.rank_values) {
+    const LargeMeansResult e = j.get<LargeMeansResult>();
     // The statistics themselves stay exact to 1e-10. Outputs and gradients go
     // through x - mean with |x| ~ 1e6 and std ~ 1: the inputs' own rounding
     // (1e6 x 2^-53 ~ 1e-10) is amplified by 1e6 relative to the result, so
     // any implementation, the one-process one included, is only determined
     // to ~1e-10..1e-9 there; 1e-8 is that conditioning bound with margin.
-    for (const char* q : {"running_mean", "running_var"}) EXPECT_LE(e.at(q).get<double>(), 1e-10) << q;
-    for (const char* q : {"y", "dx", "dweight", "dbias", "eval_y"}) EXPECT_LE(e.at(q).get<double>(), 1e-8) << q;
-    EXPECT_GT(e.at("raw_sums_var_rel_error").get<double>(), 1e-4)
+    for (const auto& [q, err] : Errors(e.ours)) {
+      const bool stats = q == "running_mean" || q == "running_var";
+      EXPECT_LE(err, stats ? 1e-10 : 1e-8) << q;
+    }
+    EXPECT_GT(e.raw_sums_var_rel_error, 1e-4)
         << "expected fused raw sums to lose the variance at mean 1e6";
   }
   std::printf("mean 1e6: SyncBN errors %s\n", Dump(world.rank_values[0]).c_str());
 }
+
+// The 22192 case on one rank: ours, and that weighting's running_var.
+struct Issue22192Result {
+  CaseResult ours;
+  std::vector<double> rv_bug;  // per channel, under 22192's weighting
+  double issue22192_running_var_rel_error = 0;
+};
+DDP_JSON_FIELDS(Issue22192Result, ours, rv_bug, issue22192_running_var_rel_error)
 
 // PyTorch's tracker, issue 22192 (PyTorch 1.1): with different per-rank
 // batch sizes, SyncBatchNorm's gather of statistics used this rank's own
@@ -259,7 +301,8 @@ TEST(SyncBatchNormTrackerCases, Issue22192RunningVarWithDifferentPerRankBatchSiz
   DDP_REQUIRE_BACKEND();
   const Case cs{{2, 6}, 0};
   const auto world = harness::RunWorld(World(2), [&](comm::Comm& comm) {
-    Json out = RunCase<double>(comm, cs);
+    Issue22192Result out;
+    out.ours = RunCase<double>(comm, cs);
     // One step of a fresh layer: ours, and the 22192 weighting of the same parts.
     const int rank = comm.rank();
     const int begin = std::accumulate(cs.batches.begin(), cs.batches.begin() + rank, 0);
@@ -278,21 +321,21 @@ TEST(SyncBatchNormTrackerCases, Issue22192RunningVarWithDifferentPerRankBatchSiz
     for (int c = 0; c < kC; ++c) {
       const double rv_bug = 0.9 + 0.1 * bug.m2[c] / static_cast<double>(bug.count - 1);
       worst = std::max(worst, std::fabs(rv_bug - ref.running_var()(0, c)) / ref.running_var()(0, c));
-      out["rv_bug_c" + std::to_string(c)] = rv_bug;
+      out.rv_bug.push_back(rv_bug);
     }
-    out["issue22192_running_var_rel_error"] = worst;
-    return out;
+    out.issue22192_running_var_rel_error = worst;
+    return Json(out);
   });
   ASSERT_TRUE(world.ok) << world.failure;
-  for (const Json& e : world.rank_values) {
-    for (const char* q : {"y", "dx", "dweight", "dbias", "running_mean", "running_var", "eval_y"}) {
-      EXPECT_LE(e.at(q).get<double>(), 1e-10) << q;
-    }
-    EXPECT_GT(e.at("issue22192_running_var_rel_error").get<double>(), 1e-3);
+  std::vector<Issue22192Result> ranks;
+  for (const Json& j : world.rank_values) ranks.push_back(j.get<Issue22192Result>());
+  for (const Issue22192Result& e : ranks) {
+    for (const auto& [q, err] : Errors(e.ours)) EXPECT_LE(err, 1e-10) << q;
+    EXPECT_GT(e.issue22192_running_var_rel_error, 1e-3);
   }
   // 22192's symptom: the ranks' running_var disagree under its weighting.
-  EXPECT_NE(world.rank_values[0].at("rv_bug_c0").get<double>(),
-            world.rank_values[1].at("rv_bug_c0").get<double>());
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_NE(ranks[0].rv_bug.at(0), ranks[1].rv_bug.at(0));
   std::printf("22192 (batches 2, 6): ours %s\n", Dump(world.rank_values[0]).c_str());
 }
 
@@ -304,13 +347,13 @@ TEST(SyncBatchNormTrackerCases, Issue22192RunningVarWithDifferentPerRankBatchSiz
 TEST(SyncBatchNormTrackerCases, Pr74944ARankWithAnEmptyBatch) {
   DDP_REQUIRE_BACKEND();
   for (const auto& [w, cs] : {std::pair<int, Case>{2, {{0, 5}, 0}}, {3, {{0, 0, 3}, 0}}}) {
-    const auto world = harness::RunWorld(World(w), [&](comm::Comm& comm) { return RunCase<double>(comm, cs); });
+    const auto world =
+        harness::RunWorld(World(w), [&](comm::Comm& comm) { return Json(RunCase<double>(comm, cs)); });
     ASSERT_TRUE(world.ok) << world.failure;
-    for (const Json& e : world.rank_values) {
-      for (const char* q : {"y", "dx", "dweight", "dbias", "running_mean", "running_var", "eval_y"}) {
-        EXPECT_LE(e.at(q).get<double>(), 1e-10) << "W=" << w << " " << q;
-      }
-      EXPECT_EQ(e.at("collectives_per_step").get<double>(), 2.0) << "the empty rank joins both";
+    for (const Json& j : world.rank_values) {
+      const CaseResult e = j.get<CaseResult>();
+      for (const auto& [q, err] : Errors(e)) EXPECT_LE(err, 1e-10) << "W=" << w << " " << q;
+      EXPECT_EQ(e.collectives_per_step, 2.0) << "the empty rank joins both";
     }
   }
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "core/exact/step_check.h"
 #include "core/harness/error_record.h"
@@ -16,45 +17,48 @@ constexpr Sharding kShardings[] = {Sharding::kPaddedSampler, Sharding::kStrided}
 constexpr Method kMethods[] = {Method::kPadGatherTrim, Method::kAllgatherv,
                                Method::kKnownCounts};
 
-Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
-  Json out = Json::array();
+// One method on one sharding of a row, over its seeds, as rank 0 sees it.
+struct MethodResult {
+  double auc = 0;            // the first seed's
+  double reference_auc = 0;  // the first seed's one-process value
+  double max_abs_auc_error = 0;
+  double max_abs_ap_error = 0;
+  int disagreements = 0;  // seeds where defined-ness or the error message differ
+  int undefined = 0;      // seeds where both agree the AUC is undefined
+  int count_errors = 0;   // seeds where the gather did not return N predictions
+};
+DDP_JSON_FIELDS(MethodResult, auc, reference_auc, max_abs_auc_error, max_abs_ap_error,
+                disagreements, undefined, count_errors)
+
+std::vector<MethodResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
+  std::vector<MethodResult> out;
   for (const Row& row : rows) {
     for (Sharding s : kShardings) {
       for (Method m : kMethods) {
-        double max_auc = 0, max_ap = 0, first_auc = 0, first_ref = 0;
-        int disagreements = 0, undefined = 0, count_errors = 0;
+        MethodResult& v = out.emplace_back();
         for (int k = 0; k < row.seeds; ++k) {
           const Config c = row.At(s, k);
           const std::vector<int64_t> known = ShardCounts(c.n, c.world_size, s);
           const std::vector<Prediction> all =
               GatherPredictions(comm, Flatten(RankShare(c, comm.rank())), m, known);
-          if (static_cast<int64_t>(all.size()) != c.n) ++count_errors;
+          if (static_cast<int64_t>(all.size()) != c.n) ++v.count_errors;
           const Metrics got = Compute(all);
           const Metrics ref = Reference(c);
           if (got.defined != ref.defined || got.error != ref.error) {
-            ++disagreements;
+            ++v.disagreements;
             continue;
           }
           if (!got.defined) {
-            ++undefined;
+            ++v.undefined;
             continue;
           }
           if (k == 0) {
-            first_auc = got.auc;
-            first_ref = ref.auc;
+            v.auc = got.auc;
+            v.reference_auc = ref.auc;
           }
-          max_auc = std::max(max_auc, std::fabs(got.auc - ref.auc));
-          max_ap = std::max(max_ap, std::fabs(got.ap - ref.ap));
+          v.max_abs_auc_error = std::max(v.max_abs_auc_error, std::fabs(got.auc - ref.auc));
+          v.max_abs_ap_error = std::max(v.max_abs_ap_error, std::fabs(got.ap - ref.ap));
         }
-        Json v;
-        v["auc"] = first_auc;
-        v["reference_auc"] = first_ref;
-        v["max_abs_auc_error"] = max_auc;
-        v["max_abs_ap_error"] = max_ap;
-        v["disagreements"] = disagreements;
-        v["undefined"] = undefined;
-        v["count_errors"] = count_errors;
-        out.push_back(v);
       }
     }
   }
@@ -71,7 +75,7 @@ std::vector<results::Record> RunFixOnRows(const harness::CommonFlags& f,
     std::fprintf(stderr, "wrong_all_gather fix: W=%d, %zu configurations x %d seeds...\n", w,
                  rows.size(), rows.empty() ? 0 : rows[0].seeds);
     const harness::WorldResult world =
-        harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return RunRows(comm, rows); });
+        harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return Json(RunRows(comm, rows)); });
     std::size_t i = 0;
     for (const Row& row : rows) {
       for (Sharding s : kShardings) {
@@ -87,19 +91,18 @@ std::vector<results::Record> RunFixOnRows(const harness::CommonFlags& f,
             ++i;
             continue;
           }
-          const Json& v = world.value[i++];
-          rec.reference["auc"] = v.at("reference_auc").get<double>();
-          rec.measured["auc"] = v.at("auc").get<double>();
-          rec.measured["error"] = v.at("max_abs_auc_error").get<double>();
-          rec.measured["max_abs_ap_error"] = v.at("max_abs_ap_error").get<double>();
-          rec.measured["undefined_seeds"] = v.at("undefined").get<double>();
-          rec.measured["disagreements"] = v.at("disagreements").get<double>();
-          rec.measured["count_errors"] = v.at("count_errors").get<double>();
+          const MethodResult v = world.value[i++].get<MethodResult>();
+          rec.reference["auc"] = v.reference_auc;
+          rec.measured["auc"] = v.auc;
+          rec.measured["error"] = v.max_abs_auc_error;
+          rec.measured["max_abs_ap_error"] = v.max_abs_ap_error;
+          rec.measured["undefined_seeds"] = v.undefined;
+          rec.measured["disagreements"] = v.disagreements;
+          rec.measured["count_errors"] = v.count_errors;
           rec.measured["collectives"] = m == Method::kKnownCounts ? 1 : 2;
-          const bool exact = v.at("max_abs_auc_error").get<double>() <= exact::kDoubleTolerance &&
-                             v.at("max_abs_ap_error").get<double>() <= exact::kDoubleTolerance &&
-                             v.at("disagreements").get<double>() == 0 &&
-                             v.at("count_errors").get<double>() == 0;
+          const bool exact = v.max_abs_auc_error <= exact::kDoubleTolerance &&
+                             v.max_abs_ap_error <= exact::kDoubleTolerance &&
+                             v.disagreements == 0 && v.count_errors == 0;
           rec.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;
           records.push_back(rec);
         }

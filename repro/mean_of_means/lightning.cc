@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <thread>
+#include <vector>
 
 #include "core/exact/step_check.h"
 #include "core/harness/error_record.h"
@@ -59,11 +60,22 @@ Synced LightningMean(comm::Comm& comm, const RankBatches& mine) {
   return s;
 }
 
-Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
-  Json out = Json::array();
+// One row of lightning_int_count over its seeds, as rank 0 sees it.
+struct LightningResult {
+  double accuracy = 0;            // the first seed's synced accuracy
+  double reference_accuracy = 0;  // the first seed's one-process value
+  double ratio = 0;               // accuracy / reference, first seed
+  double loss_ratio = 0;          // the same for the loss
+  int64_t synced_count = 0;       // the floored mean of the counts, first seed
+  double closed_form_gap = 0;     // worst |ratio - closed form| over seeds, accuracy and loss
+};
+DDP_JSON_FIELDS(LightningResult, accuracy, reference_accuracy, ratio, loss_ratio, synced_count,
+                closed_form_gap)
+
+std::vector<LightningResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
+  std::vector<LightningResult> out;
   for (const Row& row : rows) {
-    double worst_ratio_gap = 0, ratio = 0, accuracy = 0, ref_accuracy = 0, loss_ratio = 0;
-    int64_t count = 0;
+    LightningResult& v = out.emplace_back();
     for (int k = 0; k < row.seeds; ++k) {
       Config c = row.config;
       c.seed = row.first_seed + static_cast<std::uint64_t>(k);
@@ -72,24 +84,16 @@ Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
       const double closed = (static_cast<double>(c.n) / c.world_size) /
                             static_cast<double>(c.n / c.world_size);
       const double r = got.accuracy / ref.accuracy;
-      worst_ratio_gap = std::max({worst_ratio_gap, std::fabs(r - closed),
-                                  std::fabs(got.loss / ref.loss - closed)});
+      v.closed_form_gap = std::max({v.closed_form_gap, std::fabs(r - closed),
+                                    std::fabs(got.loss / ref.loss - closed)});
       if (k == 0) {
-        ratio = r;
-        loss_ratio = got.loss / ref.loss;
-        accuracy = got.accuracy;
-        ref_accuracy = ref.accuracy;
-        count = got.count;
+        v.ratio = r;
+        v.loss_ratio = got.loss / ref.loss;
+        v.accuracy = got.accuracy;
+        v.reference_accuracy = ref.accuracy;
+        v.synced_count = got.count;
       }
     }
-    Json v;
-    v["accuracy"] = accuracy;
-    v["reference_accuracy"] = ref_accuracy;
-    v["ratio"] = ratio;
-    v["loss_ratio"] = loss_ratio;
-    v["synced_count"] = count;
-    v["closed_form_gap"] = worst_ratio_gap;
-    out.push_back(v);
   }
   return out;
 }
@@ -104,7 +108,7 @@ std::vector<results::Record> RunLightning(const harness::CommonFlags& f) {
   std::fprintf(stderr, "mean_of_means: Lightning's integer count, W=%d (%u CPUs%s)...\n", w, cpus,
                w > static_cast<int>(cpus) ? ", oversubscribed: values only" : "");
   const harness::WorldResult world =
-      harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return RunRows(comm, rows); });
+      harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return Json(RunRows(comm, rows)); });
   std::vector<results::Record> records;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Config& c = rows[i].config;
@@ -120,24 +124,22 @@ std::vector<results::Record> RunLightning(const harness::CommonFlags& f) {
     const bool even = c.n % c.world_size == 0;
     rec.control = even;
     if (harness::KeptAsError(world, rec, records)) continue;
-    const Json& v = world.value[i];
+    const LightningResult v = world.value[i].get<LightningResult>();
     const double closed = (static_cast<double>(c.n) / w) / static_cast<double>(c.n / w);
-    rec.reference["accuracy"] = v.at("reference_accuracy").get<double>();
+    rec.reference["accuracy"] = v.reference_accuracy;
     rec.reference["inflation_closed_form"] = closed;
-    rec.measured["accuracy"] = v.at("accuracy").get<double>();
-    rec.measured["error"] = v.at("accuracy").get<double>() - v.at("reference_accuracy").get<double>();
-    rec.measured["inflation"] = v.at("ratio").get<double>();
-    rec.measured["loss_inflation"] = v.at("loss_ratio").get<double>();
-    rec.measured["synced_count"] = v.at("synced_count").get<double>();
-    rec.measured["closed_form_gap"] = v.at("closed_form_gap").get<double>();
-    const double gap = v.at("closed_form_gap").get<double>();
-    const double inflation = v.at("ratio").get<double>();
+    rec.measured["accuracy"] = v.accuracy;
+    rec.measured["error"] = v.accuracy - v.reference_accuracy;
+    rec.measured["inflation"] = v.ratio;
+    rec.measured["loss_inflation"] = v.loss_ratio;
+    rec.measured["synced_count"] = v.synced_count;
+    rec.measured["closed_form_gap"] = v.closed_form_gap;
     if (even) {
-      rec.verdict = std::fabs(inflation - 1) <= exact::kDoubleTolerance
+      rec.verdict = std::fabs(v.ratio - 1) <= exact::kDoubleTolerance
                         ? results::Verdict::kControl
                         : results::Verdict::kControlFailed;
     } else {
-      rec.verdict = (inflation - 1 > 1e-9 && gap <= exact::kDoubleTolerance)
+      rec.verdict = (v.ratio - 1 > 1e-9 && v.closed_form_gap <= exact::kDoubleTolerance)
                         ? results::Verdict::kReproduced
                         : results::Verdict::kNotReproduced;
     }

@@ -13,6 +13,9 @@
 // the real collective, not an estimate.
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "repro/mean_of_means/variants.h"
 #include "core/exact/step_check.h"
@@ -109,22 +112,37 @@ bool EqualSteps(const Config& c) {
 
 constexpr const char* kVariants[] = {"rank_mean", "step_mean"};
 
+// One variant of a row over its seeds, as rank 0 sees it.
+struct VariantResult {
+  bool skipped = false;           // step_mean on a row whose ranks take different step counts
+  double accuracy = 0;            // the first seed's
+  double reference_accuracy = 0;  // the first seed's one-process value
+  double max_abs_error = 0;       // accuracy
+  double mean_abs_error = 0;      // accuracy
+  double max_loss_abs_error = 0;
+  double closed_form_gap = 0;     // engine vs the serial closed form, accuracy and loss
+};
+DDP_JSON_FIELDS(VariantResult, skipped, accuracy, reference_accuracy, max_abs_error,
+                mean_abs_error, max_loss_abs_error, closed_form_gap)
+
+// A row's results per variant, by variant name.
+using RowResult = std::map<std::string, VariantResult>;
+
 // Runs every row of world size `w` on one world of ranks; rank 0 returns,
 // per row and variant, the worst errors over the seeds.
-Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
-  Json out = Json::array();
+std::vector<RowResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
+  std::vector<RowResult> out;
   for (const Row& row : rows) {
-    Json per_variant;
+    RowResult per_variant;
     for (const char* variant : kVariants) {
       const bool step = std::string(variant) == "step_mean";
-      double max_err = 0, max_loss_err = 0, max_formula_gap = 0, sum_err = 0;
-      double first_value = 0, first_ref = 0;
-      bool skipped = false;
+      VariantResult& v = per_variant[variant];
+      double sum_err = 0;
       for (int k = 0; k < row.seeds; ++k) {
         Config c = row.config;
         c.seed = row.first_seed + static_cast<std::uint64_t>(k);
         if (step && !EqualSteps(c)) {
-          skipped = true;
+          v.skipped = true;
           break;
         }
         const RankBatches mine = RankShare(c, comm.rank());
@@ -133,24 +151,16 @@ Json RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
         const Global ref = Reference(c);
         const double err = got.accuracy - ref.accuracy;
         if (k == 0) {
-          first_value = got.accuracy;
-          first_ref = ref.accuracy;
+          v.accuracy = got.accuracy;
+          v.reference_accuracy = ref.accuracy;
         }
-        max_err = std::max(max_err, std::fabs(err));
+        v.max_abs_error = std::max(v.max_abs_error, std::fabs(err));
         sum_err += std::fabs(err);
-        max_loss_err = std::max(max_loss_err, std::fabs(got.loss - ref.loss));
-        max_formula_gap = std::max({max_formula_gap, std::fabs(got.accuracy - formula.accuracy),
-                                    std::fabs(got.loss - formula.loss)});
+        v.max_loss_abs_error = std::max(v.max_loss_abs_error, std::fabs(got.loss - ref.loss));
+        v.closed_form_gap = std::max({v.closed_form_gap, std::fabs(got.accuracy - formula.accuracy),
+                                      std::fabs(got.loss - formula.loss)});
       }
-      Json v;
-      v["skipped"] = skipped;
-      v["accuracy"] = first_value;
-      v["reference_accuracy"] = first_ref;
-      v["max_abs_error"] = max_err;
-      v["mean_abs_error"] = sum_err / row.seeds;
-      v["max_loss_abs_error"] = max_loss_err;
-      v["closed_form_gap"] = max_formula_gap;
-      per_variant[variant] = v;
+      v.mean_abs_error = sum_err / row.seeds;
     }
     out.push_back(per_variant);
   }
@@ -167,7 +177,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
     std::fprintf(stderr, "mean_of_means: W=%d, %zu configurations x %d seeds...\n", w,
                  mine.size(), f.seeds);
     const harness::WorldResult world =
-        harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return RunRows(comm, mine); });
+        harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return Json(RunRows(comm, mine)); });
     for (std::size_t i = 0; i < mine.size(); ++i) {
       const bool even = EvenSplit(mine[i].config);
       for (const char* variant : kVariants) {
@@ -180,23 +190,22 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
         rec.config = ConfigJson(mine[i]);
         rec.control = even;
         if (harness::KeptAsError(world, rec, records)) continue;
-        const Json& v = world.value[i].at(variant);
-        if (v.at("skipped").get<bool>()) continue;  // unequal steps: see drop_last_hang
-        rec.reference["accuracy"] = v.at("reference_accuracy").get<double>();
-        rec.measured["accuracy"] = v.at("accuracy").get<double>();
-        rec.measured["error"] = v.at("max_abs_error").get<double>();
-        rec.measured["mean_abs_error"] = v.at("mean_abs_error").get<double>();
-        rec.measured["max_loss_abs_error"] = v.at("max_loss_abs_error").get<double>();
-        rec.measured["closed_form_gap"] = v.at("closed_form_gap").get<double>();
-        const double err = v.at("max_abs_error").get<double>();
-        const double gap = v.at("closed_form_gap").get<double>();
+        const VariantResult v = world.value[i].get<RowResult>().at(variant);
+        if (v.skipped) continue;  // unequal steps: see drop_last_hang
+        rec.reference["accuracy"] = v.reference_accuracy;
+        rec.measured["accuracy"] = v.accuracy;
+        rec.measured["error"] = v.max_abs_error;
+        rec.measured["mean_abs_error"] = v.mean_abs_error;
+        rec.measured["max_loss_abs_error"] = v.max_loss_abs_error;
+        rec.measured["closed_form_gap"] = v.closed_form_gap;
         // The symptom: a bias, of exactly the size the closed form predicts.
         // The control: no padding, equal splits -> exact.
         if (even) {
-          rec.verdict = err <= exact::kDoubleTolerance ? results::Verdict::kControl
-                                                       : results::Verdict::kControlFailed;
+          rec.verdict = v.max_abs_error <= exact::kDoubleTolerance
+                            ? results::Verdict::kControl
+                            : results::Verdict::kControlFailed;
         } else {
-          rec.verdict = (err > 1e-9 && gap <= exact::kDoubleTolerance)
+          rec.verdict = (v.max_abs_error > 1e-9 && v.closed_form_gap <= exact::kDoubleTolerance)
                             ? results::Verdict::kReproduced
                             : results::Verdict::kNotReproduced;
         }

@@ -101,22 +101,4 @@ Metrics Reference(const Config& c) {
   return Compute(all);
 }
 
-results::Json ToJson(const Metrics& m) {
-  results::Json j;
-  j["defined"] = m.defined;
-  j["auc"] = m.auc;
-  j["ap"] = m.ap;
-  j["error"] = m.error;
-  return j;
-}
-
-Metrics MetricsFromJson(const results::Json& j) {
-  Metrics m;
-  m.defined = j.at("defined").get<bool>();
-  m.auc = j.at("auc").get<double>();
-  m.ap = j.at("ap").get<double>();
-  m.error = j.at("error").get<std::string>();
-  return m;
-}
-
 }  // namespace ddp::wrong_all_gather

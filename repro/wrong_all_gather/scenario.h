@@ -59,13 +59,13 @@ struct Metrics {
   double ap = 0;
   std::string error;
 };
+// Its JSON form: in rank results, and as raw_unequal's record reference.
+DDP_JSON_FIELDS(Metrics, defined, auc, ap, error)
+
 Metrics Compute(std::span<const double> scores, std::span<const int> labels);
 Metrics Compute(const std::vector<Prediction>& predictions);
 
 // The one-process value: all N samples once, in index order.
 Metrics Reference(const Config& config);
-
-results::Json ToJson(const Metrics& m);
-Metrics MetricsFromJson(const results::Json& j);
 
 }  // namespace ddp::wrong_all_gather

@@ -15,6 +15,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/comm/errors.h"
 #include "core/exact/step_check.h"
@@ -158,27 +162,50 @@ double Quantile(std::vector<double> v, double q) {
   return v[static_cast<std::size_t>(std::lround(q * static_cast<double>(v.size() - 1)))];
 }
 
-Json StatsJson(const Stats& st) {
-  Json j;
+// One deterministic variant of a row, summarised over its seeds on rank 0.
+struct VariantStats {
+  double auc_min = 0;
+  double auc_max = 0;
+  double reference_auc = 0;  // the first measured seed's
+  double auc_error_min = 0;
+  double auc_error_median = 0;
+  double auc_error_max = 0;
+  double max_abs_auc_error = 0;
+  double max_abs_ap_error = 0;
+  double closed_form_gap = 0;  // engine vs the serial closed form, worst of AUC and AP
+  bool symptom_expected = false;
+  int undefined = 0;  // seeds where the AUC is undefined
+  std::string undefined_reason;
+  int seeds_measured = 0;
+};
+DDP_JSON_FIELDS(VariantStats, auc_min, auc_max, reference_auc, auc_error_min, auc_error_median,
+                auc_error_max, max_abs_auc_error, max_abs_ap_error, closed_form_gap,
+                symptom_expected, undefined, undefined_reason, seeds_measured)
+
+// A row's stats per deterministic variant, by variant name.
+using RowStats = std::map<std::string, VariantStats>;
+
+VariantStats Summarize(const Stats& st) {
   auto abs_max = [](const std::vector<double>& v) {
     double m = 0;
     for (double x : v) m = std::max(m, std::fabs(x));
     return m;
   };
-  j["auc_min"] = Quantile(st.auc, 0);
-  j["auc_max"] = Quantile(st.auc, 1);
-  j["reference_auc"] = st.ref_auc.empty() ? 0.0 : st.ref_auc[0];
-  j["auc_error_min"] = Quantile(st.auc_err, 0);
-  j["auc_error_median"] = Quantile(st.auc_err, 0.5);
-  j["auc_error_max"] = Quantile(st.auc_err, 1);
-  j["max_abs_auc_error"] = abs_max(st.auc_err);
-  j["max_abs_ap_error"] = abs_max(st.ap_err);
-  j["closed_form_gap"] = abs_max(st.gap);
-  j["symptom_expected"] = st.symptom_expected;
-  j["undefined"] = st.undefined;
-  j["undefined_reason"] = st.first_error;
-  j["seeds_measured"] = static_cast<int>(st.auc.size());
-  return j;
+  VariantStats s;
+  s.auc_min = Quantile(st.auc, 0);
+  s.auc_max = Quantile(st.auc, 1);
+  s.reference_auc = st.ref_auc.empty() ? 0.0 : st.ref_auc[0];
+  s.auc_error_min = Quantile(st.auc_err, 0);
+  s.auc_error_median = Quantile(st.auc_err, 0.5);
+  s.auc_error_max = Quantile(st.auc_err, 1);
+  s.max_abs_auc_error = abs_max(st.auc_err);
+  s.max_abs_ap_error = abs_max(st.ap_err);
+  s.closed_form_gap = abs_max(st.gap);
+  s.symptom_expected = st.symptom_expected;
+  s.undefined = st.undefined;
+  s.undefined_reason = st.first_error;
+  s.seeds_measured = static_cast<int>(st.auc.size());
+  return s;
 }
 
 constexpr const char* kDeterministic[] = {"pad_no_trim", "misaligned", "sampler_duplicates"};
@@ -188,10 +215,10 @@ Sharding ShardingOf(const std::string& variant) {
                                                                 : Sharding::kPaddedSampler;
 }
 
-Json RunDeterministic(comm::Comm& comm, const std::vector<Row>& rows) {
-  Json out = Json::array();
+std::vector<RowStats> RunDeterministic(comm::Comm& comm, const std::vector<Row>& rows) {
+  std::vector<RowStats> out;
   for (const Row& row : rows) {
-    Json per_variant;
+    RowStats per_variant;
     for (const std::string variant : kDeterministic) {
       Stats st;
       for (int k = 0; k < row.seeds; ++k) {
@@ -211,7 +238,7 @@ Json RunDeterministic(comm::Comm& comm, const std::vector<Row>& rows) {
         Accumulate(st, Compute(got.scores, got.labels), Compute(serial.scores, serial.labels),
                    Reference(c));
       }
-      per_variant[variant] = StatsJson(st);
+      per_variant[variant] = Summarize(st);
     }
     out.push_back(per_variant);
   }
@@ -239,6 +266,27 @@ std::string Short(const comm::CommError& e) {
   return buf;
 }
 
+// What one raw all_gather did on this rank.
+struct GatherOutcome {
+  bool returned = false;
+  std::string error;                // the CommError in a few words, when it did not return
+  long long gathered = 0;           // values received
+  long long not_peer_data = 0;      // of them, not peer data (second gather: scores or labels)
+  long long non_binary_labels = 0;  // second gather: received labels neither 0 nor 1
+  Metrics metrics;                  // what this rank computes from what it received
+};
+DDP_JSON_FIELDS(GatherOutcome, returned, error, gathered, not_peer_data, non_binary_labels,
+                metrics)
+
+// One rank's raw_unequal result: the scores' gather, then the labels' (run
+// only when the first returned).
+struct RawUnequalResult {
+  long long count = 0;  // this rank's own number of samples
+  GatherOutcome first;
+  GatherOutcome second;
+};
+DDP_JSON_FIELDS(RawUnequalResult, count, first, second)
+
 // Raw all_gathers with this rank's own count, scores first, then labels (as
 // seed 000 gathers preds, then labels). Reports what this rank saw from
 // each: whether the call returned, and how many received values are not
@@ -247,25 +295,23 @@ std::string Short(const comm::CommError& e) {
 // gathered scores paired with the labels of the samples at those positions
 // (label 0 past a peer's data, the value of the post's zero-initialised
 // label buffers): what rank 0 reports when nothing else fails.
-Json RawUnequal(comm::Comm& comm, const Config& c) {
+RawUnequalResult RawUnequal(comm::Comm& comm, const Config& c) {
   std::vector<std::vector<Prediction>> shares;
   for (int r = 0; r < c.world_size; ++r) shares.push_back(Flatten(RankShare(c, r)));
   const auto& mine = shares[comm.rank()];
-  Json j;
-  j["count"] = static_cast<long long>(mine.size());
+  RawUnequalResult result;
+  result.count = static_cast<long long>(mine.size());
   std::vector<double> scores(mine.size() * c.world_size, -1.0);
   std::vector<double> labels(mine.size() * c.world_size, -1.0);
   auto is_peer_score = [&](int r, std::size_t i, double v) {
     return i < shares[r].size() && v == shares[r][i].score;
   };
-  Json first;
+  GatherOutcome& first = result.first;
   try {
     comm.Allgather(Scores(mine).data(), scores.data(), mine.size(), comm::DType::kFloat64);
   } catch (const comm::CommError& e) {
-    first["returned"] = false;
-    first["error"] = Short(e);
-    j["first"] = first;
-    return j;
+    first.error = Short(e);
+    return result;
   }
   long long not_data = 0;
   std::vector<int> first_labels;
@@ -275,19 +321,16 @@ Json RawUnequal(comm::Comm& comm, const Config& c) {
       first_labels.push_back(i < shares[r].size() ? shares[r][i].label : 0);
     }
   }
-  first["returned"] = true;
-  first["gathered"] = static_cast<long long>(scores.size());
-  first["not_peer_data"] = not_data;
-  first["metrics"] = ToJson(Compute(scores, first_labels));
-  j["first"] = first;
-  Json second;
+  first.returned = true;
+  first.gathered = static_cast<long long>(scores.size());
+  first.not_peer_data = not_data;
+  first.metrics = Compute(scores, first_labels);
+  GatherOutcome& second = result.second;
   try {
     comm.Allgather(Labels(mine).data(), labels.data(), mine.size(), comm::DType::kFloat64);
   } catch (const comm::CommError& e) {
-    second["returned"] = false;
-    second["error"] = Short(e);
-    j["second"] = second;
-    return j;
+    second.error = Short(e);
+    return result;
   }
   long long both_not_data = 0, bad_labels = 0;
   for (int r = 0; r < c.world_size; ++r) {
@@ -298,14 +341,14 @@ Json RawUnequal(comm::Comm& comm, const Config& c) {
       bad_labels += !(labels[pos] == 0.0 || labels[pos] == 1.0);
     }
   }
-  second["returned"] = true;
-  second["not_peer_data"] = both_not_data;  // scores or labels
-  second["non_binary_labels"] = bad_labels;
+  second.returned = true;
+  second.gathered = static_cast<long long>(labels.size());
+  second.not_peer_data = both_not_data;
+  second.non_binary_labels = bad_labels;
   std::vector<int> int_labels;
   for (double l : labels) int_labels.push_back(l == 1.0 ? 1 : 0);
-  second["metrics"] = ToJson(Compute(scores, int_labels));
-  j["second"] = second;
-  return j;
+  second.metrics = Compute(scores, int_labels);
+  return result;
 }
 
 // What one run of raw_unequal did, rank by rank.
@@ -331,22 +374,22 @@ RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c,
   harness::WorldOptions wo = f.World(row.world_size);
   wo.checked = false;  // raw: the point is what the engine does
   const harness::WorldResult world =
-      harness::RunWorld(wo, [&](comm::Comm& comm) { return RawUnequal(comm, c); });
+      harness::RunWorld(wo, [&](comm::Comm& comm) { return Json(RawUnequal(comm, c)); });
   RawRun run;
   for (std::size_t r = 0; r < world.run.ranks.size() || r < world.rank_values.size(); ++r) {
-    const Json* v = r < world.rank_values.size() && !world.rank_values[r].is_null()
-                        ? &world.rank_values[r]
-                        : nullptr;
+    // Null for a rank that returned nothing (it died).
+    std::optional<RawUnequalResult> v;
+    if (r < world.rank_values.size() && !world.rank_values[r].is_null()) {
+      v = world.rank_values[r].get<RawUnequalResult>();
+    }
     const std::string died =
         r < world.run.ranks.size() ? world.run.ranks[r].Describe() : std::string("no report");
     std::string first = "r" + std::to_string(r) + ": ";
     std::string both = first;
-    const Json* g1 = v ? Find(*v, "first") : nullptr;
-    if (g1 != nullptr && g1->at("returned").get<bool>()) {
-      const long long bad = static_cast<long long>(g1->at("not_peer_data").get<double>());
-      const Metrics m = MetricsFromJson(g1->at("metrics"));
-      first += "returned, " + std::to_string(bad) + "/" +
-               std::to_string(static_cast<long long>(g1->at("gathered").get<double>())) +
+    if (v && v->first.returned) {
+      const long long bad = v->first.not_peer_data;
+      const Metrics& m = v->first.metrics;
+      first += "returned, " + std::to_string(bad) + "/" + std::to_string(v->first.gathered) +
                " values not peer data" + MetricsText(m, ref);
       run.silent |= bad > 0;
       run.any_wrong |=
@@ -355,8 +398,8 @@ RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c,
         run.rank0_not_peer = bad;
         run.rank0_first = m;
       }
-    } else if (g1 != nullptr) {
-      first += g1->at("error").get<std::string>();
+    } else if (v) {
+      first += v->first.error;
       run.any_failed = true;
     } else {
       first += died;  // e.g. "signal 6 (SIGABRT)"
@@ -367,17 +410,16 @@ RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c,
         run.foreign += (run.foreign.empty() ? "r" : "; r") + std::to_string(r) + ": " + died;
       }
     }
-    const Json* g2 = v ? Find(*v, "second") : nullptr;
-    if (g2 != nullptr && g2->at("returned").get<bool>()) {
-      const long long bad = static_cast<long long>(g2->at("not_peer_data").get<double>());
-      const Metrics m = MetricsFromJson(g2->at("metrics"));
-      both += "returned, " + std::to_string(bad) + "/" +
-              std::to_string(static_cast<long long>(g1->at("gathered").get<double>())) +
+    // The second gather ran only where the first returned.
+    if (v && v->first.returned && v->second.returned) {
+      const long long bad = v->second.not_peer_data;
+      const Metrics& m = v->second.metrics;
+      both += "returned, " + std::to_string(bad) + "/" + std::to_string(v->second.gathered) +
               " values not peer data" + MetricsText(m, ref);
       run.any_wrong |=
           bad > 0 || !m.defined || std::fabs(m.auc - ref.auc) > exact::kDoubleTolerance;
-    } else if (g2 != nullptr) {
-      both += g2->at("error").get<std::string>();
+    } else if (v && v->first.returned) {
+      both += v->second.error;
       run.any_failed = true;
     } else {
       both = first;  // it never got to the second gather
@@ -404,7 +446,7 @@ results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row, 
   // Equal counts (W divides N): the raw all_gather is legitimate: a control.
   rec.control = row.n % row.world_size == 0;
   const Metrics ref = Reference(c);
-  rec.reference = ToJson(ref);
+  rec.reference = Json(ref);
   int silent = 0, failed = 0, wrong = 0, foreign = 0;
   std::string foreign_example;
   long long rank0_bad_min = -1, rank0_bad_max = -1;
@@ -492,7 +534,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
                  rows.size(), f.seeds);
     for (const Row& row : rows) records.push_back(RawUnequalRecord(f, row, raw_runs));
     const harness::WorldResult world = harness::RunWorld(
-        f.World(w), [&](comm::Comm& comm) { return RunDeterministic(comm, rows); });
+        f.World(w), [&](comm::Comm& comm) { return Json(RunDeterministic(comm, rows)); });
     for (std::size_t i = 0; i < rows.size(); ++i) {
       for (const std::string variant : kDeterministic) {
         results::Record rec;
@@ -503,21 +545,24 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
         rec.world_size = w;
         rec.config = ConfigJson(rows[i], ShardingOf(variant));
         if (harness::KeptAsError(world, rec, records)) continue;
-        const Json& v = world.value[i].at(variant);
-        rec.reference["auc"] = v.at("reference_auc").get<double>();
-        for (const char* key : {"auc_min", "auc_max", "auc_error_min", "auc_error_median",
-                                "auc_error_max", "max_abs_ap_error", "closed_form_gap",
-                                "seeds_measured", "undefined"}) {
-          rec.measured[key] = v.at(key).get<double>();
-        }
-        rec.measured["error"] = v.at("max_abs_auc_error").get<double>();
-        const double err = std::max(v.at("max_abs_auc_error").get<double>(),
-                                    v.at("max_abs_ap_error").get<double>());
-        const double gap = v.at("closed_form_gap").get<double>();
-        rec.control = !v.at("symptom_expected").get<bool>();
-        if (v.at("seeds_measured").get<double>() == 0) {
+        const VariantStats v = world.value[i].get<RowStats>().at(variant);
+        rec.reference["auc"] = v.reference_auc;
+        rec.measured["auc_min"] = v.auc_min;
+        rec.measured["auc_max"] = v.auc_max;
+        rec.measured["auc_error_min"] = v.auc_error_min;
+        rec.measured["auc_error_median"] = v.auc_error_median;
+        rec.measured["auc_error_max"] = v.auc_error_max;
+        rec.measured["max_abs_ap_error"] = v.max_abs_ap_error;
+        rec.measured["closed_form_gap"] = v.closed_form_gap;
+        rec.measured["seeds_measured"] = v.seeds_measured;
+        rec.measured["undefined"] = v.undefined;
+        rec.measured["error"] = v.max_abs_auc_error;
+        const double err = std::max(v.max_abs_auc_error, v.max_abs_ap_error);
+        const double gap = v.closed_form_gap;
+        rec.control = !v.symptom_expected;
+        if (v.seeds_measured == 0) {
           rec.verdict = results::Verdict::kError;
-          rec.error = "AUC undefined for every seed: " + v.at("undefined_reason").get<std::string>();
+          rec.error = "AUC undefined for every seed: " + v.undefined_reason;
         } else if (rec.control) {
           rec.verdict = err <= exact::kDoubleTolerance ? results::Verdict::kControl
                                                        : results::Verdict::kControlFailed;
