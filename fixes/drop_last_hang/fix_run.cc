@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <span>
+#include <vector>
 
 #include "core/exact/step_check.h"
 #include "core/harness/error_record.h"
@@ -55,23 +56,38 @@ int PredictedContributorsMin(const Row& row) {
   return fewest;
 }
 
-Json RankRow(comm::Comm& comm, const Row& row) {
+// One row's result on one rank.
+struct RowResult {
+  int64_t collectives = 0;  // the collectives this rank called for the row
+  int64_t steps = 0;
+  int contributors_min = 0;  // fewest ranks with data in one step
+  Json step_check;           // its steps vs the one-process steps (exact::StepCheck::ToJson)
+  // Rank 0 only (0 on the others): the free-running one-process epoch's
+  // steps, and its distance to rank 0's final parameters.
+  int64_t reference_steps = 0;
+  double trajectory_rel_err = 0;
+};
+DDP_JSON_FIELDS(RowResult, collectives, steps, contributors_min, step_check, reference_steps,
+                trajectory_rel_err)
+
+RowResult RankRow(comm::Comm& comm, const Row& row) {
   const int64_t seq0 = comm.next_seq();
   const RankRun run = TrainWithFix(comm, row.fix, row.config);
-  Json j;
-  j["collectives"] = static_cast<long long>(comm.next_seq() - seq0);
-  j["steps"] = static_cast<long long>(run.steps);
-  j["contributors_min"] = run.contributors_min;
-  j["step_check"] = run.check.ToJson();
+  RowResult out;
+  out.collectives = comm.next_seq() - seq0;
+  out.steps = run.steps;
+  out.contributors_min = run.contributors_min;
+  out.step_check = run.check.ToJson();
   if (comm.rank() == 0) {
     const SerialRun ref = SerialReference(row.fix, row.config);
-    j["reference_steps"] = static_cast<long long>(ref.steps);
+    out.reference_steps = ref.steps;
     const auto span = [](const Eigen::VectorXd& v) {
       return std::span<const double>(v.data(), static_cast<std::size_t>(v.size()));
     };
-    j["trajectory_rel_err"] = exact::NormwiseRelError(span(run.final_params), span(ref.final_params));
+    out.trajectory_rel_err =
+        exact::NormwiseRelError(span(run.final_params), span(ref.final_params));
   }
-  return j;
+  return out;
 }
 
 results::Record RecordOf(const harness::CommonFlags& f, const Row& row) {
@@ -106,37 +122,31 @@ results::Record RecordOf(const harness::CommonFlags& f, const Row& row) {
   return rec;
 }
 
-// Fills measured/verdict of `rec` from the ranks' values for row `i`.
-void Judge(const harness::WorldResult& world, std::size_t i, results::Record& rec) {
+// Fills measured/verdict of `rec` from row `i` of every rank's results
+// (`ranks`) and rank 0's (`value`).
+void Judge(const std::vector<std::vector<RowResult>>& ranks, const std::vector<RowResult>& value,
+           std::size_t i, results::Record& rec) {
   exact::StepCheck check(exact::kDoubleTolerance);
-  Json collectives = Json::array();
+  std::vector<int64_t> collectives;
   bool equal = true;
-  int ranks = 0;
-  double first = -1;
-  for (const Json& values : world.rank_values) {
-    if (values.is_null()) continue;
-    const Json& v = values[i];
-    check.Merge(exact::StepCheck::FromJson(v.at("step_check")));
-    const double n = v.at("collectives").get<double>();
-    collectives.push_back(n);
-    if (first < 0) first = n;
-    equal &= n == first;
-    ++ranks;
+  for (const std::vector<RowResult>& rows : ranks) {
+    const RowResult& r = rows[i];
+    check.Merge(exact::StepCheck::FromJson(r.step_check));
+    collectives.push_back(r.collectives);
+    equal &= r.collectives == collectives.front();
   }
-  const Json& v = world.value[i];
-  const double steps = v.at("steps").get<double>();
-  rec.reference["steps"] = v.at("reference_steps").get<double>();
+  const RowResult& v = value[i];
+  rec.reference["steps"] = v.reference_steps;
   rec.measured["grad_rel_err"] = check.worst("grad");
-  rec.measured["steps"] = steps;
+  rec.measured["steps"] = v.steps;
   rec.measured["equal_collectives"] = equal;
   rec.measured["collectives_per_rank"] = collectives;
-  rec.measured["contributors_min"] = v.at("contributors_min").get<double>();
-  rec.measured["ranks_checked"] = ranks;
+  rec.measured["contributors_min"] = v.contributors_min;
+  rec.measured["ranks_checked"] = static_cast<int>(ranks.size());
   // Over every rank's steps (steps_checked counts rank-steps).
   rec.measured["step_check"] = check.ToJson();
-  rec.measured["trajectory_rel_err"] = v.at("trajectory_rel_err").get<double>();
-  const bool exact =
-      equal && check.exact() && steps == v.at("reference_steps").get<double>();
+  rec.measured["trajectory_rel_err"] = v.trajectory_rel_err;
+  const bool exact = equal && check.exact() && v.steps == v.reference_steps;
   rec.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;
 }
 
@@ -160,14 +170,23 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const std::ve
     harness::WorldOptions wo = f.World(cell.world_size);
     wo.checked = true;  // a step-count mismatch would throw CheckError
     const harness::WorldResult world = harness::RunWorld(wo, [&](comm::Comm& comm) {
-      Json out = Json::array();
+      std::vector<RowResult> out;
       for (const Row& row : rows) out.push_back(RankRow(comm, row));
-      return out;
+      return Json(out);
     });
+    // Every rank's results (all of them came back when the world is ok).
+    std::vector<std::vector<RowResult>> ranks;
+    if (world.ok) {
+      for (const Json& v : world.rank_values) {
+        if (!v.is_null()) ranks.push_back(v.get<std::vector<RowResult>>());
+      }
+    }
+    const std::vector<RowResult> value =
+        world.ok ? world.value.get<std::vector<RowResult>>() : std::vector<RowResult>{};
     for (std::size_t i = 0; i < rows.size(); ++i) {
       results::Record rec = RecordOf(f, rows[i]);
       if (harness::KeptAsError(world, rec, records)) continue;
-      Judge(world, i, rec);
+      Judge(ranks, value, i, rec);
       records.push_back(rec);
     }
   }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <span>
+#include <vector>
 
 #include "fixes/missing_set_epoch/training_check.h"
 #include "repro/missing_set_epoch/orders.h"
@@ -31,18 +32,36 @@ TrainConfig TrainingConfig(const harness::CommonFlags& f, const PairOptions& o, 
   return c;
 }
 
-Json TrainingJson(comm::Comm& comm, const TrainConfig& c) {
+// One training row of one rank.
+struct TrainingRow {
+  int64_t steps = 0;  // steps this rank ran
+  Json step_check;    // its steps vs the one-process steps (exact::StepCheck::ToJson)
+  // Rank 0 only (0 on the others): its final parameters vs free-running
+  // one-process training.
+  double trajectory_rel_err = 0;
+};
+DDP_JSON_FIELDS(TrainingRow, steps, step_check, trajectory_rel_err)
+
+// What every rank of a world returns: an order row per dataset size (the
+// same on every rank) and a training row per batch size.
+struct RankResult {
+  std::vector<OrderStats> orders;
+  std::vector<TrainingRow> training;
+};
+DDP_JSON_FIELDS(RankResult, orders, training)
+
+TrainingRow Training(comm::Comm& comm, const TrainConfig& c) {
   const TrainingCheck run = TrainAndCheck(comm, c);
-  Json j;
-  j["steps"] = static_cast<long long>(run.steps);
-  j["step_check"] = run.check.ToJson();
+  TrainingRow row;
+  row.steps = run.steps;
+  row.step_check = run.check.ToJson();
   if (comm.rank() == 0) {
     const Eigen::VectorXd ref = OneProcessTraining(c);
-    j["trajectory_rel_err"] = exact::NormwiseRelError(
+    row.trajectory_rel_err = exact::NormwiseRelError(
         std::span<const double>(run.final_params.data(), run.final_params.size()),
         std::span<const double>(ref.data(), ref.size()));
   }
-  return j;
+  return row;
 }
 
 results::Record BaseRecord(const harness::CommonFlags& f, int w) {
@@ -56,7 +75,8 @@ results::Record BaseRecord(const harness::CommonFlags& f, int w) {
 }
 
 results::Record OrderRecord(const harness::CommonFlags& f, const PairOptions& o, int w,
-                            int64_t n, const harness::WorldResult& world, std::size_t i) {
+                            int64_t n, const harness::WorldResult& world,
+                            const RankResult& value, std::size_t i) {
   results::Record rec = BaseRecord(f, w);
   rec.config["experiment"] = "order";
   rec.config["n"] = static_cast<long long>(n);
@@ -68,30 +88,29 @@ results::Record OrderRecord(const harness::CommonFlags& f, const PairOptions& o,
     rec.error = world.failure;
     return rec;
   }
-  const Json& s = world.value.at("orders")[i];
-  auto get = [&](const char* k) { return s.at(k).get<double>(); };
+  const OrderStats& s = value.orders[i];
   const double padding = static_cast<double>(Padding(n, w));
   rec.reference["coverage"] = 1.0;
   rec.reference["padding_duplicates"] = padding;
   rec.reference["max_identical_fraction"] = kMaxIdenticalFraction;
-  rec.measured["coverage_min"] = get("coverage_min");
-  rec.measured["duplicates_max"] = get("duplicates_max");
-  rec.measured["duplicates_mean"] = get("duplicates_mean");
-  rec.measured["identical_max"] = get("identical_max");
-  rec.measured["matches_one_process"] = get("matches_one_process");
-  rec.measured["epochs"] = get("epochs");
-  rec.measured["same_as_epoch0"] = get("same_as_epoch0");
-  const bool exact = get("matches_one_process") == get("epochs") &&
-                     get("coverage_min") == 1.0 && get("duplicates_max") == padding &&
-                     get("duplicates_mean") == padding &&
-                     get("identical_max") <= kMaxIdenticalFraction &&
-                     get("same_as_epoch0") == f.seeds;  // only each seed's epoch 0
+  rec.measured["coverage_min"] = s.coverage_min;
+  rec.measured["duplicates_max"] = s.duplicates_max;
+  rec.measured["duplicates_mean"] = s.duplicates_mean;
+  rec.measured["identical_max"] = s.identical_max;
+  rec.measured["matches_one_process"] = s.matches_one_process;
+  rec.measured["epochs"] = s.epochs;
+  rec.measured["same_as_epoch0"] = s.same_as_epoch0;
+  const bool exact = s.matches_one_process == s.epochs && s.coverage_min == 1.0 &&
+                     s.duplicates_max == padding && s.duplicates_mean == padding &&
+                     s.identical_max <= kMaxIdenticalFraction &&
+                     s.same_as_epoch0 == f.seeds;  // only each seed's epoch 0
   rec.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;
   return rec;
 }
 
 results::Record TrainingRecord(const harness::CommonFlags& f, const TrainConfig& c,
-                               const harness::WorldResult& world, std::size_t i) {
+                               const harness::WorldResult& world, const RankResult& value,
+                               const std::vector<RankResult>& ranks, std::size_t i) {
   results::Record rec = BaseRecord(f, c.order.world_size);
   rec.config["experiment"] = "training";
   rec.config["n"] = static_cast<long long>(c.order.n);
@@ -111,23 +130,20 @@ results::Record TrainingRecord(const harness::CommonFlags& f, const TrainConfig&
   }
   exact::StepCheck check(exact::kDoubleTolerance);
   bool all_steps = true;
-  int ranks = 0;
-  for (const Json& values : world.rank_values) {
-    if (values.is_null()) continue;
-    const Json& v = values.at("training")[i];
-    check.Merge(exact::StepCheck::FromJson(v.at("step_check")));
-    all_steps &= v.at("steps").get<double>() == static_cast<double>(steps);
-    ++ranks;
+  for (const RankResult& rank : ranks) {
+    const TrainingRow& row = rank.training[i];
+    check.Merge(exact::StepCheck::FromJson(row.step_check));
+    all_steps &= row.steps == steps;
   }
-  const Json& v = world.value.at("training")[i];
+  const TrainingRow& row = value.training[i];  // rank 0's
   rec.measured["grad_rel_err"] = check.worst("grad");
   rec.measured["worst_rel_err"] = check.worst();
-  rec.measured["steps"] = v.at("steps").get<double>();
-  rec.measured["ranks_checked"] = ranks;
+  rec.measured["steps"] = row.steps;
+  rec.measured["ranks_checked"] = static_cast<int>(ranks.size());
   rec.measured["every_rank_all_steps"] = all_steps;
   // Over every rank's steps (steps_checked counts rank-steps).
   rec.measured["step_check"] = check.ToJson();
-  rec.measured["trajectory_rel_err"] = v.at("trajectory_rel_err").get<double>();
+  rec.measured["trajectory_rel_err"] = row.trajectory_rel_err;
   rec.verdict = all_steps && check.exact() ? results::Verdict::kExact : results::Verdict::kInexact;
   return rec;
 }
@@ -151,23 +167,27 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const PairOpt
     std::vector<TrainConfig> trainings;
     for (int b : grid.batch_sizes) trainings.push_back(TrainingConfig(f, o, w, b));
     const harness::WorldResult world = harness::RunWorld(f.World(w), [&](comm::Comm& comm) {
-      Json orders = Json::array();
+      RankResult out;
       for (int64_t n : ns) {
         const OrderConfig c{.n = n, .world_size = w, .seed = f.seed, .epochs = o.epochs};
-        orders.push_back(MeasureOrders(comm, Mode::kSetEpoch, c, f.seed, f.seeds).ToJson());
+        out.orders.push_back(MeasureOrders(comm, Mode::kSetEpoch, c, f.seed, f.seeds));
       }
-      Json training = Json::array();
-      for (const TrainConfig& c : trainings) training.push_back(TrainingJson(comm, c));
-      Json out;
-      out["orders"] = orders;
-      out["training"] = training;
-      return out;
+      for (const TrainConfig& c : trainings) out.training.push_back(Training(comm, c));
+      return Json(out);
     });
+    // Every rank's result (all of them came back when the world is ok).
+    std::vector<RankResult> ranks;
+    if (world.ok) {
+      for (const Json& v : world.rank_values) {
+        if (!v.is_null()) ranks.push_back(v.get<RankResult>());
+      }
+    }
+    const RankResult value = world.ok ? world.value.get<RankResult>() : RankResult{};
     for (std::size_t i = 0; i < ns.size(); ++i) {
-      records.push_back(OrderRecord(f, o, w, ns[i], world, i));
+      records.push_back(OrderRecord(f, o, w, ns[i], world, value, i));
     }
     for (std::size_t i = 0; i < trainings.size(); ++i) {
-      records.push_back(TrainingRecord(f, trainings[i], world, i));
+      records.push_back(TrainingRecord(f, trainings[i], world, value, ranks, i));
     }
   }
   return records;

@@ -30,21 +30,21 @@ void Emit(const Json& j) {
   std::fflush(stdout);
 }
 
-Json FailureJson(const char* kind, const comm::FailureContext& ctx, int64_t step,
-                 const std::string& message) {
-  Json j;
-  j["kind"] = kind;
-  j["rank"] = ctx.rank;
-  j["step"] = static_cast<long long>(step);
-  j["seq"] = static_cast<long long>(ctx.seq);
-  j["op"] = comm::Name(ctx.op);
-  j["elapsed_s"] = ctx.elapsed.count() / 1000.0;
-  j["deadline_s"] = ctx.deadline.count() / 1000.0;
-  j["message"] = message.substr(0, message.find('\n'));
-  j["verdict"] = ctx.verdict;  // the flight recorder analyzer's one line
-  j["mismatch_class"] = ctx.mismatch_class;
-  j["report"] = ctx.report;
-  return j;
+FailureReport Failure(const char* kind, const comm::FailureContext& ctx, int64_t step,
+                      const std::string& message) {
+  FailureReport r;
+  r.kind = kind;
+  r.rank = ctx.rank;
+  r.step = step;
+  r.seq = ctx.seq;
+  r.op = comm::Name(ctx.op);
+  r.elapsed_s = ctx.elapsed.count() / 1000.0;
+  r.deadline_s = ctx.deadline.count() / 1000.0;
+  r.message = message.substr(0, message.find('\n'));
+  r.verdict = ctx.verdict;
+  r.mismatch_class = ctx.mismatch_class;
+  r.report = ctx.report;
+  return r;
 }
 
 // Out of band (no collective): mark this rank finished, then wait until
@@ -81,20 +81,19 @@ int RankMain(const launch::RankEnv& env, const Config& c, const HangOptions& o) 
       model.Apply(Eigen::Map<Eigen::VectorXd>(buf.data(), g.grad.size()) / comm->world_size());
     }
   } catch (const comm::DeadlineError& e) {
-    Emit(FailureJson("deadline", e.context(), step, e.what()));
+    Emit(Json(Failure("deadline", e.context(), step, e.what())));
     return 3;
   } catch (const comm::PeerError& e) {
-    Emit(FailureJson("peer", e.context(), step, e.what()));
+    Emit(Json(Failure("peer", e.context(), step, e.what())));
     return 3;
   }
   const int64_t collectives = comm->next_seq();
   comm->Finish();
-  Json j;
-  j["kind"] = "finished";
-  j["rank"] = env.rank;
-  j["steps"] = static_cast<long long>(step);
-  j["collectives"] = static_cast<long long>(collectives);
-  Emit(j);
+  FinishedReport finished;
+  finished.rank = env.rank;
+  finished.steps = step;
+  finished.collectives = collectives;
+  Emit(Json(finished));
   if (o.early == EarlyRanks::kWaitForJob) WaitForJobEnd(env);
   return 0;
 }
@@ -121,15 +120,21 @@ HangRun RunTrainingWorld(const Config& c, const HangOptions& o) {
   out.run = launch::SpawnRanks(
       c.world_size, [&](const launch::RankEnv& env) { return RankMain(env, c, o); }, so);
   for (const auto& rank : out.run.ranks) {
-    Json report;
+    out.finished.emplace_back();
+    out.failed.emplace_back();
     const auto pos = rank.stdout_text.rfind(kMarker);
     if (pos != std::string::npos) {
       const auto start = pos + sizeof(kMarker) - 1;
       const auto end = rank.stdout_text.find('\n', start);
-      report = results::ParseJson(rank.stdout_text.substr(
+      const Json line = results::ParseJson(rank.stdout_text.substr(
           start, end == std::string::npos ? std::string::npos : end - start));
+      // Its "kind" says which of the two reports the line is.
+      if (line.at("kind").get<std::string>() == "finished") {
+        out.finished.back() = line.get<FinishedReport>();
+      } else {
+        out.failed.back() = line.get<FailureReport>();
+      }
     }
-    out.reports.push_back(report);
     out.left_behind.push_back(Exists(rank.pid));
   }
   return out;

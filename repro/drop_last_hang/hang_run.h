@@ -15,6 +15,8 @@
 // are stopped; the whole world also has a deadline (the launcher's timeout).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,14 +41,39 @@ struct HangOptions {
   bool forward_signals = false;
 };
 
+// The report line of a rank that finished its epoch (kind "finished").
+struct FinishedReport {
+  std::string kind = "finished";
+  int rank = 0;
+  int64_t steps = 0;
+  int64_t collectives = 0;  // collectives it called
+};
+DDP_JSON_FIELDS(FinishedReport, kind, rank, steps, collectives)
+
+// The report line of a rank whose collective failed (kind "deadline" or
+// "peer").
+struct FailureReport {
+  std::string kind;
+  int rank = 0;
+  int64_t step = 0;  // the step it was in
+  int64_t seq = 0;   // the collective's sequence number
+  std::string op;
+  double elapsed_s = 0;
+  double deadline_s = 0;
+  std::string message;         // the error's first line
+  std::string verdict;         // the flight recorder analyzer's one line
+  std::string mismatch_class;  // "missing ranks", ...
+  std::string report;          // the desync report from every rank's dump
+};
+DDP_JSON_FIELDS(FailureReport, kind, rank, step, seq, op, elapsed_s, deadline_s, message, verdict,
+                mismatch_class, report)
+
 struct HangRun {
   launch::RunResult run;
-  // Per rank: the report line the rank printed (null when it printed none,
-  // e.g. killed while blocked). Objects with "kind": "finished" (steps,
-  // collectives), "deadline" or "peer" (step, seq, op, elapsed_s,
-  // deadline_s, message, verdict, mismatch_class, report: the desync report
-  // from every rank's flight recorder dump).
-  std::vector<results::Json> reports;
+  // Per rank: the report line the rank printed, in one of the two (neither
+  // when it printed none, e.g. killed while blocked).
+  std::vector<std::optional<FinishedReport>> finished;
+  std::vector<std::optional<FailureReport>> failed;
   // Per rank: whether its process (or process group) still exists after
   // the run returned.
   std::vector<bool> left_behind;

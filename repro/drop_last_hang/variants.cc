@@ -151,15 +151,13 @@ results::Record RunRow(const harness::CommonFlags& f, const Row& row) {
   rec.measured["processes_left"] = left;
   std::vector<int> finished;
   std::vector<int64_t> collectives;
-  const Json* failure = nullptr;  // the first failing rank's report
+  const FailureReport* failure = nullptr;  // the first failing rank's report
   for (int r = 0; r < c.world_size; ++r) {
-    const Json& rep = hr.reports[r];
-    if (rep.is_null()) continue;
-    if (rep.at("kind").get<std::string>() == "finished") {
+    if (hr.finished[r]) {
       finished.push_back(r);
-      collectives.push_back(static_cast<int64_t>(rep.at("collectives").get<double>()));
-    } else if (failure == nullptr || r == run.first_failed_rank) {
-      failure = &rep;
+      collectives.push_back(hr.finished[r]->collectives);
+    } else if (hr.failed[r] && (failure == nullptr || r == run.first_failed_rank)) {
+      failure = &*hr.failed[r];
     }
   }
   rec.measured["finished_ranks"] = RankList(finished);
@@ -181,21 +179,21 @@ results::Record RunRow(const harness::CommonFlags& f, const Row& row) {
     ok = run.timed_out() && run.ExitCode() == 124 && failure == nullptr &&
          finished == short_ranks && left == 0;
   } else if (failure != nullptr) {
-    const std::string kind = failure->at("kind").get<std::string>();
-    const int rank = static_cast<int>(failure->at("rank").get<double>());
-    const int64_t seq = static_cast<int64_t>(failure->at("seq").get<double>());
-    const double detect = failure->at("elapsed_s").get<double>();
-    const std::string report = failure->at("report").get<std::string>();
+    const std::string& kind = failure->kind;
+    const int rank = failure->rank;
+    const int64_t seq = failure->seq;
+    const double detect = failure->elapsed_s;
+    const std::string& report = failure->report;
     rec.measured["error"] = kind;
     rec.measured["failed_rank"] = rank;
-    rec.measured["blocked_step"] = failure->at("step").get<double>();
-    rec.measured["blocked_seq"] = static_cast<long long>(seq);
-    rec.measured["blocked_op"] = failure->at("op").get<std::string>();
+    rec.measured["blocked_step"] = failure->step;
+    rec.measured["blocked_seq"] = seq;
+    rec.measured["blocked_op"] = failure->op;
     rec.measured["detect_s"] = detect;
-    rec.measured["message"] = failure->at("message").get<std::string>();
-    const std::string verdict = failure->at("verdict").get<std::string>();
+    rec.measured["message"] = failure->message;
+    const std::string& verdict = failure->verdict;
     rec.measured["verdict"] = verdict;
-    rec.measured["mismatch_class"] = failure->at("mismatch_class").get<std::string>();
+    rec.measured["mismatch_class"] = failure->mismatch_class;
     Json positions = Json::array();
     for (const std::string& line : PositionLines(report)) positions.push_back(line);
     rec.measured["positions"] = positions;
@@ -217,7 +215,7 @@ results::Record RunRow(const harness::CommonFlags& f, const Row& row) {
     std::istringstream lines(report);
     for (std::string line; std::getline(lines, line);) std::fprintf(stderr, "    %s\n", line.c_str());
     const bool common = std::find(extra.begin(), extra.end(), rank) != extra.end() &&
-                        seq == min_steps && failure->at("step").get<double>() == min_steps &&
+                        seq == min_steps && failure->step == min_steps &&
                         finished == short_ranks && left == 0 && run.ExitCode() == 3;
     if (row.options.early == EarlyRanks::kExit && row.options.backend == "gloo") {
       // Gloo sees the closed connections: a PeerError well before the deadline.

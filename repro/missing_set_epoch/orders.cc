@@ -5,23 +5,6 @@
 
 namespace ddp::missing_set_epoch {
 
-results::Json OrderStats::ToJson() const {
-  results::Json j;
-  j["epochs"] = epochs;
-  j["coverage_mean"] = coverage_mean;
-  j["coverage_min"] = coverage_min;
-  j["coverage_max"] = coverage_max;
-  j["duplicates_mean"] = duplicates_mean;
-  j["duplicates_max"] = static_cast<long long>(duplicates_max);
-  j["missed_mean"] = missed_mean;
-  j["identical_min"] = identical_min;
-  j["identical_max"] = identical_max;
-  j["epoch_pairs"] = pairs;
-  j["matches_one_process"] = matches_one_process;
-  j["same_as_epoch0"] = same_as_epoch0;
-  return j;
-}
-
 OrderStats MeasureOrders(comm::Comm& comm, Mode mode, OrderConfig c, int64_t first_seed,
                          int seeds) {
   OrderStats s;
@@ -45,7 +28,7 @@ OrderStats MeasureOrders(comm::Comm& comm, Mode mode, OrderConfig c, int64_t fir
         const double same = IdenticalFraction(previous, global);
         s.identical_min = std::min(s.identical_min, same);
         s.identical_max = std::max(s.identical_max, same);
-        ++s.pairs;
+        ++s.epoch_pairs;
       } else {
         first = global;
       }

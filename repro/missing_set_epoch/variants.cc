@@ -13,6 +13,10 @@
 #include <cmath>
 #include <cstdio>
 #include <span>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "core/harness/error_record.h"
 #include "repro/missing_set_epoch/orders.h"
@@ -24,11 +28,42 @@ namespace {
 
 using results::Json;
 
-Json Array(const std::vector<double>& v) {
-  Json a = Json::array();
-  for (double x : v) a.push_back(x);
-  return a;
-}
+// One sampling mode's per-epoch curves, each the mean over the seeds.
+struct MeanCurves {
+  std::vector<double> test_accuracy;
+  std::vector<double> test_loss;
+  std::vector<double> train_loss;
+};
+DDP_JSON_FIELDS(MeanCurves, test_accuracy, test_loss, train_loss)
+
+// The MLP trained without set_epoch and with it (same data, init, seeds).
+struct TrainingResult {
+  // Every rank replayed its order without set_epoch / varied it with it.
+  bool same_order_every_epoch_all_ranks = false;
+  bool fixed_order_varies_all_ranks = false;
+  MeanCurves no_set_epoch;
+  MeanCurves set_epoch;
+  // Final accuracy and loss, without minus with set_epoch: mean over the
+  // seeds of the paired differences, and its standard error.
+  double final_accuracy_diff = 0;
+  double final_accuracy_diff_se = 0;
+  double final_loss_diff = 0;
+  double final_loss_diff_se = 0;
+};
+DDP_JSON_FIELDS(TrainingResult, same_order_every_epoch_all_ranks, fixed_order_varies_all_ranks,
+                no_set_epoch, set_epoch, final_accuracy_diff, final_accuracy_diff_se,
+                final_loss_diff, final_loss_diff_se)
+
+// What a world measured at one dataset size (rank 0's value is an array of
+// these, one per size).
+struct OrderRow {
+  int64_t n = 0;
+  OrderStats no_set_epoch;
+  OrderStats per_rank_seed;
+  // The training comparison: one entry at N = --n with --train, else none.
+  std::vector<TrainingResult> training;
+};
+DDP_JSON_FIELDS(OrderRow, n, no_set_epoch, per_rank_seed, training)
 
 // Per-epoch mean over seeds.
 std::vector<double> MeanCurve(const std::vector<std::vector<double>>& curves) {
@@ -50,7 +85,8 @@ std::pair<double, double> PairedDiff(const std::vector<double>& a, const std::ve
   return {mean, se};
 }
 
-Json TrainingJson(comm::Comm& comm, const TrainConfig& base, int64_t first_seed, int seeds) {
+TrainingResult Training(comm::Comm& comm, const TrainConfig& base, int64_t first_seed,
+                        int seeds) {
   std::vector<std::vector<double>> acc[2], loss[2], train[2];
   int same_order = 1, fixed_differs = 1;
   for (int k = 0; k < seeds; ++k) {
@@ -68,16 +104,14 @@ Json TrainingJson(comm::Comm& comm, const TrainConfig& base, int64_t first_seed,
   // Did every rank replay its order (and every rank vary it when fixed)?
   std::vector<int32_t> flags = {same_order, fixed_differs};
   comm.Allreduce(std::span<int32_t>(flags), comm::ReduceOp::kMin);
-  Json j;
-  j["same_order_every_epoch_all_ranks"] = flags[0] == 1;
-  j["fixed_order_varies_all_ranks"] = flags[1] == 1;
-  const char* names[2] = {"no_set_epoch", "set_epoch"};
+  TrainingResult t;
+  t.same_order_every_epoch_all_ranks = flags[0] == 1;
+  t.fixed_order_varies_all_ranks = flags[1] == 1;
+  MeanCurves* curves[2] = {&t.no_set_epoch, &t.set_epoch};
   for (int m = 0; m < 2; ++m) {
-    Json c;
-    c["test_accuracy"] = Array(MeanCurve(acc[m]));
-    c["test_loss"] = Array(MeanCurve(loss[m]));
-    c["train_loss"] = Array(MeanCurve(train[m]));
-    j[names[m]] = c;
+    curves[m]->test_accuracy = MeanCurve(acc[m]);
+    curves[m]->test_loss = MeanCurve(loss[m]);
+    curves[m]->train_loss = MeanCurve(train[m]);
   }
   std::vector<double> final_acc[2], final_loss[2];
   for (int m = 0; m < 2; ++m) {
@@ -86,28 +120,26 @@ Json TrainingJson(comm::Comm& comm, const TrainConfig& base, int64_t first_seed,
       final_loss[m].push_back(loss[m][k].back());
     }
   }
-  const auto [dacc, dacc_se] = PairedDiff(final_acc[0], final_acc[1]);
-  const auto [dloss, dloss_se] = PairedDiff(final_loss[0], final_loss[1]);
-  j["final_accuracy_diff"] = dacc;
-  j["final_accuracy_diff_se"] = dacc_se;
-  j["final_loss_diff"] = dloss;
-  j["final_loss_diff_se"] = dloss_se;
-  return j;
+  std::tie(t.final_accuracy_diff, t.final_accuracy_diff_se) =
+      PairedDiff(final_acc[0], final_acc[1]);
+  std::tie(t.final_loss_diff, t.final_loss_diff_se) = PairedDiff(final_loss[0], final_loss[1]);
+  return t;
 }
 
-Json RunWorldRows(comm::Comm& comm, const harness::CommonFlags& f, const PairOptions& o) {
-  Json rows = Json::array();
+std::vector<OrderRow> RunWorldRows(comm::Comm& comm, const harness::CommonFlags& f,
+                                   const PairOptions& o) {
+  std::vector<OrderRow> rows;
   for (int64_t n : DatasetSizes(f, o)) {
     OrderConfig c{.n = n, .world_size = comm.world_size(), .seed = f.seed, .epochs = o.epochs};
-    Json row;
-    row["n"] = static_cast<long long>(n);
-    row["no_set_epoch"] = MeasureOrders(comm, Mode::kNoSetEpoch, c, f.seed, f.seeds).ToJson();
-    row["per_rank_seed"] = MeasureOrders(comm, Mode::kPerRankSeed, c, f.seed, f.seeds).ToJson();
+    OrderRow row;
+    row.n = n;
+    row.no_set_epoch = MeasureOrders(comm, Mode::kNoSetEpoch, c, f.seed, f.seeds);
+    row.per_rank_seed = MeasureOrders(comm, Mode::kPerRankSeed, c, f.seed, f.seeds);
     if (o.train && n == f.n) {
       TrainConfig t;
       t.order = c;
       t.batch_size = f.batch_size;
-      row["training"] = TrainingJson(comm, t, f.seed, f.seeds);
+      row.training.push_back(Training(comm, t, f.seed, f.seeds));
     }
     rows.push_back(row);
   }
@@ -129,8 +161,6 @@ results::Record Base(const harness::CommonFlags& f, int w, int64_t n, const Pair
   return r;
 }
 
-double Get(const Json& j, const char* key) { return j.at(key).get<double>(); }
-
 }  // namespace
 
 std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairOptions& o) {
@@ -138,8 +168,10 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
   for (int w : WorldSizes(f, o)) {
     std::fprintf(stderr, "missing_set_epoch: W=%d, %d seeds x %d epochs...\n", w, f.seeds,
                  o.epochs);
-    const harness::WorldResult world =
-        harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return RunWorldRows(comm, f, o); });
+    const harness::WorldResult world = harness::RunWorld(
+        f.World(w), [&](comm::Comm& comm) { return Json(RunWorldRows(comm, f, o)); });
+    const std::vector<OrderRow> rows =
+        world.ok ? world.value.get<std::vector<OrderRow>>() : std::vector<OrderRow>{};
     const std::vector<int64_t> ns = DatasetSizes(f, o);
     for (std::size_t i = 0; i < ns.size(); ++i) {
       const int64_t n = ns[i];
@@ -148,62 +180,55 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
       for (const char* variant : variants) {
         results::Record rec = Base(f, w, n, o, variant);
         if (harness::KeptAsError(world, rec, records)) continue;
-        const Json& row = world.value[i];
+        const OrderRow& row = rows[i];
         const std::string v = variant;
         if (v == "no_set_epoch") {
-          const Json& s = row.at("no_set_epoch");
+          const OrderStats& s = row.no_set_epoch;
           rec.reference["identical_fraction"] = 1.0;
           rec.reference["padding_duplicates"] = static_cast<long long>(Padding(n, w));
-          rec.measured["identical_min"] = Get(s, "identical_min");
-          rec.measured["same_as_epoch0"] = Get(s, "same_as_epoch0");
-          rec.measured["epochs"] = Get(s, "epochs");
-          rec.measured["coverage_min"] = Get(s, "coverage_min");
-          rec.measured["duplicates_max"] = Get(s, "duplicates_max");
+          rec.measured["identical_min"] = s.identical_min;
+          rec.measured["same_as_epoch0"] = s.same_as_epoch0;
+          rec.measured["epochs"] = s.epochs;
+          rec.measured["coverage_min"] = s.coverage_min;
+          rec.measured["duplicates_max"] = s.duplicates_max;
           // The symptom at its size: every epoch is epoch 0, position for
           // position, and nothing else is wrong (full coverage, padding only).
-          const bool replay = Get(s, "identical_min") == 1.0 &&
-                              Get(s, "same_as_epoch0") == Get(s, "epochs") &&
-                              Get(s, "coverage_min") == 1.0 &&
-                              Get(s, "duplicates_max") == static_cast<double>(Padding(n, w));
+          const bool replay = s.identical_min == 1.0 && s.same_as_epoch0 == s.epochs &&
+                              s.coverage_min == 1.0 && s.duplicates_max == Padding(n, w);
           rec.verdict = replay ? results::Verdict::kReproduced : results::Verdict::kNotReproduced;
         } else if (v == "per_rank_seed") {
-          const Json& s = row.at("per_rank_seed");
+          const OrderStats& s = row.per_rank_seed;
           const double expected = ExpectedPerRankCoverage(n, w);
           const double tol = PerRankTolerance(n, w, f.seeds, o.epochs);
           rec.reference["expected_coverage"] = expected;
           rec.reference["closed_form"] = AsymptoticPerRankCoverage(w);
           rec.reference["tolerance"] = tol;
-          rec.measured["coverage_mean"] = Get(s, "coverage_mean");
-          rec.measured["coverage_min"] = Get(s, "coverage_min");
-          rec.measured["coverage_max"] = Get(s, "coverage_max");
-          rec.measured["duplicates_mean"] = Get(s, "duplicates_mean");
-          rec.measured["missed_mean"] = Get(s, "missed_mean");
-          const bool ok = std::fabs(Get(s, "coverage_mean") - expected) <= tol &&
-                          Get(s, "coverage_max") < 1.0;
+          rec.measured["coverage_mean"] = s.coverage_mean;
+          rec.measured["coverage_min"] = s.coverage_min;
+          rec.measured["coverage_max"] = s.coverage_max;
+          rec.measured["duplicates_mean"] = s.duplicates_mean;
+          rec.measured["missed_mean"] = s.missed_mean;
+          const bool ok = std::fabs(s.coverage_mean - expected) <= tol && s.coverage_max < 1.0;
           rec.verdict = ok ? results::Verdict::kReproduced : results::Verdict::kNotReproduced;
         } else {
-          const Json& t = row.at("training");
+          const TrainingResult& t = row.training.at(0);
           rec.config["model"] = "mlp";
           rec.config["batch_size"] = f.batch_size;
-          rec.reference["final_test_accuracy"] =
-              t.at("set_epoch").at("test_accuracy").back().get<double>();
-          rec.reference["final_test_loss"] =
-              t.at("set_epoch").at("test_loss").back().get<double>();
-          rec.measured["final_test_accuracy"] =
-              t.at("no_set_epoch").at("test_accuracy").back().get<double>();
-          rec.measured["final_test_loss"] =
-              t.at("no_set_epoch").at("test_loss").back().get<double>();
-          for (const char* key : {"final_accuracy_diff", "final_accuracy_diff_se",
-                                  "final_loss_diff", "final_loss_diff_se"}) {
-            rec.measured[key] = Get(t, key);
-          }
-          rec.measured["curves"] = t.at("no_set_epoch");
-          rec.reference["curves"] = t.at("set_epoch");
+          rec.reference["final_test_accuracy"] = t.set_epoch.test_accuracy.back();
+          rec.reference["final_test_loss"] = t.set_epoch.test_loss.back();
+          rec.measured["final_test_accuracy"] = t.no_set_epoch.test_accuracy.back();
+          rec.measured["final_test_loss"] = t.no_set_epoch.test_loss.back();
+          rec.measured["final_accuracy_diff"] = t.final_accuracy_diff;
+          rec.measured["final_accuracy_diff_se"] = t.final_accuracy_diff_se;
+          rec.measured["final_loss_diff"] = t.final_loss_diff;
+          rec.measured["final_loss_diff_se"] = t.final_loss_diff_se;
+          rec.measured["curves"] = t.no_set_epoch;
+          rec.reference["curves"] = t.set_epoch;
           // The verdict is about the mechanism (the order really replayed
           // inside training, on every rank, and varied when fixed); the
           // effect on the curves is measured, whatever its size.
-          const bool replayed = t.at("same_order_every_epoch_all_ranks").get<bool>() &&
-                                t.at("fixed_order_varies_all_ranks").get<bool>();
+          const bool replayed =
+              t.same_order_every_epoch_all_ranks && t.fixed_order_varies_all_ranks;
           rec.measured["order_replayed_in_training"] = replayed;
           rec.verdict = replayed ? results::Verdict::kReproduced : results::Verdict::kNotReproduced;
         }
