@@ -38,7 +38,7 @@ SeedStats Compare(const Vec& g, const Vec& truth, const Vec& predicted, int w, d
 Json GradWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags& p,
                const std::vector<VariantSpec>& variants) {
   const int w = comm.world_size();
-  Json out = Json::array();
+  std::vector<GradStats> out;
   for (LossKind loss : kLosses) {
     for (Layout layout : p.layouts) {
       if (!LayoutRuns(layout, w, f.batch_size)) continue;
@@ -64,30 +64,24 @@ Json GradWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags&
           stats.push_back(Compare(g, truth, predicted, w, objective));
         }
         if (comm.rank() != 0) continue;
-        Json j;
-        double rel = 0, scaled = 0, residual = 0, cosine = 1, gap = 0, max_abs = 0;
+        GradStats result;
+        result.min_cosine = 1;  // a minimum over the seeds; the others are maxima
         for (const SeedStats& s : stats) {
-          rel = std::max(rel, s.rel_error);
-          scaled = std::max(scaled, s.scaled_error);
-          residual = std::max(residual, s.residual);
-          cosine = std::min(cosine, s.cosine);
-          gap = std::max(gap, s.gap);
-          max_abs = std::max(max_abs, s.max_abs);
+          result.rel_error = std::max(result.rel_error, s.rel_error);
+          result.scaled_error = std::max(result.scaled_error, s.scaled_error);
+          result.best_scale_residual = std::max(result.best_scale_residual, s.residual);
+          result.min_cosine = std::min(result.min_cosine, s.cosine);
+          result.closed_form_gap = std::max(result.closed_form_gap, s.gap);
+          result.max_abs_grad = std::max(result.max_abs_grad, s.max_abs);
         }
-        j["rel_error"] = rel;
-        j["scaled_error"] = scaled;
-        j["best_scale_residual"] = residual;
-        j["min_cosine"] = cosine;
-        j["closed_form_gap"] = gap;
-        j["max_abs_grad"] = max_abs;
-        j["norm_ratio"] = stats[0].norm_ratio;
-        j["true_grad_norm"] = stats[0].true_norm;
-        j["objective"] = stats[0].objective;
-        out.push_back(j);
+        result.norm_ratio = stats[0].norm_ratio;
+        result.true_grad_norm = stats[0].true_norm;
+        result.objective = stats[0].objective;
+        out.push_back(result);
       }
     }
   }
-  return harness::BroadcastFromRankZero(comm, out);
+  return harness::BroadcastFromRankZero(comm, Json(out));
 }
 
 }  // namespace
@@ -119,17 +113,8 @@ std::vector<GradCheck> RunGradChecks(const harness::CommonFlags& f, const PairFl
           } else if (!world.value.is_array() || i >= world.value.size()) {
             c.error = "rank 0 returned fewer results than configurations";
           } else {
-            const Json& j = world.value[i++];
-            auto get = [&](const char* key) { return j.at(key).get<double>(); };
-            c.rel_error = get("rel_error");
-            c.scaled_error = get("scaled_error");
-            c.best_scale_residual = get("best_scale_residual");
-            c.min_cosine = get("min_cosine");
-            c.closed_form_gap = get("closed_form_gap");
-            c.max_abs_grad = get("max_abs_grad");
-            c.norm_ratio = get("norm_ratio");
-            c.true_grad_norm = get("true_grad_norm");
-            c.objective = get("objective");
+            GradStats& stats = c;  // its measured part
+            stats = world.value[i++].get<GradStats>();
           }
           checks.push_back(c);
         }

@@ -21,17 +21,10 @@
 
 namespace ddp::autograd_lost_gather {
 
-struct GradCheck {
-  std::string variant;
-  LossKind loss = LossKind::kGlobal;
-  int world_size = 0;
-  Layout layout = Layout::kEven;
-  std::vector<int64_t> counts;
-  int seeds = 0;
-  uint64_t first_seed = 0;
-  bool scale_by_world = false;
-  // Over the seeds (worst case), all relative to |g*| (L2 norms of the flat
-  // parameter gradient):
+// Rank 0's measurements of one configuration (a rank result: the world's
+// value lists them in run order). Over the seeds (worst case), all relative
+// to |g*| (L2 norms of the flat parameter gradient):
+struct GradStats {
   double rel_error = 0;            // max |g - g*| / |g*|
   double scaled_error = 0;         // max |W g - g*| / |g*|
   double best_scale_residual = 0;  // max min_c |c g - g*| / |g*| (c = g.g*/|g|^2)
@@ -41,7 +34,22 @@ struct GradCheck {
   double norm_ratio = 0;           // |g| / |g*| (first seed)
   double true_grad_norm = 0;       // |g*| (first seed)
   double objective = 0;            // full-batch objective (first seed)
-  std::string error;               // the world failed
+};
+DDP_JSON_FIELDS(GradStats, rel_error, scaled_error, best_scale_residual, min_cosine,
+                closed_form_gap, max_abs_grad, norm_ratio, true_grad_norm, objective)
+
+// One gradient check: its configuration, and what rank 0 measured (the
+// GradStats it is).
+struct GradCheck : GradStats {
+  std::string variant;
+  LossKind loss = LossKind::kGlobal;
+  int world_size = 0;
+  Layout layout = Layout::kEven;
+  std::vector<int64_t> counts;
+  int seeds = 0;
+  uint64_t first_seed = 0;
+  bool scale_by_world = false;
+  std::string error;  // the world failed (the measurements are then unset)
 };
 
 std::vector<GradCheck> RunGradChecks(const harness::CommonFlags& f, const PairFlags& p,

@@ -5,6 +5,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/exact/step_check.h"
@@ -24,27 +25,6 @@ double Distance(Encoder& a, Encoder& b) {
 
 std::span<const double> Span(const Vec& v) {
   return std::span<const double>(v.data(), static_cast<std::size_t>(v.size()));
-}
-
-Json CurveJson(const std::vector<CurvePoint>& curve) {
-  Json a = Json::array();
-  for (const CurvePoint& c : curve) {
-    Json j;
-    j["step"] = c.step;
-    j["loss"] = c.loss;
-    j["accuracy"] = c.accuracy;
-    a.push_back(j);
-  }
-  return a;
-}
-
-std::vector<CurvePoint> CurveFromJson(const Json& a) {
-  std::vector<CurvePoint> out;
-  for (const Json& j : a) {
-    out.push_back({static_cast<int>(j.at("step").get<double>()), j.at("loss").get<double>(),
-                   j.at("accuracy").get<double>()});
-  }
-  return out;
 }
 
 // One training configuration of a world: batch layout and length.
@@ -174,7 +154,7 @@ Json TrainWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags
   const int w = comm.world_size();
   const uint64_t seed = static_cast<uint64_t>(f.seed);
   const Batch held_out = MakeBatch(seed, kHeldOutStream, f.n, p.problem.task);
-  Json out = Json::array();
+  std::vector<TrainResult> out;
   for (const TrainCase& tc : cases) {
     const auto counts = Counts(tc.layout, w, tc.batch_size);
     const int64_t offset = Offsets(counts)[static_cast<std::size_t>(comm.rank())];
@@ -212,18 +192,19 @@ Json TrainWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags
                                    tc.grid ? nullptr : &held_out);
         }
         const double truth_norm = nn::FlattenValues(true_model->Params()).norm();
-        Json j;
-        j["curve"] = CurveJson(curve);
-        j["reference"] = CurveJson(true_curve);
-        j["step_check"] = judge->truth().ToJson();
-        j["closed_form_gap"] = judge->closed_form().worst("grad");
-        j["deviation"] = Distance(model, *true_model) / truth_norm;
-        j["param_change"] = Distance(model, initial) / nn::FlattenValues(initial.Params()).norm();
-        out.push_back(j);
+        TrainResult result;
+        result.curve = std::move(curve);
+        result.reference = true_curve;
+        result.step_check = judge->truth().ToJson();
+        result.closed_form_gap = judge->closed_form().worst("grad");
+        result.deviation = Distance(model, *true_model) / truth_norm;
+        result.param_change =
+            Distance(model, initial) / nn::FlattenValues(initial.Params()).norm();
+        out.push_back(result);
       }
     }
   }
-  return harness::BroadcastFromRankZero(comm, out);
+  return harness::BroadcastFromRankZero(comm, Json(out));
 }
 
 }  // namespace
@@ -274,14 +255,9 @@ std::vector<TrainRun> RunTraining(const harness::CommonFlags& f, const PairFlags
           } else if (!world.value.is_array() || i >= world.value.size()) {
             t.error = "rank 0 returned fewer results than configurations";
           } else {
-            const Json& j = world.value[i++];
-            t.curve = CurveFromJson(j.at("curve"));
-            t.reference = CurveFromJson(j.at("reference"));
-            t.step_check = j.at("step_check");
+            TrainResult& result = t;  // its measured part
+            result = world.value[i++].get<TrainResult>();
             t.grad_rel_err = exact::StepCheck::FromJson(t.step_check).worst("grad");
-            t.closed_form_gap = j.at("closed_form_gap").get<double>();
-            t.deviation = j.at("deviation").get<double>();
-            t.param_change = j.at("param_change").get<double>();
           }
           runs.push_back(t);
         }
@@ -322,10 +298,10 @@ results::Record TrainRecord(const TrainRun& t, const harness::CommonFlags& f, co
   if (!t.grid) {
     r.measured["final_loss"] = t.curve.back().loss;
     r.measured["final_accuracy"] = t.curve.back().accuracy;
-    r.measured["curve"] = CurveJson(t.curve);
+    r.measured["curve"] = t.curve;
     r.reference["final_loss"] = t.reference.back().loss;
     r.reference["final_accuracy"] = t.reference.back().accuracy;
-    r.reference["curve"] = CurveJson(t.reference);
+    r.reference["curve"] = t.reference;
     r.reference["accuracy_metric"] = t.loss == LossKind::kGlobal ? "roc_auc" : "top1_retrieval";
   }
   return r;

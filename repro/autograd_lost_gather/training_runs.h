@@ -27,13 +27,30 @@
 
 namespace ddp::autograd_lost_gather {
 
+// One point of a held-out curve.
 struct CurvePoint {
   int step = 0;
   double loss = 0;
   double accuracy = 0;
 };
+DDP_JSON_FIELDS(CurvePoint, step, loss, accuracy)
 
-struct TrainRun {
+// What rank 0 measures in one training run (a rank result: the world's
+// value lists them in run order).
+struct TrainResult {
+  std::vector<CurvePoint> curve;      // the engine run (rank 0's model)
+  std::vector<CurvePoint> reference;  // one process, true gradient, free-running
+  results::Json step_check;    // per step vs the true-gradient step (exact::StepCheck)
+  double closed_form_gap = 0;  // worst per-step gradient error vs the predicted mechanism
+  double deviation = 0;        // trajectory_rel_err: |theta - theta*| / |theta*|, free-running
+  double param_change = 0;     // |theta_end - theta_0| / |theta_0|
+};
+DDP_JSON_FIELDS(TrainResult, curve, reference, step_check, closed_form_gap, deviation,
+                param_change)
+
+// One training run: its configuration, and what rank 0 measured (the
+// TrainResult it is).
+struct TrainRun : TrainResult {
   std::string variant;
   LossKind loss = LossKind::kGlobal;
   int world_size = 0;
@@ -41,15 +58,9 @@ struct TrainRun {
   Layout layout = Layout::kEven;
   std::vector<int64_t> counts;
   int steps = 0;
-  bool grid = false;                  // a grid row (no held-out curves)
-  std::vector<CurvePoint> curve;      // the engine run (rank 0's model)
-  std::vector<CurvePoint> reference;  // one process, true gradient, free-running
-  results::Json step_check;    // per step vs the true-gradient step (exact::StepCheck)
-  double grad_rel_err = 0;     // its worst gradient error
-  double closed_form_gap = 0;  // worst per-step gradient error vs the predicted mechanism
-  double deviation = 0;        // trajectory_rel_err: |theta - theta*| / |theta*|, free-running
-  double param_change = 0;     // |theta_end - theta_0| / |theta_0|
-  std::string error;
+  bool grid = false;        // a grid row (no held-out curves)
+  double grad_rel_err = 0;  // step_check's worst gradient error
+  std::string error;        // the world failed (the measurements are then unset)
 };
 
 std::vector<TrainRun> RunTraining(const harness::CommonFlags& f, const PairFlags& p,
