@@ -160,7 +160,7 @@ def render(entry, records, named):
         if entry["render"] not in named:
             raise UsageError(f"{entry['readme']} {entry['id']}: no renderer {entry['render']!r} "
                              f"(known: {', '.join(sorted(named))})")
-        return named[entry["render"]](records)
+        return named[entry["render"]](select(records, entry.get("where", [])))
     return table(select(records, entry.get("where", [])), entry["columns"], entry.get("group_by", ""))
 
 
