@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# bench/regen.sh [padding|peers|profile|sync_bn|recorder|all] — regenerates the
+# bench/regen.sh [padding|peers|profile|sync_bn|recorder|all] [--no-tables] — regenerates the
 # committed benchmark JSON (results/bench_padding_w{2,4}.json,
 # results/bench_peers_w{2,4}.json, results/bench_torch_norm_split.json,
 # results/bench_profile_small.json, results/bench_cpu_split.json,
 # results/bench_padding_congestion_{bbr,cubic,cubic_piece4096KiB}.json,
 # results/bench_sync_bn.json, results/bench_recorder.json) and the README
 # tables made from them (bench/tables.py --update; the recorder's table by
-# bench/recorder/table.py --update).
+# bench/recorder/table.py --update). --no-tables: the JSON only (as
+# tools/regen_all.sh runs it, rewriting every table at its end: a README
+# rewritten mid-run would mark the later records +dirty).
 #
 # Timings are only worth committing from a quiet machine: before each run
 # the script waits until the 1-minute load average is below MAX_LOAD
@@ -22,12 +24,16 @@
 # and padding network namespaces (root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what="${1:-all}"
-case "$what" in
-  padding | peers | profile | sync_bn | recorder | all) ;;
-  *) echo "regen: unknown target '$what' (allowed: padding, peers, profile, sync_bn, recorder, all)" >&2
-     exit 2 ;;
-esac
+what=all
+tables=1
+for arg in "$@"; do
+  case "$arg" in
+    padding | peers | profile | sync_bn | recorder | all) what="$arg" ;;
+    --no-tables) tables=0 ;;
+    *) echo "regen: unknown argument '$arg' (allowed: padding, peers, profile, sync_bn, recorder, all, --no-tables)" >&2
+       exit 2 ;;
+  esac
+done
 source bench/quiet.sh  # wait_quiet regen
 
 bazel build -c opt //bench/padding //bench/peers //bench/peers:gather_loop //bench:sync_bn \
@@ -82,6 +88,12 @@ if [ "$what" = recorder ] || [ "$what" = all ]; then
   tmp="results/.bench_recorder.json.tmp"
   bazel-bin/bench/recorder/recorder --benchmark_out="$PWD/$tmp" --benchmark_out_format=json
   mv "$tmp" results/bench_recorder.json
+fi
+if [ "$tables" = 0 ]; then
+  echo "regen: done (--no-tables: README tables not rewritten)" >&2
+  exit 0
+fi
+if [ -f results/bench_recorder.json ]; then
   /usr/bin/python3 bench/recorder/table.py results/bench_recorder.json --update bench/README.md
 fi
 /usr/bin/python3 bench/tables.py --update

@@ -7,22 +7,30 @@
 #     ignored files): the records must carry the commit they name;
 #   - runs every step in a clean worktree of HEAD (git worktree add), so
 #     nothing uncommitted can leak in, and copies results/ back at the end;
-#   - waits for a quiet machine before every step, as bench/quiet.sh does
-#     (MAX_LOAD, WAIT_S, FORCE as there);
+#   - waits for a quiet machine (bench/quiet.sh: MAX_LOAD, WAIT_S, FORCE as
+#     there) before every step whose record holds times (marked timed: the
+#     benchmarks, the hang detection times, the PyTorch evidence); the other
+#     steps are correctness records, whose numbers do not depend on load, and
+#     start at once (the manifest says which waited);
+#   - rewrites no README until every record is written (a rewritten tracked
+#     file would mark the later records +dirty), then all tables at the end;
 #   - writes results/regen_manifest.json: commit, date, machine (host,
-#     kernel, CPU model, CPUs), and per step its command, the load at its
-#     start, its wall time in seconds and its exit status.
-# Steps: every pair record (the commands the pair READMEs name), bench/regen.sh
-# all, the PyTorch evidence (tools/vs_pytorch/run_all.sh, when its venv
-# exists), the pair README tables (analysis/pair_table.py --all) and the
-# report. --dry-run checks the tree and prints the steps without running
+#     kernel, CPU model, CPUs), and per step its command, whether it waited
+#     for quiet, the load at its start, its wall time in seconds and its
+#     exit status.
+# Steps: one build of every binary (opt for the benchmarks), every pair record
+# (the commands the pair READMEs name), bench/regen.sh all, ours and
+# PyTorch's checked-mode evidence (tools/vs_pytorch/run_all.sh, when its
+# venv exists), then the tables (bench, PyTorch, pair READMEs) and the report.
+# The worktree uses this checkout's user.bazelrc (e.g. a disk cache) when
+# there is one. --dry-run checks the tree and prints the steps without running
 # them. A failed step stops the run (exit 1); the manifest says which.
 # Takes hours on a 2-core machine (bench/regen.sh alone about 50 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
 dry=0
 only=""
 while [ $# -gt 0 ]; do
@@ -35,28 +43,31 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-# name|command (run from the worktree's root; records go to results/)
+# name|timed or -|command (run from the worktree's root; records go to results/)
 STEPS=(
-  "wrong_all_gather_repro|bazel run //repro/wrong_all_gather -- --sweep --json \$PWD/results/wrong_all_gather_repro.json"
-  "wrong_all_gather_fix|bazel run //fixes/wrong_all_gather -- --sweep --json \$PWD/results/wrong_all_gather_fix.json"
-  "mean_of_means_repro|bazel run //repro/mean_of_means -- --sweep --json \$PWD/results/mean_of_means_repro.json"
-  "mean_of_means_fix|bazel run //fixes/mean_of_means -- --sweep --json \$PWD/results/mean_of_means_fix.json"
-  "missing_set_epoch_repro|bazel run //repro/missing_set_epoch -- --json \$PWD/results/missing_set_epoch_repro.json"
-  "missing_set_epoch_fix|bazel run //fixes/missing_set_epoch -- --json \$PWD/results/missing_set_epoch_fix.json"
-  "missing_set_epoch_fix_sweep|bazel run //fixes/missing_set_epoch -- --sweep --json \$PWD/results/missing_set_epoch_fix_sweep.json"
-  "drop_last_hang_repro|bazel run //repro/drop_last_hang -- --json \$PWD/results/drop_last_hang_repro.json"
-  "drop_last_hang_fix|bazel run //fixes/drop_last_hang -- --json \$PWD/results/drop_last_hang_fix.json"
-  "drop_last_hang_fix_sweep|bazel run //fixes/drop_last_hang -- --sweep --json \$PWD/results/drop_last_hang_fix_sweep.json"
-  "small_batch_bn_repro|bazel run //repro/small_batch_bn -- --json \$PWD/results/small_batch_bn_repro.json"
-  "small_batch_bn_repro_sweep|bazel run //repro/small_batch_bn -- --sweep --json \$PWD/results/small_batch_bn_repro_sweep.json"
-  "small_batch_bn_fix|bazel run //fixes/small_batch_bn -- --json \$PWD/results/small_batch_bn_fix.json"
-  "small_batch_bn_fix_sweep|bazel run //fixes/small_batch_bn -- --sweep --json \$PWD/results/small_batch_bn_fix_sweep.json"
-  "autograd_lost_gather_repro|bazel run //repro/autograd_lost_gather -- --sweep --json \$PWD/results/autograd_lost_gather_repro.json"
-  "autograd_lost_gather_fix|bazel run //fixes/autograd_lost_gather -- --sweep --json \$PWD/results/autograd_lost_gather_fix.json"
-  "bench|bench/regen.sh all"
-  "vs_pytorch|tools/vs_pytorch/run_all.sh"
-  "pair_tables|python3 analysis/pair_table.py --all"
-  "report|bazel run //analysis:report -- --results results --out report --latex"
+  "build|-|bazel build //repro/... //fixes/... //tools/vs_pytorch/checked_vs_detail && bazel build -c opt //bench/padding //bench/peers //bench/peers:gather_loop //bench:sync_bn //bench/recorder"
+  "wrong_all_gather_repro|-|bazel run //repro/wrong_all_gather -- --sweep --json \$PWD/results/wrong_all_gather_repro.json"
+  "wrong_all_gather_fix|-|bazel run //fixes/wrong_all_gather -- --sweep --json \$PWD/results/wrong_all_gather_fix.json"
+  "mean_of_means_repro|-|bazel run //repro/mean_of_means -- --sweep --json \$PWD/results/mean_of_means_repro.json"
+  "mean_of_means_fix|-|bazel run //fixes/mean_of_means -- --sweep --json \$PWD/results/mean_of_means_fix.json"
+  "missing_set_epoch_repro|-|bazel run //repro/missing_set_epoch -- --json \$PWD/results/missing_set_epoch_repro.json"
+  "missing_set_epoch_fix|-|bazel run //fixes/missing_set_epoch -- --json \$PWD/results/missing_set_epoch_fix.json"
+  "missing_set_epoch_fix_sweep|-|bazel run //fixes/missing_set_epoch -- --sweep --json \$PWD/results/missing_set_epoch_fix_sweep.json"
+  "small_batch_bn_repro_sweep|-|bazel run //repro/small_batch_bn -- --sweep --json \$PWD/results/small_batch_bn_repro_sweep.json"
+  "small_batch_bn_fix|-|bazel run //fixes/small_batch_bn -- --json \$PWD/results/small_batch_bn_fix.json"
+  "small_batch_bn_fix_sweep|-|bazel run //fixes/small_batch_bn -- --sweep --json \$PWD/results/small_batch_bn_fix_sweep.json"
+  "autograd_lost_gather_repro|-|bazel run //repro/autograd_lost_gather -- --sweep --json \$PWD/results/autograd_lost_gather_repro.json"
+  "autograd_lost_gather_fix|-|bazel run //fixes/autograd_lost_gather -- --sweep --json \$PWD/results/autograd_lost_gather_fix.json"
+  "drop_last_hang_repro|timed|bazel run //repro/drop_last_hang -- --json \$PWD/results/drop_last_hang_repro.json"
+  "drop_last_hang_fix|timed|bazel run //fixes/drop_last_hang -- --json \$PWD/results/drop_last_hang_fix.json"
+  "drop_last_hang_fix_sweep|timed|bazel run //fixes/drop_last_hang -- --sweep --json \$PWD/results/drop_last_hang_fix_sweep.json"
+  "checked_mode|timed|bazel run //tools/vs_pytorch/checked_vs_detail -- --json \$PWD/results/vs_pytorch/checked_mode.json"
+  "bench|timed|bench/regen.sh all --no-tables"
+  "vs_pytorch|timed|tools/vs_pytorch/run_all.sh --no-tables"
+  "bench_tables|-|/usr/bin/python3 bench/recorder/table.py results/bench_recorder.json --update bench/README.md && /usr/bin/python3 bench/tables.py --update"
+  "vs_pytorch_tables|-|tools/vs_pytorch/run_all.sh --tables"
+  "pair_tables|-|python3 analysis/pair_table.py --all"
+  "report|-|bazel run //analysis:report -- --results results --out report --latex"
 )
 
 dirty="$(git status --porcelain --untracked-files=normal)"
@@ -79,7 +90,8 @@ if [ "$dry" = 1 ]; then
   echo "regen_all: tree clean at $commit; would run in a worktree of it:"
   for s in "${STEPS[@]}"; do
     n="${s%%|*}"
-    [[ " ${names[*]} " == *" $n "* ]] && echo "  $n: ${s#*|}"
+    rest="${s#*|}"
+    [[ " ${names[*]} " == *" $n "* ]] && echo "  $n${rest%%|*}: ${rest#*|}" | sed 's/^\(  [a-z0-9_]*\)-:/\1:/; s/^\(  [a-z0-9_]*\)timed:/\1 (timed: waits for quiet):/' 
   done
   exit 0
 fi
@@ -87,27 +99,31 @@ fi
 source bench/quiet.sh  # wait_quiet
 work="$(mktemp -d "${TMPDIR:-/tmp}/regen-${commit:0:12}-XXXX")"
 git worktree add --detach "$work/tree" "$commit" >/dev/null
+# Local Bazel settings (a disk cache) are ignored files: the worktree lacks them.
+[ -f user.bazelrc ] && cp user.bazelrc "$work/tree/user.bazelrc"
 cleanup() { git -C "$root" worktree remove --force "$work/tree" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 manifest="$work/steps.jsonl"
 : > "$manifest"
 status=0
 for s in "${STEPS[@]}"; do
-  n="${s%%|*}" cmd="${s#*|}"
+  n="${s%%|*}" rest="${s#*|}"
+  timed="${rest%%|*}" cmd="${rest#*|}"
   [[ " ${names[*]} " == *" $n "* ]] || continue
   if [ "$n" = vs_pytorch ] && [ ! -x "$root/.venv-torch2.15/bin/python" ]; then
     printf '{"step": "%s", "skipped": "no .venv-torch2.15 (tools/setup.sh --torch2.15)"}\n' "$n" >> "$manifest"
     continue
   fi
-  wait_quiet "regen_all $n"
+  if [ "$timed" = timed ]; then wait_quiet "regen_all $n"; fi
   load="$(cut -d' ' -f1-3 /proc/loadavg)"
   start="$(date +%s.%N)"
   rc=0
   (cd "$work/tree" && ln -sfn "$root/.venv-torch2.15" .venv-torch2.15 2>/dev/null; eval "$cmd") || rc=$?
   secs="$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
   python3 -c 'import json, sys; print(json.dumps({"step": sys.argv[1], "command": sys.argv[2],
-    "load_at_start": sys.argv[3], "seconds": float(sys.argv[4]), "exit": int(sys.argv[5])}))' \
-    "$n" "$cmd" "$load" "$secs" "$rc" >> "$manifest"
+    "waited_for_quiet": sys.argv[6] == "timed", "load_at_start": sys.argv[3],
+    "seconds": float(sys.argv[4]), "exit": int(sys.argv[5])}))' \
+    "$n" "$cmd" "$load" "$secs" "$rc" "$timed" >> "$manifest"
   if [ "$rc" != 0 ]; then echo "regen_all: step $n failed (exit $rc)" >&2; status=1; break; fi
 done
 python3 - "$manifest" "$commit" "$work/tree/results/regen_manifest.json" <<'PY'

@@ -6,6 +6,8 @@
 #   tools/vs_pytorch/run_all.sh                    # every script, 1.13 and 2.15, then tables
 #   tools/vs_pytorch/run_all.sh --versions 2.15 --only torch_debug_detail
 #   tools/vs_pytorch/run_all.sh --tables           # only rewrite the README tables
+#   tools/vs_pytorch/run_all.sh --no-tables        # only the records (tools/regen_all.sh:
+#                                                  # a rewritten README would mark later records +dirty)
 #
 # Records: results/vs_pytorch/NAME.torchVERSION.json. Interpreters: 1.13 is
 # /usr/bin/python3 (Debian's python3-torch: tools/setup.sh --dev), 2.15 is
@@ -17,18 +19,20 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 
 versions="1.13,2.15"
 only=""
 tables_only=0
+no_tables=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --versions) versions="${2:?--versions needs a value}"; shift 2 ;;
     --only) only="${2:?--only needs a value}"; shift 2 ;;
     --tables) tables_only=1; shift ;;
+    --no-tables) no_tables=1; shift ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "run_all.sh: unknown argument '$1' (allowed: --versions 1.13,2.15, --only NAME,..., --tables, --help)" >&2
+    *) echo "run_all.sh: unknown argument '$1' (allowed: --versions 1.13,2.15, --only NAME,..., --tables, --no-tables, --help)" >&2
        exit 2 ;;
   esac
 done
@@ -77,6 +81,12 @@ if [ "$tables_only" = 0 ]; then
     done
   done
 fi
+
+if [ "$tables_only" = 1 ] && [ "$no_tables" = 1 ]; then
+  echo "run_all.sh: --tables and --no-tables together do nothing" >&2
+  exit 2
+fi
+[ "$no_tables" = 1 ] && exit 0
 
 # README tables from whatever records exist, older version first.
 for row in "${scripts[@]}"; do
