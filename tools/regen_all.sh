@@ -24,13 +24,15 @@
 # venv exists), then the tables (bench, PyTorch, pair READMEs) and the report.
 # The worktree uses this checkout's user.bazelrc (e.g. a disk cache) when
 # there is one. --dry-run checks the tree and prints the steps without running
-# them. A failed step stops the run (exit 1); the manifest says which.
+# them. A failed step stops the run (exit 1); the manifest says which. The
+# records made before a failure or an interruption (Ctrl-C: exit 130,
+# SIGTERM: 143) are copied back, never lost with the worktree.
 # Takes hours on a 2-core machine (bench/regen.sh alone about 50 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^[^#]/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
 dry=0
 only=""
 while [ $# -gt 0 ]; do
@@ -86,6 +88,32 @@ if [ -n "$only" ] && [ "${#names[@]}" -eq 0 ]; then
   echo "regen_all: --only names no step (allowed: $(printf '%s ' "${STEPS[@]%%|*}"))" >&2
   exit 2
 fi
+# What the selected steps need, checked before hours are spent: a run that
+# stops at the bench step after the pair records loses nothing, but the
+# missing piece is better named now.
+problems=()
+want() { [[ " ${names[*]} " == *" $1 "* ]]; }
+if want vs_pytorch || want report; then
+  /usr/bin/python3 -c 'import torch, matplotlib' 2>/dev/null ||
+    problems+=("/usr/bin/python3 lacks torch 1.13 or matplotlib (tools/setup.sh --dev)")
+fi
+if want vs_pytorch && [ ! -x .venv-torch2.15/bin/python ]; then
+  echo "regen_all: no .venv-torch2.15: the vs_pytorch step will be skipped (tools/setup.sh --torch2.15)" >&2
+fi
+if want bench; then
+  if [ "$(id -u)" != 0 ] || ! unshare -n true 2>/dev/null; then
+    problems+=("bench: needs root and unshare -n (bench/padding/congestion.sh)")
+  fi
+  allowed=" $(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control 2>/dev/null) "
+  for cc in bbr cubic; do
+    [[ "$allowed" == *" $cc "* ]] || problems+=("bench: congestion control $cc not allowed in a namespace (bench/padding/congestion.sh names the sysctl)")
+  done
+fi
+if [ "${#problems[@]}" -gt 0 ]; then
+  printf 'regen_all: cannot run the selected steps here:\n' >&2
+  printf '  %s\n' "${problems[@]}" >&2
+  exit 1
+fi
 if [ "$dry" = 1 ]; then
   echo "regen_all: tree clean at $commit; would run in a worktree of it:"
   for s in "${STEPS[@]}"; do
@@ -101,8 +129,28 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/regen-${commit:0:12}-XXXX")"
 git worktree add --detach "$work/tree" "$commit" >/dev/null
 # Local Bazel settings (a disk cache) are ignored files: the worktree lacks them.
 [ -f user.bazelrc ] && cp user.bazelrc "$work/tree/user.bazelrc"
-cleanup() { git -C "$root" worktree remove --force "$work/tree" >/dev/null 2>&1 || true; }
+# The worktree's results/ and the READMEs whose tables it rewrote come back,
+# also when a step failed or the run was interrupted: the records made before
+# that are kept, not removed with the worktree (each names its commit).
+copied=0
+copy_back() {
+  [ "$copied" = 1 ] && return
+  copied=1
+  mkdir -p "$root/results"
+  # A step's half-written file (results/.NAME.tmp) is not a record.
+  find "$work/tree/results" -name '.*.tmp' -delete 2>/dev/null || true
+  cp -a "$work/tree/results/." "$root/results/"
+  (cd "$work/tree" && git status --porcelain --untracked-files=no | awk '{print $2}' |
+    grep -v '^results/' || true) |
+    while read -r f; do if [ -f "$work/tree/$f" ]; then cp "$work/tree/$f" "$root/$f"; fi; done
+}
+cleanup() {
+  copy_back || echo "regen_all: copying results back from $work/tree failed" >&2
+  git -C "$root" worktree remove --force "$work/tree" >/dev/null 2>&1 || true
+}
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 manifest="$work/steps.jsonl"
 : > "$manifest"
 status=0
@@ -137,9 +185,6 @@ with open(sys.argv[3], "w") as f:
     json.dump(doc, f, indent=1)
     f.write("\n")
 PY
-# The worktree's results/ and the READMEs whose tables it rewrote come back.
-rsync -a "$work/tree/results/" "$root/results/"
-(cd "$work/tree" && git status --porcelain | awk '{print $2}' | grep -v '^results/' || true) |
-  while read -r f; do [ -f "$work/tree/$f" ] && cp "$work/tree/$f" "$root/$f"; done
+copy_back
 echo "regen_all: manifest results/regen_manifest.json (commit ${commit:0:12})"
 exit "$status"

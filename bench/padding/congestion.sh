@@ -10,7 +10,8 @@
 # Each run gets a network namespace of its own (unshare -n, loopback up) and
 # sets net.ipv4.tcp_congestion_control there only: the machine's setting is
 # never touched. Needs root (unshare, sysctl in the namespace) and the
-# congestion controls in net.ipv4.tcp_available_congestion_control.
+# congestion controls in net.ipv4.tcp_available_congestion_control and in
+# net.ipv4.tcp_allowed_congestion_control (which a namespace may choose).
 #
 #   bench/padding/congestion.sh [CC[:PIECE_KIB] ...]
 #
@@ -46,6 +47,20 @@ if [ "$(id -u)" != 0 ] || ! unshare -n true 2>/dev/null; then
   echo "congestion: needs root and unshare -n (a network namespace per run)" >&2
   exit 1
 fi
+# Linux lets a namespace other than the first choose only the congestion
+# controls in net.ipv4.tcp_allowed_congestion_control (any other: EPERM,
+# even for root); that list is the machine's, so say so rather than set it.
+allowed="$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control 2>/dev/null || true)"
+for run in "${runs[@]}"; do
+  cc="${run%%:*}"
+  case " $allowed " in
+    *" $cc "*) ;;
+    *) echo "congestion: '$cc' is available but not allowed in a network namespace" \
+            "(net.ipv4.tcp_allowed_congestion_control = $allowed); to allow it for this" \
+            "machine: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"$allowed $cc\"" >&2
+       exit 1 ;;
+  esac
+done
 source bench/quiet.sh  # wait_quiet: one run's own load must not start the next
 bazel build -c opt //bench/padding
 bin="$PWD/bazel-bin/bench/padding/padding"
