@@ -149,8 +149,20 @@ cleanup() {
   git -C "$root" worktree remove --force "$work/tree" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# A signal ends the running step too (bash would run the trap only after it):
+# the step runs in the background and the trap stops it.
+step_pid=""
+stop() {
+  if [ -n "$step_pid" ]; then
+    pkill -TERM -P "$step_pid" 2>/dev/null || true
+    kill -TERM "$step_pid" 2>/dev/null || true
+    wait "$step_pid" 2>/dev/null || true
+  fi
+  echo "regen_all: interrupted; the records made so far are copied back" >&2
+  exit "$1"
+}
+trap 'stop 130' INT
+trap 'stop 143' TERM
 manifest="$work/steps.jsonl"
 : > "$manifest"
 status=0
@@ -166,7 +178,10 @@ for s in "${STEPS[@]}"; do
   load="$(cut -d' ' -f1-3 /proc/loadavg)"
   start="$(date +%s.%N)"
   rc=0
-  (cd "$work/tree" && ln -sfn "$root/.venv-torch2.15" .venv-torch2.15 2>/dev/null; eval "$cmd") || rc=$?
+  (cd "$work/tree" && ln -sfn "$root/.venv-torch2.15" .venv-torch2.15 2>/dev/null; eval "$cmd") &
+  step_pid=$!
+  wait "$step_pid" || rc=$?
+  step_pid=""
   secs="$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
   python3 -c 'import json, sys; print(json.dumps({"step": sys.argv[1], "command": sys.argv[2],
     "waited_for_quiet": sys.argv[6] == "timed", "load_at_start": sys.argv[3],
