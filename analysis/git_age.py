@@ -87,11 +87,16 @@ def manifest_sentence(results_dir):
         ran = [s for s in steps if "seconds" in s]
         failed = [s["step"] for s in ran if s.get("exit") != 0]
         skipped = [s["step"] for s in steps if "skipped" in s]
-        text = (f"`tools/regen_all.sh` regenerated them at {str(doc['commit'])[:12]} on "
+        interrupted = [s["step"] for s in steps if "interrupted" in s]
+        not_run = [s["step"] for s in steps if "not_run" in s]
+        some = "some of them" if interrupted or not_run or failed else "them"
+        text = (f"`tools/regen_all.sh` regenerated {some} at {str(doc['commit'])[:12]} on "
                 f"{str(doc['date'])[:10]} ({len(ran)} steps, {sum(s['seconds'] for s in ran) / 60:.0f} "
                 f"minutes on {doc['machine']['cpus']} CPUs")
         text += f"; failed: {', '.join(failed)}" if failed else ""
         text += f"; skipped: {', '.join(skipped)}" if skipped else ""
+        text += f"; interrupted: {', '.join(interrupted)}" if interrupted else ""
+        text += (f"; not run, so older records remain: {', '.join(not_run)}" if not_run else "")
         return text + f"; every step in {MANIFEST}). "
     except (OSError, ValueError, KeyError, TypeError) as e:
         return f"{MANIFEST} is unreadable ({type(e).__name__}: {e}). "
