@@ -127,15 +127,34 @@ fi
 source bench/quiet.sh  # wait_quiet
 work="$(mktemp -d "${TMPDIR:-/tmp}/regen-${commit:0:12}-XXXX")"
 git worktree add --detach "$work/tree" "$commit" >/dev/null
+manifest="$work/steps.jsonl"
+: > "$manifest"
 # Local Bazel settings (a disk cache) are ignored files: the worktree lacks them.
 [ -f user.bazelrc ] && cp user.bazelrc "$work/tree/user.bazelrc"
 # The worktree's results/ and the READMEs whose tables it rewrote come back,
 # also when a step failed or the run was interrupted: the records made before
 # that are kept, not removed with the worktree (each names its commit).
+write_manifest() {  # the steps run so far, also after a failure or a signal
+  python3 - "$manifest" "$commit" "$work/tree/results/regen_manifest.json" "$1" <<'PY'
+import json, os, platform, sys, datetime
+steps = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+doc = {"commit": sys.argv[2], "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+       "machine": {"host": platform.node(), "kernel": platform.release(), "cpu": cpu,
+                   "cpus": os.cpu_count()}, "steps": steps}
+if sys.argv[4]:
+    doc["steps"].append({"step": sys.argv[4], "interrupted": "stopped by a signal"})
+with open(sys.argv[3], "w") as f:
+    json.dump(doc, f, indent=1)
+    f.write("\n")
+PY
+}
 copied=0
+current=""
 copy_back() {
   [ "$copied" = 1 ] && return
   copied=1
+  [ -f "$manifest" ] && write_manifest "$current"
   mkdir -p "$root/results"
   # A step's half-written file (results/.NAME.tmp) is not a record.
   find "$work/tree/results" -name '.*.tmp' -delete 2>/dev/null || true
@@ -152,10 +171,14 @@ trap cleanup EXIT
 # A signal ends the running step too (bash would run the trap only after it):
 # the step runs in the background and the trap stops it.
 step_pid=""
+kill_tree() {  # a step's every descendant (a pair binary's ranks too)
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill -TERM "$1" 2>/dev/null || true
+}
 stop() {
   if [ -n "$step_pid" ]; then
-    pkill -TERM -P "$step_pid" 2>/dev/null || true
-    kill -TERM "$step_pid" 2>/dev/null || true
+    kill_tree "$step_pid"
     wait "$step_pid" 2>/dev/null || true
   fi
   echo "regen_all: interrupted; the records made so far are copied back" >&2
@@ -163,8 +186,6 @@ stop() {
 }
 trap 'stop 130' INT
 trap 'stop 143' TERM
-manifest="$work/steps.jsonl"
-: > "$manifest"
 status=0
 for s in "${STEPS[@]}"; do
   n="${s%%|*}" rest="${s#*|}"
@@ -175,6 +196,7 @@ for s in "${STEPS[@]}"; do
     continue
   fi
   if [ "$timed" = timed ]; then wait_quiet "regen_all $n"; fi
+  current="$n"
   load="$(cut -d' ' -f1-3 /proc/loadavg)"
   start="$(date +%s.%N)"
   rc=0
@@ -182,6 +204,7 @@ for s in "${STEPS[@]}"; do
   step_pid=$!
   wait "$step_pid" || rc=$?
   step_pid=""
+  current=""
   secs="$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')"
   python3 -c 'import json, sys; print(json.dumps({"step": sys.argv[1], "command": sys.argv[2],
     "waited_for_quiet": sys.argv[6] == "timed", "load_at_start": sys.argv[3],
@@ -189,17 +212,6 @@ for s in "${STEPS[@]}"; do
     "$n" "$cmd" "$load" "$secs" "$rc" "$timed" >> "$manifest"
   if [ "$rc" != 0 ]; then echo "regen_all: step $n failed (exit $rc)" >&2; status=1; break; fi
 done
-python3 - "$manifest" "$commit" "$work/tree/results/regen_manifest.json" <<'PY'
-import json, os, platform, sys, datetime
-steps = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-doc = {"commit": sys.argv[2], "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-       "machine": {"host": platform.node(), "kernel": platform.release(), "cpu": cpu,
-                   "cpus": os.cpu_count()}, "steps": steps}
-with open(sys.argv[3], "w") as f:
-    json.dump(doc, f, indent=1)
-    f.write("\n")
-PY
 copy_back
 echo "regen_all: manifest results/regen_manifest.json (commit ${commit:0:12})"
 exit "$status"
