@@ -171,14 +171,27 @@ trap cleanup EXIT
 # A signal ends the running step too (bash would run the trap only after it):
 # the step runs in the background and the trap stops it.
 step_pid=""
-kill_tree() {  # a step's every descendant (a pair binary's ranks too)
+tree_pids() {  # a step's every descendant (a pair binary's ranks too), itself last
   local child
-  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
-  kill -TERM "$1" 2>/dev/null || true
+  for child in $(pgrep -P "$1" 2>/dev/null); do tree_pids "$child"; done
+  echo "$1"
 }
 stop() {
   if [ -n "$step_pid" ]; then
-    kill_tree "$step_pid"
+    # Listed before the signal: a rank whose parent ends is re-parented and
+    # could no longer be found. TERM first (a pair binary stops its ranks),
+    # KILL for whatever is left after 5 s (a rank in a Gloo wait may not end).
+    local pids
+    pids="$(tree_pids "$step_pid")"
+    kill -TERM $pids 2>/dev/null || true
+    local pid alive
+    for _ in $(seq 50); do
+      alive=0
+      for pid in $pids; do kill -0 "$pid" 2>/dev/null && alive=1; done
+      [ "$alive" = 0 ] && break
+      sleep 0.1
+    done
+    kill -KILL $pids 2>/dev/null || true
     wait "$step_pid" 2>/dev/null || true
   fi
   echo "regen_all: interrupted; the records made so far are copied back" >&2
