@@ -86,7 +86,17 @@ fi
 if [ "$what" = recorder ] || [ "$what" = all ]; then
   wait_quiet regen
   tmp="results/.bench_recorder.json.tmp"
-  bazel-bin/bench/recorder/recorder --benchmark_out="$PWD/$tmp" --benchmark_out_format=json
+  # Exit 1 means the recorder's cost exceeded its limit (--limit_ns): a
+  # finding, kept in the record (within_limit false) and in the table
+  # (EXCEEDED), not a reason to discard the record. Any other failure (no
+  # file, another exit status) still stops the script.
+  rc=0
+  bazel-bin/bench/recorder/recorder --benchmark_out="$PWD/$tmp" --benchmark_out_format=json || rc=$?
+  if [ "$rc" != 0 ] && { [ "$rc" != 1 ] || [ ! -s "$tmp" ]; }; then
+    echo "regen: bench/recorder failed (exit $rc)" >&2
+    exit 1
+  fi
+  [ "$rc" = 1 ] && echo "regen: bench/recorder exceeded its limit; the record says within_limit false" >&2
   mv "$tmp" results/bench_recorder.json
 fi
 if [ "$tables" = 0 ]; then

@@ -152,7 +152,9 @@ PY
 copied=0
 current=""
 copy_back() {
-  [ "$copied" = 1 ] && return
+  # return 0: a bare return in the EXIT trap would return the status of the
+  # exit that ran the trap, and cleanup would report a failed copy.
+  [ "$copied" = 1 ] && return 0
   copied=1
   [ -f "$manifest" ] && write_manifest "$current"
   mkdir -p "$root/results"
