@@ -34,11 +34,12 @@ def _repo(results_dir):
 
 def code_paths(names):
     """Changed files -> their folders two deep ("repro/small_batch_bn"), or the
-    file itself at the top ("README.md"), outputs left out."""
+    file itself at the top ("BUILD"), outputs and prose (*.md) left out: a
+    rewritten README reading changes no number a record holds."""
     paths = set()
     for name in names:
         parts = name.split("/")
-        if parts[0] in NOT_CODE:
+        if parts[0] in NOT_CODE or name.endswith(".md"):
             continue
         paths.add("/".join(parts[:2]) if len(parts) > 2 else
                   (parts[0] if len(parts) == 2 else name))
@@ -67,11 +68,15 @@ def sentence(commits, results_dir):
         text += f" ({len(unknown)} commit(s) not in this checkout: {', '.join(unknown)})"
     if counts:
         oldest = max(counts, key=counts.get)
-        changed = code_paths((_git(repo, "diff", "--name-only", oldest, "HEAD") or "").split())
+        names = (_git(repo, "diff", "--name-only", oldest, "HEAD") or "").split()
+        changed = code_paths(names)
+        prose = [n for n in names if n.endswith(".md") and n.split("/")[0] not in NOT_CODE]
         shown = ", ".join(changed[:MAX_PATHS]) + (
             f" and {len(changed) - MAX_PATHS} more" if len(changed) > MAX_PATHS else "")
         text += (f"; code paths changed since {oldest[:12]}: {shown}" if changed else
                  f"; no code changed since {oldest[:12]} (only records and reports)")
+        if prose:
+            text += f"; {len(prose)} prose file(s) (*.md) changed too"
     return text
 
 

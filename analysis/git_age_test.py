@@ -70,8 +70,9 @@ def main():
         os.environ.pop("BUILD_WORKSPACE_DIRECTORY", None)
         expect("unknown" in git_age.sentence({"abc"}, bare), "outside a checkout")
 
-    expect(git_age.code_paths(["README.md", "bench/x.py", "core/a/b.cc", "results/x.json",
-                               "report/report.md"]) == ["README.md", "bench", "core/a"],
+    expect(git_age.code_paths(["README.md", "BUILD", "bench/x.py", "bench/padding/README.md",
+                               "core/a/b.cc", "results/x.json", "report/report.md"])
+           == ["BUILD", "bench", "core/a"],
            "code_paths")
     for f in failures:
         print("FAIL:", f)
