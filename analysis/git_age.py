@@ -102,6 +102,11 @@ def manifest_sentence(results_dir):
         text += f"; skipped: {', '.join(skipped)}" if skipped else ""
         text += f"; interrupted: {', '.join(interrupted)}" if interrupted else ""
         text += (f"; not run, so older records remain: {', '.join(not_run)}" if not_run else "")
+        # A run that was finished by hand or resumed with --only is several
+        # invocations at one commit; the reader must see that, not one run.
+        runs = doc.get("runs") or []
+        if len(runs) > 1:
+            text += f"; in {len(runs)} runs: " + "; ".join(str(r["command"]) for r in runs)
         return text + f"; every step in {MANIFEST}). "
     except (OSError, ValueError, KeyError, TypeError) as e:
         return f"{MANIFEST} is unreadable ({type(e).__name__}: {e}). "

@@ -65,6 +65,14 @@ def main():
         text = git_age.manifest_sentence(os.path.join(repo, "results"))
         expect(a[:12] in text and "3 minutes" in text and "failed: y" in text
                and "skipped: vs_pytorch" in text, f"manifest: {text}")
+        expect("runs" not in text, f"one run reported as several: {text}")
+        write(repo, "results/" + git_age.MANIFEST, json.dumps(
+            {"commit": a, "date": "2026-11-26T10:00:00+00:00", "machine": {"cpus": 2},
+             "steps": [{"step": "x", "seconds": 120.0, "exit": 0}],
+             "runs": [{"command": "tools/regen_all.sh", "steps": ["x"]},
+                      {"command": "step y by hand", "steps": ["y"]}]}))
+        text = git_age.manifest_sentence(os.path.join(repo, "results"))
+        expect("in 2 runs: tools/regen_all.sh; step y by hand" in text, f"runs: {text}")
 
     with tempfile.TemporaryDirectory() as bare:
         os.environ.pop("BUILD_WORKSPACE_DIRECTORY", None)
