@@ -17,7 +17,9 @@
 #   - writes results/regen_manifest.json: commit, date, machine (host,
 #     kernel, CPU model, CPUs), and per step its command, whether it waited
 #     for quiet, the load at its start, its wall time in seconds and its
-#     exit status.
+#     exit status; a step not run is listed as not_run, with why (not
+#     selected by --only, or the run stopped first), so a partial run's
+#     manifest never reads as a whole regeneration.
 # Steps: one build of every binary (opt for the benchmarks), every pair record
 # (the commands the pair READMEs name), bench/regen.sh all, ours and
 # PyTorch's checked-mode evidence (tools/vs_pytorch/run_all.sh, when its
@@ -135,19 +137,10 @@ manifest="$work/steps.jsonl"
 # also when a step failed or the run was interrupted: the records made before
 # that are kept, not removed with the worktree (each names its commit).
 write_manifest() {  # the steps run so far, also after a failure or a signal
-  python3 - "$manifest" "$commit" "$work/tree/results/regen_manifest.json" "$1" <<'PY'
-import json, os, platform, sys, datetime
-steps = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-doc = {"commit": sys.argv[2], "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-       "machine": {"host": platform.node(), "kernel": platform.release(), "cpu": cpu,
-                   "cpus": os.cpu_count()}, "steps": steps}
-if sys.argv[4]:
-    doc["steps"].append({"step": sys.argv[4], "interrupted": "stopped by a signal"})
-with open(sys.argv[3], "w") as f:
-    json.dump(doc, f, indent=1)
-    f.write("\n")
-PY
+  # Every step regen_all knows is listed; those not run say why
+  # (tools/regen_manifest.py).
+  python3 "$root/tools/regen_manifest.py" "$manifest" "$commit" \
+    "$work/tree/results/regen_manifest.json" "$1" "${STEPS[*]%%|*}" "${names[*]}"
 }
 copied=0
 current=""
@@ -168,6 +161,7 @@ copy_back() {
 cleanup() {
   copy_back || echo "regen_all: copying results back from $work/tree failed" >&2
   git -C "$root" worktree remove --force "$work/tree" >/dev/null 2>&1 || true
+  rm -rf "$work"
 }
 trap cleanup EXIT
 # A signal ends the running step too (bash would run the trap only after it):
