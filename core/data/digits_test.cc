@@ -38,7 +38,9 @@ TEST(Digits, NoiseIsPerImageDeterministicAndHasItsSd) {
   double sum = 0, sq = 0;
   int n = 0;
   for (int64_t i = 0; i < 1797; ++i) {
-    const auto d = noisy.Get(i).x - clean.Get(i).x;
+    // Evaluated here: an `auto` Eigen expression would keep references to the
+    // two temporary Samples, dead at the end of this statement.
+    const Eigen::VectorXd d = noisy.Get(i).x - clean.Get(i).x;
     sum += d.sum();
     sq += d.squaredNorm();
     n += 64;

@@ -94,8 +94,10 @@ class Runner {
         // A stall: everyone left is stopped and someone has ended, so
         // nobody will ever wake them.
         if (!stopping_ && AllAliveStopped() && AnyEnded()) {
-          if (!stall_since) stall_since = now;
-          if (now - *stall_since >= std::min(kStallGrace, options_.kill_grace)) {
+          // emplace's reference, not *stall_since: GCC 12 at -O2 warns that
+          // the optional's value may be read uninitialized (a false positive).
+          const Clock::time_point since = stall_since ? *stall_since : stall_since.emplace(now);
+          if (now - since >= std::min(kStallGrace, options_.kill_grace)) {
             result_.reason = StopReason::kStall;
             BeginStop(SIGKILL);
           }
