@@ -162,6 +162,7 @@ void Comm::Fail(const Fingerprint& fp, const EngineFailure& failure,
     ctx.report = report.text;
     ctx.verdict = report.verdict;
     ctx.mismatch_class = report.klass;
+    ctx.culprits = report.culprits;
     ctx.dump_path = report.dump_path;
   } else {
     ctx.report = "desync report unavailable: the flight recorder is off (" +

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/cli/config_error.h"
 #include "core/collective/types.h"
@@ -36,8 +37,17 @@ struct FailureContext {
   std::string report;          // the desync report block (may be empty)
   std::string verdict;         // its first line: the analyzer's one-line verdict
   std::string mismatch_class;  // "missing ranks", "op type", "size", "dtype", "state", ...
+  std::vector<int> culprits;   // the ranks the verdict blames
   std::string dump_path;       // this rank's flight recorder dump file, if written
 };
+
+// The verdict's fields on one line, for logs and tests:
+// "class=missing ranks culprits=1,2 op=allreduce seq=1".
+inline std::string VerdictFields(const FailureContext& c) {
+  std::string culprits;
+  for (int r : c.culprits) culprits += (culprits.empty() ? "" : ",") + std::to_string(r);
+  return "class=" + c.mismatch_class + " culprits=" + culprits + " op=" + Name(c.op) + " seq=" + std::to_string(c.seq);
+}
 
 // The call did not complete within the deadline (a peer is missing, stuck
 // elsewhere, or desynchronised).

@@ -47,7 +47,8 @@ int Guarded(const std::function<void()>& body) {
   try {
     body();
   } catch (const DeadlineError& e) {
-    std::printf("CAUGHT deadline %lld\n%s\n", static_cast<long long>(elapsed()), e.what());
+    std::printf("CAUGHT deadline %lld\nCONTEXT %s\n%s\n", static_cast<long long>(elapsed()),
+                VerdictFields(e.context()).c_str(), e.what());
     return kCaughtDeadline;
   } catch (const PeerError& e) {
     std::printf("CAUGHT peer %lld\n%s\n", static_cast<long long>(elapsed()), e.what());
@@ -123,6 +124,7 @@ TEST(Deadline, SkippedCollectiveRaisesOnPeersWithDesyncReport) {
                        "/3: allreduce seq=2 float64 count=1 op=sum"),
               std::string::npos)
         << out;
+    EXPECT_NE(out.find("\nCONTEXT class=missing ranks culprits=2 op=allreduce seq=2\n"), std::string::npos) << out;
     EXPECT_NE(out.find("\ncollective #2 (allreduce float64 x1): rank 2 never entered; ranks [0, 1] "),
               std::string::npos)
         << out;

@@ -284,6 +284,7 @@ Watchdog::Report Watchdog::OnFailure(int id, const std::string& reason,
   for (const auto& d : got.dumps) n += d.has_value();
   report.verdict = a.verdict;
   report.klass = a.klass;
+  report.culprits = a.culprits;
   const std::string head = "desync report (flight recorder dumps of " + std::to_string(n) + " of " +
                            std::to_string(got.dumps.size()) + " ranks, collected in " +
                            Seconds(got.waited_s) + "; files in " + e->reg.trace_dir + "):\n";

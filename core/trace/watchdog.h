@@ -61,6 +61,7 @@ class Watchdog {
   struct Report {
     std::string verdict;  // the analyzer's one line
     std::string klass;    // its mismatch class ("" when the dumps agree)
+    std::vector<int> culprits;  // the ranks the verdict blames
     std::string text;     // the whole desync report block
     std::string dump_path;  // this rank's dump file ("" if it could not be written)
   };
