@@ -30,6 +30,9 @@ void AddRunContext(int world_size) {
   benchmark::AddCustomContext("ddp_commit", provenance.commit);
   benchmark::AddCustomContext("ddp_cpu", provenance.cpu);
   benchmark::AddCustomContext("ddp_gloo", provenance.gloo);
+  benchmark::AddCustomContext("ddp_gpu", provenance.gpu);
+  benchmark::AddCustomContext("ddp_cuda", provenance.cuda);
+  benchmark::AddCustomContext("ddp_nccl", provenance.nccl);
   benchmark::AddCustomContext("ddp_tcp_congestion", provenance.tcp_congestion);
   const unsigned cpus = std::thread::hardware_concurrency();
   benchmark::AddCustomContext("ddp_cpus", std::to_string(cpus));

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "core/env/driver_check.h"
 #include "core/env/report.h"
 
 namespace ddp::results {
@@ -70,7 +71,12 @@ Provenance CollectProvenance() {
     }
   }
   p.nccl = g.built_with_cuda ? g.nccl_runtime : "n/a";
-  p.cuda = g.built_with_cuda ? "runtime " + g.cuda_runtime + ", driver " + g.driver : "n/a";
+  // The NVIDIA release ("580.159.04") is what a reader cites; the CUDA
+  // version the driver supports alone does not name it.
+  const std::string release = env::NvidiaDriverRelease();
+  p.cuda = g.built_with_cuda ? "runtime " + g.cuda_runtime + ", driver " + g.driver +
+                                   (release.empty() ? "" : " (NVIDIA " + release + ")")
+                             : "n/a";
   return p;
 }
 

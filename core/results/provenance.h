@@ -17,7 +17,7 @@ struct Provenance {
   std::string gloo;
   std::string tcp_congestion;  // what Gloo's sockets get here (env/report.h)
   std::string nccl;    // runtime version, or "n/a"
-  std::string cuda;    // runtime and driver versions, or "n/a"
+  std::string cuda;    // runtime and driver versions (and the NVIDIA release), or "n/a"
 };
 
 // Collects it once per process. The commit comes from $DDP_PITFALLS_COMMIT if
