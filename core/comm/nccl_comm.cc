@@ -1,11 +1,14 @@
 #include "core/comm/nccl_comm.h"
 
 #include <cuda_runtime.h>
+#include <fcntl.h>
 #include <nccl.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/comm/gloo_comm.h"
 #include "core/comm/nccl_engine.h"
@@ -51,6 +54,31 @@ int SelectDevice(const CommOptions& options) {
                       "DDP_SHARE_GPU=1 to share GPUs (functional runs only)");
   }
   return options.local_rank % count;
+}
+
+// Whether CUDA made this process an MPS client, appended as "<pid> mps=0|1"
+// to $DDP_MPS_REPORT when the launcher started a daemon (launch/mps.h counts
+// the lines); a rank that should have attached and did not says so.
+bool IsMpsClient(int device) {
+  int mps = 0;
+  if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device) != cudaSuccess) mps = 0;
+  if (const char* report = std::getenv("DDP_MPS_REPORT")) {
+    const std::string line = std::to_string(::getpid()) + " mps=" + (mps != 0 ? "1" : "0") + "\n";
+    const int fd = ::open(report, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      const ssize_t n = ::write(fd, line.data(), line.size());  // one short write: atomic with O_APPEND
+      (void)n;
+      ::close(fd);
+    }
+  }
+  const char* pipe = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  if (mps == 0 && pipe != nullptr) {
+    std::fprintf(stderr,
+                 "[ddp::comm] pid %d is not a CUDA MPS client although CUDA_MPS_PIPE_DIRECTORY=%s: its "
+                 "kernels are time-sliced with the other ranks'\n",
+                 static_cast<int>(::getpid()), pipe);
+  }
+  return mps != 0;
 }
 
 class NcclComm final : public Comm {
@@ -279,10 +307,12 @@ std::unique_ptr<Comm> MakeNcclComm(const CommOptions& options, CommSetup setup) 
     if (std::getenv("NCCL_HOSTID") == nullptr) {
       ::setenv("NCCL_HOSTID", ("ddp-rank-" + std::to_string(options.rank)).c_str(), 1);
     }
+    const bool mps = IsMpsClient(device);
     if (options.rank == 0) {
       std::fprintf(stderr,
-                   "[ddp::comm] ranks share GPUs (NCCL_HOSTID per rank, traffic over sockets): "
-                   "functional mode, timings are not meaningful\n");
+                   "[ddp::comm] ranks share GPUs (NCCL_HOSTID per rank, traffic over sockets; CUDA MPS client: %s): "
+                   "functional mode, timings are not meaningful\n",
+                   mps ? "yes" : "no");
     }
   }
   std::unique_ptr<Comm> helper;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/launch/guardian.h"
+#include "core/launch/supervise.h"
 
 namespace ddp::launch {
 namespace {
@@ -40,6 +41,10 @@ void ForgetForked(pid_t pid) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_forked.erase(pid);
 }
+
+// A service is skipped by AdoptedChildren exactly as a rank is.
+void RegisterService(pid_t pid) { RegisterForked(pid); }
+void ForgetService(pid_t pid) { ForgetForked(pid); }
 
 void RegisterOwnedFd(int fd) {
   std::lock_guard<std::mutex> lock(g_mu);

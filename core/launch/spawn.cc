@@ -14,6 +14,7 @@
 #include "core/launch/failure_report.h"
 #include "core/launch/guardian.h"
 #include "core/launch/limits.h"
+#include "core/launch/mps.h"
 #include "core/launch/share_gpu.h"
 #include "core/launch/spawn_hosts.h"
 #include "core/store/store.h"
@@ -76,6 +77,8 @@ RunResult SpawnRanks(int world_size, const RankFn& fn, const SpawnOptions& optio
                  "sockets, functional runs only, timings are not meaningful\n",
                  share.why.c_str());
   }
+  // NCCL ranks sharing a GPU are time-sliced without CUDA MPS (mps.h).
+  if (share.share && options.backend == "nccl") EnsureMps();
   // The run's own folder: the store (unless one was given) and the ranks'
   // failure reports. The guardian removes it if we die before we do.
   const std::string run_dir = MakeFreshDir("ddp-rdzv");

@@ -103,6 +103,12 @@ struct ChildProcess {
 };
 ChildProcess StartChild(int rank, const std::function<int()>& body);
 
+// A child of this process that is not a rank and must outlive Supervise
+// calls (the CUDA MPS daemon, mps.h): never killed as an adopted orphan.
+// Forget it once it has been reaped.
+void RegisterService(pid_t pid);
+void ForgetService(pid_t pid);
+
 // Runs the children to completion; see the file comment.
 RunResult Supervise(std::vector<ChildProcess> children, const SuperviseOptions& options);
 

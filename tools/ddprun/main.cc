@@ -25,6 +25,7 @@
 #include "core/launch/interrupt.h"
 #include "core/launch/limits.h"
 #include "core/launch/rank_env.h"
+#include "core/launch/mps.h"
 #include "core/launch/share_gpu.h"
 #include "core/launch/spawn.h"
 #include "core/launch/supervise.h"
@@ -213,6 +214,7 @@ int Run(const Args& given) {
                  "[ddprun] ranks share GPUs, one NCCL_HOSTID per rank (%s): traffic over "
                  "sockets, functional mode, timings are not meaningful\n",
                  share.why.c_str());
+    if (args.backend == "nccl") launch::EnsureMps();
   }
   std::vector<launch::ChildProcess> children;
   try {
