@@ -2,36 +2,59 @@
 # run_all.sh: runs a ddp-pitfalls GPU-runner bundle (made by
 # tools/bundle/make_bundle.sh) on a machine without Bazel.
 #
-# 1. Every gpu-tagged test binary (tests.txt), as `bazel test --config=gpu`
-#    would run it: cwd in its runfiles, TEST_TMPDIR / TEST_SRCDIR set, and
-#    DDP_PITFALLS_REQUIRE_GPU=1 (a missing GPU fails instead of skipping).
-#    One line per binary (PASS / FAIL / SKIP), then "N passed, N failed, N skipped".
-# 2. Every repro / fix binary (pairs.txt) with --backend nccl --json
-#    OUT/records/<name>.json; exit status 0 = every record had its expected
-#    verdict, 1 = one did not, 2 = bad usage, 124 = timed out. With
-#    --allow-skip, a pair that refuses NCCL for want of a GPU is a SKIP.
-# 3. With --bench, each benchmark on NCCL and on Gloo (the CPU comparison),
-#    with the flags bench/regen.sh uses; JSON into OUT/records.
-# Before anything runs: the driver must be new enough for the bundle's CUDA
-# runtime, and the binaries must load (one line and exit 1 if not).
-# Logs go to OUT/logs. Exit status 0 only when nothing failed.
+# The work, in this order (the most informative first, so a --budget that
+# ends early still brings back what matters): the gpu tests of core/ and
+# third_party/ (kernels, the NCCL backend: everything else stands on them),
+# every repro / fix binary on NCCL (the records the ledger judges), the
+# pairs' _nccl test twins, the other gpu tests, then with --bench the
+# benchmarks (alone: nothing else runs beside a timing).
+#  - A test binary runs as `bazel test --config=gpu` would run it: cwd in its
+#    runfiles, TEST_TMPDIR / TEST_SRCDIR set, DDP_PITFALLS_REQUIRE_GPU=1.
+#    PASS / FAIL / SKIP, then "N passed, N failed, N skipped".
+#  - A pair binary runs with --backend nccl --json OUT/records/<name>.json
+#    (plus its line of shared_gpu_flags.txt where fewer than 4 GPUs are
+#    visible, unless --full-size); 0 = every record had its expected verdict,
+#    1 = one did not, 2 = bad usage, 124 = timed out.
+#  - --jobs N runs N binaries side by side; --budget S starts nothing that
+#    cannot get at least 15 s before S seconds are up, cuts what runs at S,
+#    and lists what did not run.
+# Ranks sharing a GPU: CUDA MPS is started when it can be (--mps), so their
+# kernels share the GPU at once instead of being time-sliced.
+# Every record carries the bundle's commit (DDP_PITFALLS_COMMIT from
+# MANIFEST.txt). Before anything runs: the driver must be new enough for the
+# bundle's CUDA runtime, and the binaries must load (one line and exit 1 if
+# not). Logs go to OUT/logs, one line per finished binary to
+# OUT/summary.tsv as it finishes. Exit status 0 only when everything ran
+# and passed.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 usage() {
   cat <<'USAGE'
-usage: run_all.sh [--out DIR] [--timeout SECONDS] [--only REGEX] [--nccl-lib DIR]
+usage: run_all.sh [--out DIR] [--timeout SECONDS] [--budget SECONDS] [--jobs N]
+                  [--only REGEX] [--nccl-lib DIR] [--mps auto|on|off] [--full-size]
                   [--no-pairs] [--bench] [--allow-skip] [--find-nccl] [--help]
 
-  --out DIR          where logs/ and records/ go (default: out/ next to this script)
+  --out DIR          where logs/, records/ and summary.tsv go (default: out/
+                     next to this script)
   --timeout SECONDS  per binary, default 600; a binary past it is killed (FAIL)
+  --budget SECONDS   the whole run: binaries start in order of importance while
+                     at least 15 s are left, each is cut at the budget's end,
+                     the rest are listed as not run (default: no budget)
+  --jobs N           binaries run side by side, 1 to 16 (default 1); benchmarks
+                     always run alone
   --only REGEX       run only the binaries whose path matches REGEX
   --nccl-lib DIR     folder with libnccl.so.2 (default: searched in $NCCL_HOME/lib,
                      $CUDA_HOME/lib64, pip's nvidia/nccl/lib under $VIRTUAL_ENV
                      and $CONDA_PREFIX, $CONDA_PREFIX/lib, the nvidia.nccl
                      package of every python3* on PATH, /usr/local/cuda/lib64,
                      then /sbin/ldconfig -p)
+  --mps MODE         CUDA MPS for ranks that share a GPU: auto (default) starts
+                     nvidia-cuda-mps-control -d when fewer GPUs than 8 are
+                     visible and it is on PATH, on fails without it, off never
+  --full-size        pairs at their default sizes even on a shared GPU (default:
+                     shared_gpu_flags.txt's flags where fewer than 4 GPUs)
   --no-pairs         run the tests only
   --bench            also run the benchmarks, each on nccl and on gloo
   --allow-skip       let gpu tests, and pairs and benchmarks that refuse NCCL,
@@ -47,27 +70,43 @@ die_usage() {
   exit 2
 }
 
-out="$here/out" timeout_s=600 only="" nccl_dir="" run_pairs=1 run_bench=0 require_gpu=1 find_only=0
+out="$here/out" timeout_s=600 budget_s=0 jobs=1 only="" nccl_dir="" mps_mode=auto full_size=0
+run_pairs=1 run_bench=0 require_gpu=1 find_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) [[ $# -ge 2 && -n "$2" ]] || die_usage "--out needs a folder"; out="$2"; shift 2 ;;
     --timeout)
       [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || die_usage "--timeout must be a positive whole number of seconds, got '${2:-}'"
       timeout_s="$2"; shift 2 ;;
+    --budget)
+      [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || die_usage "--budget must be a positive whole number of seconds, got '${2:-}'"
+      budget_s="$2"; shift 2 ;;
+    --jobs)
+      [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ && "$2" -le 16 ]] || die_usage "--jobs must be a whole number from 1 to 16, got '${2:-}'"
+      jobs="$2"; shift 2 ;;
     --only) [[ $# -ge 2 ]] || die_usage "--only needs a regular expression"; only="$2"; shift 2 ;;
     --nccl-lib)
       [[ $# -ge 2 ]] || die_usage "--nccl-lib needs a folder"
       compgen -G "$2/libnccl.so*" >/dev/null || die_usage "--nccl-lib: no libnccl.so* in '$2'"
       nccl_dir="$2"; shift 2 ;;
+    --mps)
+      [[ $# -ge 2 && "$2" =~ ^(auto|on|off)$ ]] || die_usage "--mps must be auto, on or off, got '${2:-}'"
+      mps_mode="$2"; shift 2 ;;
+    --full-size) full_size=1; shift ;;
     --no-pairs) run_pairs=0; shift ;;
     --bench) run_bench=1; shift ;;
     --allow-skip) require_gpu=0; shift ;;
     --find-nccl) find_only=1; shift ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --out, --timeout, --only, --nccl-lib, --no-pairs, --bench, --allow-skip, --find-nccl, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --out, --timeout, --budget, --jobs, --only, --nccl-lib, --mps, --full-size, --no-pairs, --bench, --allow-skip, --find-nccl, --help" ;;
   esac
 done
 [[ -f "$here/tests.txt" ]] || die_usage "no tests.txt next to run_all.sh: not a bundle folder ($here)"
+# `wait -n -p` (bash 5.1) tells which binary ended.
+if ((BASH_VERSINFO[0] < 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] < 1))); then
+  echo "run_all.sh: needs bash 5.1 or newer, this is $BASH_VERSION" >&2
+  exit 1
+fi
 
 # Where libnccl.so.2 is, as "DIR (SOURCE)"; nothing when not found. pip's
 # nvidia-nccl-cu* wheels put it in site-packages/nvidia/nccl/lib, conda's
@@ -161,6 +200,99 @@ if [[ -n "$load_probe" && -x "$here/bin/$load_probe" ]]; then
   fi
 fi
 
+
+# Every record names the bundle's commit ("+dirty" when it was built from a
+# tree with uncommitted changes), not "unknown": no git here to ask.
+bundle_commit="$(sed -n 's/^commit: \([^ ]*\).*/\1/p' "$here/MANIFEST.txt" 2>/dev/null | head -1)"
+if grep -q '^commit: .*(with uncommitted changes)' "$here/MANIFEST.txt" 2>/dev/null; then bundle_commit+="+dirty"; fi
+export DDP_PITFALLS_COMMIT="${bundle_commit:-unknown}"
+
+# --- CUDA MPS (see core/launch/mps.h for why): one daemon for the whole
+# run, its pipe folder exported so that every launcher uses it and every
+# NCCL rank reports to $DDP_MPS_REPORT whether it attached. The pipe lives
+# under /tmp: a Unix socket's path must stay short (108 bytes).
+mps_cost="ranks sharing a GPU are time-sliced (one H100, 2026-11-26: 90-140 ms per 4 KB allreduce at W = 4)"
+mps_control="${RUN_ALL_MPS_CONTROL:-$(command -v nvidia-cuda-mps-control 2>/dev/null)}"
+mps_started=0 mps_pipe="" mps_line=""
+attached_summary() {  # the ranks' "<pid> mps=0|1" lines, counted
+  local f="$1"
+  [[ -s "$f" ]] || { echo "no NCCL rank reported whether it attached"; return; }
+  echo "$(grep -c ' mps=1$' "$f") of $(grep -c . "$f") NCCL rank processes attached"
+}
+start_mps() {
+  local existing why="" i
+  if [[ $mps_mode == off ]]; then
+    export DDP_MPS=0
+    mps_line="off (--mps off): $mps_cost"
+    return 0
+  fi
+  if [[ $mps_mode == auto ]] && ((gpu_count < 1 || gpu_count >= 8)); then
+    mps_line="not started: $gpu_count GPUs visible, no ranks share one"
+    return 0
+  fi
+  existing="${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps}"
+  if [[ -e "$existing/control" ]]; then
+    export CUDA_MPS_PIPE_DIRECTORY="$existing"
+    mps_line="using the daemon at $existing (started elsewhere, left running)"
+    return 0
+  fi
+  if [[ -z "$mps_control" || ! -x "$mps_control" ]]; then
+    why="nvidia-cuda-mps-control not on PATH"
+  else
+    mps_pipe="$(mktemp -d /tmp/ddp-mps.XXXXXX)" || why="mktemp under /tmp failed"
+  fi
+  if [[ -z "$why" ]]; then
+    mkdir -p "$out/mps/log"
+    if CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$out/mps/log" timeout 30 "$mps_control" -d \
+      >"$out/mps/start.txt" 2>&1; then
+      for ((i = 0; i < 200; i++)); do [[ -e "$mps_pipe/control" ]] && break; sleep 0.05; done
+      [[ -e "$mps_pipe/control" ]] || why="$mps_control -d made no control pipe in 10 s"
+    else
+      why="$mps_control -d exited $?: $(tail -n 1 "$out/mps/start.txt")"
+    fi
+  fi
+  if [[ -n "$why" ]]; then
+    [[ -n "$mps_pipe" ]] && rm -rf "$mps_pipe"
+    mps_pipe=""
+    if [[ $mps_mode == on ]]; then
+      echo "run_all.sh: --mps on but no CUDA MPS daemon: $why" >&2
+      exit 1
+    fi
+    export DDP_MPS=0  # the launchers would only fail the same way, once per binary
+    mps_line="not available ($why): $mps_cost"
+    return 0
+  fi
+  mps_started=1
+  export CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$out/mps/log" DDP_MPS_REPORT="$out/mps/attached"
+  mps_line="started ($mps_control -d, pipe $mps_pipe, logs in $out/mps/log): ranks sharing the GPU run their kernels at once"
+}
+stop_mps() {
+  ((mps_started)) || return 0
+  mps_started=0
+  local i
+  echo quit | CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" timeout 20 "$mps_control" >>"$out/mps/stop.txt" 2>&1
+  for ((i = 0; i < 200; i++)); do [[ -e "$mps_pipe/control" ]] || break; sleep 0.05; done
+  if [[ -e "$mps_pipe/control" ]]; then
+    echo "run_all.sh: CUDA MPS did not quit within 10 s (pipe $mps_pipe left); $(attached_summary "$out/mps/attached")" >&2
+  else
+    echo "run_all.sh: CUDA MPS stopped; $(attached_summary "$out/mps/attached")" >&2
+    rm -rf "$mps_pipe"
+  fi
+}
+cleanup() {
+  local pids
+  pids="$(jobs -p)"
+  # shellcheck disable=SC2086
+  [[ -n "$pids" ]] && kill $pids 2>/dev/null && wait 2>/dev/null
+  stop_mps
+  rm -rf "$out/tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+start_mps
+echo "run_all.sh: CUDA MPS $mps_line" >&2
+
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "host: $(hostname) $(uname -srm)"
@@ -170,17 +302,19 @@ fi
   else
     echo "gpu: nvidia-smi not found"
   fi
+  echo "mps: $mps_line"
+  echo "records' commit: $DDP_PITFALLS_COMMIT"
   sed -n '1,4p' "$here/MANIFEST.txt" 2>/dev/null
 } >"$out/environment.txt"
 cat "$out/environment.txt"
 
 selected() { [[ -z "$only" || "$1" =~ $only ]]; }
 
-# Runs binary $1 (bundle-relative) with the rest as arguments, in its
-# runfiles as Bazel would, under the deadline; output to log $log.
+# Runs binary $1 (bundle-relative) for at most $2 seconds with the rest as
+# arguments, in its runfiles as Bazel would; output to log $log.
 run_binary() {
-  local rel="$1"
-  shift
+  local rel="$1" limit="$2"
+  shift 2
   local srcdir="$here/bin/$rel.runfiles" tmp
   tmp="$(mktemp -d "$out/tmp/XXXXXX")"
   local cwd="$srcdir/ddp_pitfalls"
@@ -189,7 +323,7 @@ run_binary() {
     cd "$cwd" || exit 1
     export TEST_TMPDIR="$tmp" TEST_SRCDIR="$srcdir" RUNFILES_DIR="$srcdir" TEST_WORKSPACE=ddp_pitfalls
     export TEST_TARGET="//$(dirname "$rel"):$(basename "$rel")" DDP_PITFALLS_REQUIRE_GPU="$require_gpu"
-    exec timeout --kill-after=10 "$timeout_s" "$here/bin/$rel" "$@"
+    exec timeout --kill-after=10 "$limit" "$here/bin/$rel" "$@"
   ) </dev/null >"$log" 2>&1  # stdin: not the list being read
 }
 
@@ -199,67 +333,6 @@ run_binary() {
 gpu_refusal() {
   grep -m1 -oE -- "--backend nccl: .*|backend '?nccl'? needs a GPU.*" "$1" | head -c 200
 }
-
-passed=0 failed=0 skipped=0
-echo "== gpu tests"
-while read -r rel; do
-  [[ -n "$rel" ]] && selected "$rel" || continue
-  log="$out/logs/${rel//\//.}.log"
-  start=$SECONDS
-  run_binary "$rel"
-  rc=$?
-  secs=$((SECONDS - start))
-  ok=$(grep -cE '^\[       OK \] ' "$log")
-  skips=$(grep -cE '^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)$' "$log")
-  if [[ $rc -eq 0 && $ok -eq 0 && $skips -gt 0 ]]; then
-    skipped=$((skipped + 1))
-    reason="$(awk 'found { print; exit } /: Skipped$/ { found = 1 }' "$log" | head -c 160)"
-    echo "SKIP  $rel ($skips skipped${reason:+: $reason})"
-  elif [[ $rc -eq 0 ]]; then
-    passed=$((passed + 1))
-    note=""
-    [[ $skips -gt 0 ]] && note=", $skips skipped"
-    echo "PASS  $rel ($ok ok$note, ${secs} s)"
-  else
-    failed=$((failed + 1))
-    if [[ $rc -eq 124 || $rc -eq 137 ]]; then why="timeout after $timeout_s s"; else why="exit $rc"; fi
-    echo "FAIL  $rel ($why; log $log)"
-    tail -n 15 "$log" | sed 's/^/      | /'
-  fi
-done <"$here/tests.txt"
-echo "$passed passed, $failed failed, $skipped skipped"
-
-pair_bad=0 pair_skip=0
-if [[ $run_pairs -eq 1 ]]; then
-  echo "== repro / fix binaries (--backend nccl)"
-  pair_ok=0
-  while read -r rel; do
-    [[ -n "$rel" ]] && selected "$rel" || continue
-    name="$(dirname "$rel")"
-    name="${name//\//_}"
-    log="$out/logs/$name.log"
-    rm -f "$out/records/$name.json"  # never report a previous run's records
-    run_binary "$rel" --backend nccl --json "$out/records/$name.json"
-    rc=$?
-    refusal=""
-    [[ $rc -eq 2 && $require_gpu -eq 0 ]] && refusal="$(gpu_refusal "$log")"
-    if [[ -n "$refusal" ]]; then
-      pair_skip=$((pair_skip + 1))
-      echo "SKIP        $rel ($refusal)"
-      continue
-    fi
-    case $rc in
-      0) pair_ok=$((pair_ok + 1)); what="OK          every record has its expected verdict" ;;
-      1) pair_bad=$((pair_bad + 1)); what="UNEXPECTED  a record did not have its expected verdict" ;;
-      2) pair_bad=$((pair_bad + 1)); what="USAGE       exit 2" ;;
-      124 | 137) pair_bad=$((pair_bad + 1)); what="TIMEOUT     killed after $timeout_s s" ;;
-      *) pair_bad=$((pair_bad + 1)); what="CRASH       exit $rc" ;;
-    esac
-    echo "$what  $rel -> records/$name.json"
-    [[ $rc -eq 0 ]] || tail -n 6 "$log" | sed 's/^/      | /'
-  done <"$here/pairs.txt"
-  echo "pairs: $pair_ok as expected, $pair_bad not, $pair_skip skipped"
-fi
 
 # How each benchmark runs: one line per run, "ENGINE FLAGS..." (the flags
 # bench/regen.sh uses; --share_gpu where fewer GPUs than ranks are visible),
@@ -280,38 +353,212 @@ bench_runs() {
   esac
 }
 
+# A pair binary's extra flags on a shared GPU (shared_gpu_flags.txt: "PATH
+# FLAGS..." lines, # comments), "" when none or not sharing.
+shared_flags=0
+if ((full_size == 0 && gpu_count < 4)) && [[ -f "$here/shared_gpu_flags.txt" ]]; then shared_flags=1; fi
+pair_flags() {
+  ((shared_flags)) || return 0
+  awk -v rel="$1" '$1 == rel { $1 = ""; sub(/^ +/, ""); print; exit }' "$here/shared_gpu_flags.txt"
+}
+
+# Importance: the foundations first (a broken kernel or backend explains
+# everything after it), then the records, then the pairs' test twins.
+test_class() {
+  case "$1" in
+    core/* | third_party/*) echo 1 ;;
+    repro/* | fixes/*) echo 3 ;;
+    *) echo 4 ;;
+  esac
+}
+
+# --- The work list: "CLASS<TAB>KIND<TAB>REL<TAB>ENGINE<TAB>FLAGS", run in
+# CLASS order (stable). Benchmarks (class 5) run alone.
+work=()
+add_work() { work+=("$1"$'\t'"$2"$'\t'"$3"$'\t'"${4:-}"$'\t'"${5:-}"); }
+while read -r rel; do
+  [[ -n "$rel" ]] && selected "$rel" && add_work "$(test_class "$rel")" test "$rel"
+done <"$here/tests.txt"
+if [[ $run_pairs -eq 1 ]]; then
+  while read -r rel; do
+    [[ -n "$rel" ]] && selected "$rel" && add_work 2 pair "$rel" nccl "$(pair_flags "$rel")"
+  done <"$here/pairs.txt"
+fi
+bench_skipped=()
 if [[ $run_bench -eq 1 && -f "$here/bench.txt" ]]; then
-  echo "== benchmarks (NCCL, and Gloo as the CPU comparison)"
   while read -r rel; do
     [[ -n "$rel" ]] && selected "$rel" || continue
     while read -r engine flags; do
-      if [[ "$engine" == skip ]]; then
-        echo "SKIP  $rel ($flags)"
-        continue
-      fi
-      name="${rel//\//_}.$engine"
-      log="$out/logs/$name.log"
-      json="$out/records/$name.bench.json"
-      rm -f "$json"
-      # shellcheck disable=SC2086
-      run_binary "$rel" $flags --benchmark_out="$json" --benchmark_out_format=json
-      rc=$?
-      refusal=""
-      [[ $rc -ne 0 && $require_gpu -eq 0 && "$engine" == nccl ]] && refusal="$(gpu_refusal "$log")"
-      if [[ -n "$refusal" ]]; then
-        rm -f "$json"
-        pair_skip=$((pair_skip + 1))
-        echo "SKIP  $rel on $engine ($refusal)"
-      elif [[ $rc -eq 0 ]]; then
-        echo "OK    $rel on $engine -> records/$name.bench.json"
-      else
-        pair_bad=$((pair_bad + 1))
-        echo "FAIL  $rel on $engine (exit $rc; log $log)"
-        tail -n 6 "$log" | sed 's/^/      | /'
-      fi
+      if [[ "$engine" == skip ]]; then bench_skipped+=("SKIP  $rel ($flags)"); else add_work 5 bench "$rel" "$engine" "$flags"; fi
     done < <(bench_runs "$rel")
   done <"$here/bench.txt"
 fi
+mapfile -t order < <(((${#work[@]})) && printf '%s\n' "${work[@]}" | sort -s -t $'\t' -k1,1n)
 
-rm -rf "$out/tmp"
-[[ $failed -eq 0 && $pair_bad -eq 0 ]]
+passed=0 failed=0 skipped=0 cut=0
+pair_ok=0 pair_bad=0 pair_skip=0
+bench_ok=0 bench_bad=0 bench_skip=0
+not_run=()
+summary_tsv="$out/summary.tsv"
+printf 'kind\tbinary\tstatus\tseconds\tdetail\n' >"$summary_tsv"
+tsv() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$summary_tsv"; }
+
+budget_note="" flags_note="their default flags"
+((budget_s > 0)) && budget_note=", budget $budget_s s"
+((shared_flags)) && flags_note="shared_gpu_flags.txt's flags ($gpu_count GPU visible; --full-size for their defaults)"
+echo "== ${#order[@]} runs, $jobs at a time$budget_note; pairs with $flags_note"
+printf '%s\n' "${bench_skipped[@]+"${bench_skipped[@]}"}" | grep . || true
+
+# The fields of work item $1 into kind rel engine flags, and its log and
+# record paths.
+item_fields() {
+  IFS=$'\t' read -r _ kind rel engine flags <<<"${order[$1]}"
+  case $kind in
+    test) name="${rel//\//.}" ;;
+    pair) name="$(dirname "$rel")"; name="${name//\//_}" ;;
+    bench) name="${rel//\//_}.$engine" ;;
+  esac
+  log="$out/logs/$name.log"
+}
+
+# Starts item $1 in the background with at most $2 seconds.
+start_item() {
+  local idx="$1" limit="$2" kind rel engine flags name log
+  item_fields "$idx"
+  case $kind in
+    test) run_binary "$rel" "$limit" & ;;
+    pair)
+      rm -f "$out/records/$name.json"  # never report a previous run's records
+      # shellcheck disable=SC2086
+      run_binary "$rel" "$limit" --backend nccl --json "$out/records/$name.json" $flags & ;;
+    bench)
+      rm -f "$out/records/$name.bench.json"
+      # shellcheck disable=SC2086
+      run_binary "$rel" "$limit" $flags --benchmark_out="$out/records/$name.bench.json" --benchmark_out_format=json & ;;
+  esac
+  running[$!]="$idx $limit $SECONDS"
+}
+
+# Reports item $1, which ended with status $2 after $3 seconds; $4 = 1 when
+# its limit was the budget's end rather than --timeout.
+report_item() {
+  local idx="$1" rc="$2" secs="$3" by_budget="$4" kind rel engine flags name log ok skips reason note what refusal
+  item_fields "$idx"
+  if [[ ($rc -eq 124 || $rc -eq 137) && $by_budget -eq 1 ]]; then
+    cut=$((cut + 1))
+    echo "CUT   $rel${engine:+ on $engine} (stopped at the budget's end after $secs s; log $log)"
+    tsv "$kind" "$rel${engine:+ on $engine}" cut "$secs" "the budget ended"
+    return
+  fi
+  case $kind in
+    test)
+      ok=$(grep -cE '^\[       OK \] ' "$log")
+      skips=$(grep -cE '^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)$' "$log")
+      if [[ $rc -eq 0 && $ok -eq 0 && $skips -gt 0 ]]; then
+        skipped=$((skipped + 1))
+        reason="$(awk 'found { print; exit } /: Skipped$/ { found = 1 }' "$log" | head -c 160)"
+        echo "SKIP  $rel ($skips skipped${reason:+: $reason})"
+        tsv test "$rel" skip "$secs" "$reason"
+      elif [[ $rc -eq 0 ]]; then
+        passed=$((passed + 1))
+        note=""
+        [[ $skips -gt 0 ]] && note=", $skips skipped"
+        echo "PASS  $rel ($ok ok$note, ${secs} s)"
+        tsv test "$rel" pass "$secs" "$ok ok$note"
+      else
+        failed=$((failed + 1))
+        if [[ $rc -eq 124 || $rc -eq 137 ]]; then what="timeout after $timeout_s s"; else what="exit $rc"; fi
+        echo "FAIL  $rel ($what; log $log)"
+        tail -n 15 "$log" | sed 's/^/      | /'
+        tsv test "$rel" fail "$secs" "$what"
+      fi ;;
+    pair)
+      refusal=""
+      [[ $rc -eq 2 && $require_gpu -eq 0 ]] && refusal="$(gpu_refusal "$log")"
+      if [[ -n "$refusal" ]]; then
+        pair_skip=$((pair_skip + 1))
+        echo "SKIP        $rel ($refusal)"
+        tsv pair "$rel" skip "$secs" "$refusal"
+        return
+      fi
+      case $rc in
+        0) pair_ok=$((pair_ok + 1)); what="OK          every record has its expected verdict" ;;
+        1) pair_bad=$((pair_bad + 1)); what="UNEXPECTED  a record did not have its expected verdict" ;;
+        2) pair_bad=$((pair_bad + 1)); what="USAGE       exit 2" ;;
+        124 | 137) pair_bad=$((pair_bad + 1)); what="TIMEOUT     killed after $timeout_s s" ;;
+        *) pair_bad=$((pair_bad + 1)); what="CRASH       exit $rc" ;;
+      esac
+      echo "$what  $rel -> records/$name.json (${secs} s${flags:+; $flags})"
+      [[ $rc -eq 0 ]] || tail -n 6 "$log" | sed 's/^/      | /'
+      tsv pair "$rel" "$(awk '{print tolower($1)}' <<<"$what")" "$secs" "${flags:-default flags}" ;;
+    bench)
+      refusal=""
+      [[ $rc -ne 0 && $require_gpu -eq 0 && "$engine" == nccl ]] && refusal="$(gpu_refusal "$log")"
+      if [[ -n "$refusal" ]]; then
+        rm -f "$out/records/$name.bench.json"
+        bench_skip=$((bench_skip + 1))
+        echo "SKIP  $rel on $engine ($refusal)"
+        tsv bench "$rel on $engine" skip "$secs" "$refusal"
+      elif [[ $rc -eq 0 ]]; then
+        bench_ok=$((bench_ok + 1))
+        echo "OK    $rel on $engine -> records/$name.bench.json (${secs} s)"
+        tsv bench "$rel on $engine" ok "$secs" "$flags"
+      else
+        bench_bad=$((bench_bad + 1))
+        echo "FAIL  $rel on $engine (exit $rc; log $log)"
+        tail -n 6 "$log" | sed 's/^/      | /'
+        tsv bench "$rel on $engine" fail "$secs" "exit $rc"
+      fi ;;
+  esac
+}
+
+# --- The scheduler: up to $jobs items at once, in order; a benchmark only
+# when nothing else runs, and nothing beside it.
+declare -A running=()
+min_start=15 next=0 solo_running=0
+while ((next < ${#order[@]} || ${#running[@]} > 0)); do
+  while ((next < ${#order[@]} && ${#running[@]} < jobs && solo_running == 0)); do
+    IFS=$'\t' read -r _ kind _ <<<"${order[$next]}"
+    if [[ $kind == bench ]] && ((${#running[@]} > 0)); then break; fi
+    limit=$timeout_s
+    if ((budget_s > 0)); then
+      left=$((budget_s - SECONDS))
+      if ((left < min_start)); then
+        for ((k = next; k < ${#order[@]}; k++)); do
+          IFS=$'\t' read -r _ kind rel engine _ <<<"${order[$k]}"
+          not_run+=("$rel${engine:+ on $engine}")
+          tsv "$kind" "$rel${engine:+ on $engine}" not_run 0 "budget of $budget_s s"
+        done
+        next=${#order[@]}
+        break
+      fi
+      ((left < limit)) && limit=$left
+    fi
+    start_item "$next" "$limit"
+    next=$((next + 1))
+    [[ $kind == bench ]] && solo_running=1
+  done
+  ((${#running[@]} > 0)) || continue
+  done_pid=""
+  wait -n -p done_pid
+  rc=$?
+  [[ -n "$done_pid" && -n "${running[$done_pid]:-}" ]] || continue
+  read -r idx limit began <<<"${running[$done_pid]}"
+  unset "running[$done_pid]"
+  solo_running=0
+  by_budget=0
+  ((budget_s > 0 && limit < timeout_s)) && by_budget=1
+  report_item "$idx" "$rc" "$((SECONDS - began))" "$by_budget"
+done
+
+echo "== summary"
+echo "$passed passed, $failed failed, $skipped skipped"
+[[ $run_pairs -eq 1 ]] && echo "pairs: $pair_ok as expected, $pair_bad not, $pair_skip skipped"
+[[ $run_bench -eq 1 ]] && echo "benchmarks: $bench_ok ok, $bench_bad failed, $bench_skip skipped"
+((cut > 0)) && echo "cut at the budget's end: $cut"
+if ((${#not_run[@]} > 0)); then
+  echo "not run (budget of $budget_s s): ${#not_run[@]}: ${not_run[*]}"
+fi
+[[ -s "${DDP_MPS_REPORT:-}" ]] && echo "CUDA MPS: $(attached_summary "$DDP_MPS_REPORT")"
+echo "records and logs: $out (summary.tsv: one line per run); records' commit: $DDP_PITFALLS_COMMIT"
+[[ $failed -eq 0 && $pair_bad -eq 0 && $bench_bad -eq 0 && $cut -eq 0 && ${#not_run[@]} -eq 0 ]]

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # run_all.sh on a fake bundle whose "binaries" are small scripts that pass,
 # fail, skip, hang, check their environment, and act as repro/fix pairs.
-# Checks the per-binary lines, the summary line, the records and exit codes.
+# Checks the per-binary lines, the summary line, the records and exit codes;
+# --jobs, --budget (order of importance, cut, not run), CUDA MPS with a fake
+# control program, the records' commit and the shared-GPU pair flags.
 set -euo pipefail
 
 run_all="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+fake_mps="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
 root="$TEST_TMPDIR/bundle"
 fail() {
   echo "FAIL: $*" >&2
@@ -188,6 +191,107 @@ fake_smi 580.159.04 4
 rm -f "$args_file"
 run --bench --no-pairs --only padding
 ! grep -q -- '--share_gpu' "$args_file" || fail "4 GPUs: padding must not share"
+
+# --jobs: two 2-second tests side by side take about 2 s, one at a time 4 s.
+new_bundle
+mkdir -p "$root/bin/core/a" "$root/bin/core/b"
+# (--help: the load check before the run, at once.)
+make_bin core/a/slow_test '[[ "${1:-}" == --help ]] && exit 0; sleep 2; echo "[       OK ] A.Slow (2000 ms)"'
+make_bin core/b/slow_test '[[ "${1:-}" == --help ]] && exit 0; sleep 2; echo "[       OK ] B.Slow (2000 ms)"'
+printf '%s\n' core/a/slow_test core/b/slow_test >"$root/tests.txt"
+rm -f "$fakebin/nvidia-smi"
+start=$SECONDS
+run --jobs 2
+((SECONDS - start <= 3)) || fail "--jobs 2 took $((SECONDS - start)) s for two 2 s tests"
+[[ $rc -eq 0 ]] || fail "--jobs 2 exited $rc: $output"
+grep -qx '2 passed, 0 failed, 0 skipped' <<<"$output" || fail "--jobs summary: $output"
+start=$SECONDS
+run --jobs 1
+((SECONDS - start >= 4)) || fail "--jobs 1 ran side by side"
+for bad in "--jobs 0" "--jobs 17" "--jobs x" "--budget 0" "--budget soon" "--mps maybe"; do
+  run $bad
+  [[ $rc -eq 2 ]] || fail "'$bad' exited $rc, want 2"
+  grep -q -- "${bad%% *} must be" <<<"$output" || fail "'$bad' message: $output"
+done
+
+# --budget: the most informative first (core tests, then the pairs' records,
+# then their test twins, then the rest), a binary still running at the
+# budget's end is cut, what could not start is listed; summary.tsv holds
+# every run as it finished. The twin sleeps past the budget.
+new_bundle
+mkdir -p "$root/bin/core/k" "$root/bin/repro/bug" "$root/bin/tools/t"
+make_bin core/k/kernels_test 'echo "[       OK ] K.One (1 ms)"'
+make_bin repro/bug/test_nccl '[[ "${1:-}" == --help ]] && exit 0; sleep 60'
+make_bin tools/t/late_test 'echo "[       OK ] T.One (1 ms)"'
+make_bin repro/bug/bug 'echo "[{\"verdict\": \"reproduced\"}]" >"$4"'
+printf '%s\n' tools/t/late_test repro/bug/test_nccl core/k/kernels_test >"$root/tests.txt"
+echo repro/bug/bug >"$root/pairs.txt"
+start=$SECONDS
+run --budget 17
+echo "$output"
+((SECONDS - start <= 22)) || fail "--budget 17 took $((SECONDS - start)) s"
+[[ $rc -eq 1 ]] || fail "a cut run exited $rc, want 1"
+order="$(grep -oE '^(PASS|OK|CUT) +[^ ]+( .*repro/bug/bug)?' <<<"$output" | awk '{print $NF}')"
+[[ "$order" == "$(printf '%s\n' core/k/kernels_test repro/bug/bug repro/bug/test_nccl)" ]] || fail "order: $order"
+grep -q "^CUT   repro/bug/test_nccl (stopped at the budget's end after " <<<"$output" || fail "cut line"
+grep -qx "not run (budget of 17 s): 1: tools/t/late_test" <<<"$output" || fail "not-run line"
+tsv="$TEST_TMPDIR/o/summary.tsv"
+grep -qP '^test\tcore/k/kernels_test\tpass\t' "$tsv" || fail "summary.tsv pass: $(cat "$tsv")"
+grep -qP '^pair\trepro/bug/bug\tok\t' "$tsv" || fail "summary.tsv pair"
+grep -qP '^test\trepro/bug/test_nccl\tcut\t' "$tsv" || fail "summary.tsv cut"
+grep -qP '^test\ttools/t/late_test\tnot_run\t0\tbudget of 17 s$' "$tsv" || fail "summary.tsv not run"
+
+# CUDA MPS on one GPU, with the fake control program: started before the
+# first binary, its pipe exported to every binary, each NCCL rank's report
+# counted, told to quit at the end; --mps off exports DDP_MPS=0; --mps on
+# without the program is one line and exit 1. The records carry the
+# bundle's commit, "+dirty" for a dirty build; on a shared GPU a pair gets
+# its line of shared_gpu_flags.txt, unless --full-size or 4 GPUs.
+new_bundle
+fake_smi 580.159.04 1
+ln -sf "$fake_mps" "$fakebin/nvidia-cuda-mps-control"
+export FAKE_MPS_LOG="$TEST_TMPDIR/mps_calls.log"
+: >"$FAKE_MPS_LOG"
+mkdir -p "$root/bin/repro/bug"
+make_bin repro/bug/bug '
+[[ -e "$CUDA_MPS_PIPE_DIRECTORY/control" ]] && echo "$$ mps=1" >>"$DDP_MPS_REPORT"
+echo "[{\"commit\": \"$DDP_PITFALLS_COMMIT\", \"mps\": \"${DDP_MPS:-auto} ${CUDA_MPS_PIPE_DIRECTORY:-none}\", \"args\": \"$*\"}]" >"$4"'
+echo repro/bug/bug >"$root/pairs.txt"
+printf '# comment\nrepro/bug/bug --steps 5 --n 100\nfixes/other/other --steps 1\n' >"$root/shared_gpu_flags.txt"
+sed -i 's/^commit: x$/commit: 0123abc (with uncommitted changes)/' "$root/MANIFEST.txt"
+run
+echo "$output"
+[[ $rc -eq 0 ]] || fail "MPS run exited $rc"
+rec="$TEST_TMPDIR/o/records/repro_bug.json"
+grep -q "run_all.sh: CUDA MPS started ($fakebin/nvidia-cuda-mps-control -d, pipe /tmp/ddp-mps\." <<<"$output" || fail "MPS start line"
+grep -q '"mps": "auto /tmp/ddp-mps\.' "$rec" || fail "the pair did not get the pipe: $(cat "$rec")"
+grep -qx 'run_all.sh: CUDA MPS stopped; 1 of 1 NCCL rank processes attached' <<<"$output" || fail "MPS stop line"
+grep -qx 'CUDA MPS: 1 of 1 NCCL rank processes attached' <<<"$output" || fail "MPS summary line"
+pipe="$(grep -o '"mps": "auto [^"]*' "$rec" | awk '{print $NF}')"
+[[ ! -e "$pipe" ]] || fail "MPS pipe folder left: $pipe"
+grep -q '^daemon -d$' "$FAKE_MPS_LOG" && grep -q '^client quit$' "$FAKE_MPS_LOG" || fail "fake calls: $(cat "$FAKE_MPS_LOG")"
+grep -q '"commit": "0123abc+dirty"' "$rec" || fail "record's commit: $(cat "$rec")"
+grep -q "^records' commit: 0123abc+dirty" "$TEST_TMPDIR/o/environment.txt" || fail "environment.txt commit"
+grep -q '"args": "--backend nccl --json .* --steps 5 --n 100"' "$rec" || fail "shared-GPU flags not given: $(cat "$rec")"
+grep -q "pairs with shared_gpu_flags.txt's flags (1 GPU visible" <<<"$output" || fail "flags header line"
+run --full-size --mps off
+grep -q '"args": "--backend nccl --json [^ ]*"' "$rec" || fail "--full-size still got flags: $(cat "$rec")"
+grep -q '"mps": "0 none"' "$rec" || fail "--mps off: $(cat "$rec")"
+grep -q 'run_all.sh: CUDA MPS off (--mps off): ranks sharing a GPU are time-sliced' <<<"$output" || fail "off line"
+fake_smi 580.159.04 4
+sed -i 's/^commit: .*/commit: 4567def/' "$root/MANIFEST.txt"
+run
+grep -q '"args": "--backend nccl --json [^ ]*"' "$rec" || fail "4 GPUs still got flags"
+grep -q '"commit": "4567def"' "$rec" || fail "clean commit: $(cat "$rec")"
+fake_smi 580.159.04 1
+rm -f "$fakebin/nvidia-cuda-mps-control"
+run --mps on
+[[ $rc -eq 1 ]] || fail "--mps on without the program exited $rc"
+[[ "$output" == *"run_all.sh: --mps on but no CUDA MPS daemon: nvidia-cuda-mps-control not on PATH"* ]] || fail "--mps on line: $output"
+run
+grep -q 'run_all.sh: CUDA MPS not available (nvidia-cuda-mps-control not on PATH)' <<<"$output" || fail "auto without MPS"
+grep -q '"mps": "0 none"' "$rec" || fail "without MPS the launchers must not try again: $(cat "$rec")"
+unset FAKE_MPS_LOG
 
 # Where libnccl.so.2 is found (--find-nccl), on a fake folder layout: in
 # order $VIRTUAL_ENV, $CONDA_PREFIX, a python3.N on PATH, ldconfig -p; none
