@@ -127,8 +127,9 @@ BnGradSumsRef BnLocalGradSumsBounds(const T* dy, const T* x, NchwShape s, const 
 
 // BnInputGrad: dx = (dy - S1 / M - (x - mean) invstd S2 / M) gamma invstd.
 // Roundings along each term: dy 4 (dy - mean_dy, the add, gamma * invstd,
-// the product), S1 / M 5, the x-hat term 7 (x-hat 2, S2 / M 1, product 1,
-// then 3): gamma_7 * |gamma| invstd (|dy| + |S1| / M + |x - mean| invstd |S2| / M).
+// the product), S1 / M 6 (M converted to T: exact below 2^24; the
+// division), the x-hat term 8 (x-hat 2, M and S2 / M 2, product 1, then 3):
+// gamma_8 * |gamma| invstd (|dy| + |S1| / M + |x - mean| invstd |S2| / M).
 template <typename T>
 Bounded BnInputGradBounds(const T* dy, const T* x, NchwShape s, const T* mean, const T* invstd, const T* gamma,
                           const T* sum_dy, const T* sum_dy_xhat, int64_t count) {
@@ -142,7 +143,7 @@ Bounded BnInputGradBounds(const T* dy, const T* x, NchwShape s, const T* mean, c
     const Real mdx = sum_dy_xhat[c] / m;
     const Real scale = static_cast<Real>(gamma[c]) * inv;
     r.value[i] = (dy[i] - md - xhat * mdx) * scale;
-    r.bound[i] = Tol<T>(7, 8) * std::abs(scale) * (std::abs(Real{dy[i]}) + std::abs(md) + std::abs(xhat * mdx));
+    r.bound[i] = Tol<T>(8, 8) * std::abs(scale) * (std::abs(Real{dy[i]}) + std::abs(md) + std::abs(xhat * mdx));
   }
   return r;
 }
@@ -160,11 +161,12 @@ struct GnBackwardRef {
 //    (1): gamma_{D_c+3} * sum |dy| |x - mean| invstd;
 //  dx = invstd (d - md - (x - mean) invstd mdx), md = sum d / L and
 //    mdx = invstd sum d (x - mean) / L formed in the kernel: md off by
-//    gamma_{D_g+3} sum |d| / L (d 1, additions, 1 / L and the product),
-//    mdx by gamma_{D_g+6} invstd sum |d| |x - mean| / L (d, x - mean and the
-//    product 3, additions, * invstd, 1 / L and * 1 / L 3); in dx the d term
-//    takes 4 roundings, md 3 more, the x-hat term 5 more (x-hat 2, product,
-//    add, final): all within gamma_{D_g+11} * invstd * (|d| + sum |d| / L +
+//    gamma_{D_g+4} sum |d| / L (d 1, additions, L converted to T (exact
+//    below 2^24), 1 / L and the product), mdx by gamma_{D_g+7} invstd
+//    sum |d| |x - mean| / L (d, x - mean and the product 3, additions,
+//    * invstd, L, 1 / L and * 1 / L 4); in dx the d term takes 4 roundings,
+//    md 3 more, the x-hat term 5 more (x-hat 2, product, add, final): all
+//    within gamma_{D_g+12} * invstd * (|d| + sum |d| / L +
 //    |x - mean| invstd * invstd sum |d| |x - mean| / L).
 template <typename T>
 GnBackwardRef GnBackwardBounds(const T* dy, const T* x, NchwShape s, int64_t groups, const T* mean, const T* invstd,
@@ -212,7 +214,7 @@ GnBackwardRef GnBackwardBounds(const T* dy, const T* x, NchwShape s, int64_t gro
       const Real d = static_cast<Real>(dy[i]) * gamma[(ng % groups) * cpg + k / s.plane];
       const Real xhat = (static_cast<Real>(x[i]) - mean[ng]) * inv;
       r.dx.value[i] = inv * (d - md - xhat * mdx);
-      r.dx.bound[i] = Tol<T>(depth_g + 11, len + 12) * inv * (std::abs(d) + abs_md + std::abs(xhat) * abs_mdx);
+      r.dx.bound[i] = Tol<T>(depth_g + 12, len + 12) * inv * (std::abs(d) + abs_md + std::abs(xhat) * abs_mdx);
     }
   }
   return r;

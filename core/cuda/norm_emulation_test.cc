@@ -13,6 +13,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/cuda/compare.h"
@@ -309,6 +310,11 @@ TEST(NormEmulationDiagnosis, GroupNormDxOnTwoValueGroupsIsBeyondFloat) {
 
 // ---- (3) the check can fail ----
 
+// ExpectWithinBound's lines for a perturbed output, told apart in the log.
+struct PerturbedBackend : EmulatedBackend<Fma> {
+  static constexpr const char* kName = "perturbed";
+};
+
 // An output one element of which is off by 1.01 times its bound fails
 // ExpectWithinBound, as a GPU result would.
 template <typename T>
@@ -327,7 +333,7 @@ void ExpectPerturbationCaught(std::vector<T> got, const Bounded& ref, const std:
   std::printf("[perturbed] %s: one element moved to 1.01 x its bound: err/bound %.4g\n", what.c_str(), ratio);
   EXPECT_GT(ratio, 1.0) << what;
   const nn::Vector<T> as_eigen = nn::Vector<T>::Map(got.data(), static_cast<Eigen::Index>(got.size()));
-  EXPECT_NONFATAL_FAILURE(testing::ExpectWithinBound<EmulatedBackend<Fma>>(got, ref, as_eigen, what),
+  EXPECT_NONFATAL_FAILURE(testing::ExpectWithinBound<PerturbedBackend>(got, ref, as_eigen, what),
                           "error above the rounding bound");
 }
 
