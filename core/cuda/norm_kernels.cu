@@ -15,6 +15,8 @@ namespace {
 using internal::LaunchElementwise;
 using internal::ReduceSegments;
 using internal::RequireNonNegative;
+// The kernels' multiply-add: fma, whatever nvcc's --fmad (reduce.h).
+using M = FusedMulAdd;
 
 void CheckShape(const NchwShape& s, const char* fn) {
   if (s.n < 0 || s.c < 0 || s.plane < 0) {
@@ -26,54 +28,6 @@ void CheckShape(const NchwShape& s, const char* fn) {
 void CheckEps(double eps, const char* fn) {
   if (!(eps > 0)) throw std::invalid_argument(std::string(fn) + ": eps must be > 0");
 }
-
-// ---- functors (kernels take them by value) ----
-
-template <typename T>
-struct ChannelWelfordPush {
-  const T* x;
-  int64_t c, plane;
-  __device__ void operator()(WelfordAcc<T>& acc, int64_t ch, int64_t k) const {
-    const int64_t n = k / plane;
-    acc.Push(x[(n * c + ch) * plane + (k - n * plane)]);
-  }
-};
-
-template <typename T>
-struct WriteMeanM2 {
-  T* mean;
-  T* m2;
-  __device__ void operator()(int64_t seg, const WelfordAcc<T>& acc) const {
-    mean[seg] = acc.mean;
-    m2[seg] = acc.m2;
-  }
-};
-
-template <typename T>
-struct ChannelGradPush {
-  const T* dy;
-  const T* x;
-  const T* mean;
-  const T* invstd;
-  int64_t c, plane;
-  __device__ void operator()(SumPairAcc<T>& acc, int64_t ch, int64_t k) const {
-    const int64_t n = k / plane;
-    const int64_t i = (n * c + ch) * plane + (k - n * plane);
-    const T xhat = (x[i] - mean[ch]) * invstd[ch];
-    acc.Push(dy[i], dy[i] * xhat);
-  }
-};
-
-template <typename T>
-struct WriteSumPair {
-  T* a;
-  T* b;
-  T scale;  // 1 for sums; 1 / length for means
-  __device__ void operator()(int64_t seg, const SumPairAcc<T>& acc) const {
-    a[seg] = acc.a * scale;
-    b[seg] = acc.b * scale;
-  }
-};
 
 template <int N>
 struct Int64Array {
@@ -88,159 +42,6 @@ __global__ void MergeStatsKernel(Int64Array<kMaxRanks> counts, int world, const 
   internal::ForEachStrided(internal::ThisThread(), channels, body);
 }
 
-template <typename T>
-struct Finalize {
-  const T* mean;
-  const T* m2;
-  T count, eps, momentum;
-  T* invstd;
-  T* running_mean;
-  T* running_var;
-  __device__ void operator()(int64_t c) const {
-    invstd[c] = T(1) / sqrt(m2[c] / count + eps);
-    if (running_mean != nullptr) {
-      running_mean[c] = (T(1) - momentum) * running_mean[c] + momentum * mean[c];
-      running_var[c] = (T(1) - momentum) * running_var[c] + momentum * (m2[c] / (count - T(1)));
-    }
-  }
-};
-
-template <typename T>
-struct InvstdFromVar {
-  const T* var;
-  T eps;
-  T* invstd;
-  __device__ void operator()(int64_t c) const { invstd[c] = T(1) / sqrt(var[c] + eps); }
-};
-
-template <typename T>
-struct Normalize {
-  const T* x;
-  const T* mean;
-  const T* invstd;
-  const T* gamma;
-  const T* beta;
-  T* y;
-  int64_t c, plane;
-  __device__ void operator()(int64_t i) const {
-    const int64_t ch = (i / plane) % c;
-    const T xhat = (x[i] - mean[ch]) * invstd[ch];
-    y[i] = xhat * gamma[ch] + beta[ch];
-  }
-};
-
-template <typename T>
-struct InputGrad {
-  const T* dy;
-  const T* x;
-  const T* mean;
-  const T* invstd;
-  const T* gamma;
-  const T* sum_dy;
-  const T* sum_dy_xhat;
-  T count;
-  T* dx;
-  int64_t c, plane;
-  __device__ void operator()(int64_t i) const {
-    const int64_t ch = (i / plane) % c;
-    const T xhat = (x[i] - mean[ch]) * invstd[ch];
-    const T mean_dy = sum_dy[ch] / count;
-    const T mean_dy_xhat = sum_dy_xhat[ch] / count;
-    dx[i] = (dy[i] - mean_dy - xhat * mean_dy_xhat) * (gamma[ch] * invstd[ch]);
-  }
-};
-
-// GroupNorm: group ng = n * G + g is the contiguous block [ng * len, (ng + 1) * len).
-template <typename T>
-struct GroupWelfordPush {
-  const T* x;
-  int64_t len;
-  __device__ void operator()(WelfordAcc<T>& acc, int64_t ng, int64_t k) const { acc.Push(x[ng * len + k]); }
-};
-
-template <typename T>
-struct WriteGroupStats {
-  T* mean;
-  T* invstd;
-  T len, eps;
-  __device__ void operator()(int64_t ng, const WelfordAcc<T>& acc) const {
-    mean[ng] = acc.mean;
-    invstd[ng] = T(1) / sqrt(acc.m2 / len + eps);
-  }
-};
-
-template <typename T>
-struct GroupNormalize {
-  const T* x;
-  const T* mean;
-  const T* invstd;
-  const T* gamma;
-  const T* beta;
-  T* y;
-  int64_t c, plane, len;
-  __device__ void operator()(int64_t i) const {
-    const int64_t ch = (i / plane) % c;
-    const int64_t ng = i / len;
-    const T xhat = (x[i] - mean[ng]) * invstd[ng];
-    y[i] = xhat * gamma[ch] + beta[ch];
-  }
-};
-
-// Per group: (dxhat, dxhat * xhat), dxhat = dy * gamma[c].
-template <typename T>
-struct GroupGradPush {
-  const T* dy;
-  const T* x;
-  const T* mean;
-  const T* invstd;
-  const T* gamma;
-  int64_t groups, channels_per_group, plane, len;
-  __device__ void operator()(SumPairAcc<T>& acc, int64_t ng, int64_t k) const {
-    const int64_t i = ng * len + k;
-    const int64_t ch = (ng % groups) * channels_per_group + k / plane;
-    const T xhat = (x[i] - mean[ng]) * invstd[ng];
-    const T d = dy[i] * gamma[ch];
-    acc.Push(d, d * xhat);
-  }
-};
-
-// Per channel over (n, plane): (dy, dy * xhat) -> dbeta, dgamma.
-template <typename T>
-struct GroupParamGradPush {
-  const T* dy;
-  const T* x;
-  const T* mean;
-  const T* invstd;
-  int64_t c, groups, channels_per_group, plane;
-  __device__ void operator()(SumPairAcc<T>& acc, int64_t ch, int64_t k) const {
-    const int64_t n = k / plane;
-    const int64_t i = (n * c + ch) * plane + (k - n * plane);
-    const int64_t ng = n * groups + ch / channels_per_group;
-    const T xhat = (x[i] - mean[ng]) * invstd[ng];
-    acc.Push(dy[i], dy[i] * xhat);
-  }
-};
-
-template <typename T>
-struct GroupInputGrad {
-  const T* dy;
-  const T* x;
-  const T* mean;
-  const T* invstd;
-  const T* gamma;
-  const T* mean_d;
-  const T* mean_d_xhat;
-  T* dx;
-  int64_t c, plane, len;
-  __device__ void operator()(int64_t i) const {
-    const int64_t ch = (i / plane) % c;
-    const int64_t ng = i / len;
-    const T xhat = (x[i] - mean[ng]) * invstd[ng];
-    const T d = dy[i] * gamma[ch];
-    dx[i] = (d - mean_d[ng] - xhat * mean_d_xhat[ng]) * invstd[ng];
-  }
-};
-
 void CheckGroups(const NchwShape& s, int64_t groups, const char* fn) {
   CheckShape(s, fn);
   if (groups <= 0 || s.c % groups != 0) {
@@ -254,8 +55,9 @@ void CheckGroups(const NchwShape& s, int64_t groups, const char* fn) {
 template <typename T>
 void BnLocalStats(const T* x, NchwShape shape, T* mean, T* m2, cudaStream_t stream) {
   CheckShape(shape, "BnLocalStats");
-  ReduceSegments<WelfordAcc<T>>(shape.c, shape.n * shape.plane, ChannelWelfordPush<T>{x, shape.c, shape.plane},
-                                WriteMeanM2<T>{mean, m2}, stream);
+  ReduceSegments<WelfordAcc<T, M>>(shape.c, shape.n * shape.plane,
+                                   internal::ChannelWelfordPush<T, M>{x, shape.c, shape.plane},
+                                   internal::WriteMeanM2<T, M>{mean, m2}, stream);
 }
 
 template <typename T>
@@ -294,7 +96,7 @@ void BnFinalizeStats(const T* mean, const T* m2, int64_t count, int64_t channels
     throw std::invalid_argument("BnFinalizeStats: give both running_mean and running_var, or neither");
   }
   LaunchElementwise(channels,
-                    Finalize<T>{mean, m2, static_cast<T>(count), static_cast<T>(eps), static_cast<T>(momentum),
+                    internal::Finalize<T, M>{mean, m2, static_cast<T>(count), static_cast<T>(eps), static_cast<T>(momentum),
                                 invstd, running_mean, running_var},
                     stream);
 }
@@ -303,23 +105,23 @@ template <typename T>
 void BnInvstdFromVar(const T* var, int64_t channels, double eps, T* invstd, cudaStream_t stream) {
   RequireNonNegative(channels, "BnInvstdFromVar: channels");
   CheckEps(eps, "BnInvstdFromVar");
-  LaunchElementwise(channels, InvstdFromVar<T>{var, static_cast<T>(eps), invstd}, stream);
+  LaunchElementwise(channels, internal::InvstdFromVar<T>{var, static_cast<T>(eps), invstd}, stream);
 }
 
 template <typename T>
 void BnNormalize(const T* x, NchwShape shape, const T* mean, const T* invstd, const T* gamma, const T* beta, T* y,
                  cudaStream_t stream) {
   CheckShape(shape, "BnNormalize");
-  LaunchElementwise(shape.Size(), Normalize<T>{x, mean, invstd, gamma, beta, y, shape.c, shape.plane}, stream);
+  LaunchElementwise(shape.Size(), internal::Normalize<T, M>{x, mean, invstd, gamma, beta, y, shape.c, shape.plane}, stream);
 }
 
 template <typename T>
 void BnLocalGradSums(const T* dy, const T* x, NchwShape shape, const T* mean, const T* invstd, T* sum_dy,
                      T* sum_dy_xhat, cudaStream_t stream) {
   CheckShape(shape, "BnLocalGradSums");
-  ReduceSegments<SumPairAcc<T>>(shape.c, shape.n * shape.plane,
-                                ChannelGradPush<T>{dy, x, mean, invstd, shape.c, shape.plane},
-                                WriteSumPair<T>{sum_dy, sum_dy_xhat, T(1)}, stream);
+  ReduceSegments<SumPairAcc<T, M>>(shape.c, shape.n * shape.plane,
+                                   internal::ChannelGradPush<T, M>{dy, x, mean, shape.c, shape.plane},
+                                   internal::WriteCentredSums<T, M>{sum_dy, sum_dy_xhat, invstd, T(1)}, stream);
 }
 
 template <typename T>
@@ -328,7 +130,7 @@ void BnInputGrad(const T* dy, const T* x, NchwShape shape, const T* mean, const 
   CheckShape(shape, "BnInputGrad");
   if (count <= 0) throw std::invalid_argument("BnInputGrad: count must be > 0, got " + std::to_string(count));
   LaunchElementwise(shape.Size(),
-                    InputGrad<T>{dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat, static_cast<T>(count), dx, shape.c,
+                    internal::InputGrad<T, M>{dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat, static_cast<T>(count), dx, shape.c,
                                  shape.plane},
                     stream);
 }
@@ -340,10 +142,11 @@ void GnForward(const T* x, NchwShape shape, int64_t groups, double eps, const T*
   CheckEps(eps, "GnForward");
   const int64_t len = shape.c / groups * shape.plane;
   if (len == 0) return;
-  ReduceSegments<WelfordAcc<T>>(shape.n * groups, len, GroupWelfordPush<T>{x, len},
-                                WriteGroupStats<T>{mean, invstd, static_cast<T>(len), static_cast<T>(eps)}, stream);
-  LaunchElementwise(shape.Size(), GroupNormalize<T>{x, mean, invstd, gamma, beta, y, shape.c, shape.plane, len},
-                    stream);
+  ReduceSegments<WelfordAcc<T, M>>(
+      shape.n * groups, len, internal::GroupWelfordPush<T, M>{x, len},
+      internal::WriteGroupStats<T, M>{mean, invstd, static_cast<T>(len), static_cast<T>(eps)}, stream);
+  LaunchElementwise(shape.Size(),
+                    internal::GroupNormalize<T, M>{x, mean, invstd, gamma, beta, y, shape.c, shape.plane, len}, stream);
 }
 
 template <typename T>
@@ -353,20 +156,22 @@ void GnBackward(const T* dy, const T* x, NchwShape shape, int64_t groups, const 
   const int64_t cpg = shape.c / groups;
   const int64_t len = cpg * shape.plane;
   // dgamma / dbeta over (n, plane) per channel; zeros for an empty batch.
-  ReduceSegments<SumPairAcc<T>>(shape.c, shape.n * shape.plane,
-                                GroupParamGradPush<T>{dy, x, mean, invstd, shape.c, groups, cpg, shape.plane},
-                                WriteSumPair<T>{dbeta, dgamma, T(1)}, stream);
+  ReduceSegments<SumPairAcc<T, M>>(
+      shape.c, shape.n * shape.plane,
+      internal::GroupParamGradPush<T, M>{dy, x, mean, invstd, shape.c, groups, cpg, shape.plane},
+      internal::WriteSumPair<T, M>{dbeta, dgamma}, stream);
   const int64_t segments = shape.n * groups;
   if (segments == 0 || len == 0) return;
   internal::StreamScratch<T> means(static_cast<std::size_t>(segments) * 2, stream);
   T* mean_d = means.get();
   T* mean_d_xhat = means.get() + segments;
-  ReduceSegments<SumPairAcc<T>>(segments, len,
-                                GroupGradPush<T>{dy, x, mean, invstd, gamma, groups, cpg, shape.plane, len},
-                                WriteSumPair<T>{mean_d, mean_d_xhat, T(1) / static_cast<T>(len)}, stream);
-  LaunchElementwise(shape.Size(),
-                    GroupInputGrad<T>{dy, x, mean, invstd, gamma, mean_d, mean_d_xhat, dx, shape.c, shape.plane, len},
-                    stream);
+  ReduceSegments<SumPairAcc<T, M>>(
+      segments, len, internal::GroupGradPush<T, M>{dy, x, mean, gamma, groups, cpg, shape.plane, len},
+      internal::WriteCentredSums<T, M>{mean_d, mean_d_xhat, invstd, T(1) / static_cast<T>(len)}, stream);
+  LaunchElementwise(
+      shape.Size(),
+      internal::GroupInputGrad<T, M>{dy, x, mean, invstd, gamma, mean_d, mean_d_xhat, dx, shape.c, shape.plane, len},
+      stream);
   means.Release();
 }
 

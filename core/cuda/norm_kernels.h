@@ -24,14 +24,9 @@
 #include <cstdint>
 #include <span>
 
-namespace ddp::cuda {
+#include "core/cuda/norm_bodies.h"  // NchwShape
 
-struct NchwShape {
-  int64_t n = 0;
-  int64_t c = 0;
-  int64_t plane = 0;  // H * W
-  int64_t Size() const { return n * c * plane; }
-};
+namespace ddp::cuda {
 
 // Per-channel mean and M2 (sum of squared deviations) over (N, plane):
 // Welford per thread, Chan merges within and across blocks (reduce.h). An
@@ -65,7 +60,8 @@ template <typename T>
 void BnNormalize(const T* x, NchwShape shape, const T* mean, const T* invstd, const T* gamma, const T* beta, T* y,
                  cudaStream_t stream);
 
-// Local per-channel sum dy and sum dy * xhat (xhat from mean, invstd).
+// Local per-channel sum dy and sum dy * xhat (xhat from mean, invstd),
+// computed as invstd * sum dy * (x - mean).
 template <typename T>
 void BnLocalGradSums(const T* dy, const T* x, NchwShape shape, const T* mean, const T* invstd, T* sum_dy,
                      T* sum_dy_xhat, cudaStream_t stream);

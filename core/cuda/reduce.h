@@ -13,8 +13,18 @@
 // with Chan, Golub & LeVeque's pairwise formula, written exactly as
 // core/nn/channel_stats.h's MergeInto, so no raw sum of squares is ever
 // formed (E[x^2] - E[x]^2 cancels when |mean| >> std).
+//
+// Every a * b + c the kernels evaluate is written as M::Apply(a, b, c), M a
+// multiply-add policy. The kernels use FusedMulAdd (one rounding: fma), which
+// is what nvcc's default --fmad=true made of these expressions anyway (read
+// from the sm_90 SASS), but now fixed in the source: the device bits no
+// longer depend on a compiler flag, and the host emulation
+// (reduce_emulation.h, norm_emulation.h) reproduces them exactly.
+// SeparateMulAdd (two roundings) lets the CPU tests show that the error
+// bounds (norm_bounds.h) hold without FMA too.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -25,7 +35,28 @@
 
 namespace ddp::cuda {
 
-template <typename T>
+struct FusedMulAdd {
+  template <typename T>
+  DDP_HD static T Apply(T a, T b, T c) {
+#if defined(__CUDA_ARCH__)
+    return fma(a, b, c);
+#else
+    return std::fma(a, b, c);
+#endif
+  }
+};
+
+// Host only in practice. The product is rounded before the add: with
+// -std=c++20 GCC does not contract the two statements (-ffp-contract=off).
+struct SeparateMulAdd {
+  template <typename T>
+  DDP_HD static T Apply(T a, T b, T c) {
+    const T product = a * b;
+    return product + c;
+  }
+};
+
+template <typename T, typename M = FusedMulAdd>
 struct WelfordAcc {
   int64_t count;
   T mean;
@@ -36,7 +67,7 @@ struct WelfordAcc {
     ++count;
     const T d = x - mean;
     mean += d / static_cast<T>(count);
-    m2 += d * (x - mean);
+    m2 = M::Apply(d, x - mean, m2);
   }
   DDP_HD void Merge(const WelfordAcc& o) {
     if (o.count == 0) return;
@@ -49,23 +80,23 @@ struct WelfordAcc {
     const T nb = static_cast<T>(o.count);
     const T total = static_cast<T>(n);
     const T delta = o.mean - mean;
-    mean += delta * (nb / total);
-    m2 += o.m2 + delta * delta * (na * nb / total);
+    mean = M::Apply(delta, nb / total, mean);
+    m2 += M::Apply(delta * delta, na * nb / total, o.m2);
     count = n;
   }
 };
 
-// Two running sums (BatchNorm's sum_dy and sum_dy_xhat; GroupNorm's
-// dbeta and dgamma).
-template <typename T>
+// Two running sums, a += s and b += p * q (BatchNorm's sum dy and
+// sum dy * (x - mean); GroupNorm's dbeta and dgamma).
+template <typename T, typename M = FusedMulAdd>
 struct SumPairAcc {
   T a;
   T b;
 
   DDP_HD static SumPairAcc Zero() { return SumPairAcc{T(0), T(0)}; }
-  DDP_HD void Push(T x, T y) {
-    a += x;
-    b += y;
+  DDP_HD void Push(T s, T p, T q) {
+    a += s;
+    b = M::Apply(p, q, b);
   }
   DDP_HD void Merge(const SumPairAcc& o) {
     a += o.a;

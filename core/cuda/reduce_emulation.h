@@ -2,7 +2,9 @@
 // order (thread-strided accumulation, pairwise block tree, blocks merged in
 // order). Lets the CPU tests check the numerics of the GPU algorithm against
 // core/nn where no GPU exists; the gpu tests then check the kernels
-// themselves.
+// themselves. EmulateReduceSegments / EmulateElementwise take the kernels'
+// own functors (launch.cuh's ReduceSegments / LaunchElementwise on the host);
+// norm_emulation.h builds the norm kernels' API from them.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,21 @@ Acc EmulateSegmentReduce(int64_t length, const ReducePlan& plan, PushFn push) {
     total.Merge(lane[0]);
   }
   return total;
+}
+
+// launch.cuh's ReduceSegments: push(acc, segment, k), then finish(segment, acc).
+template <typename Acc, typename Push, typename Finish>
+void EmulateReduceSegments(int64_t segments, int64_t length, const Push& push, const Finish& finish) {
+  const ReducePlan plan = PlanReduce(length);
+  for (int64_t s = 0; s < segments; ++s) {
+    finish(s, EmulateSegmentReduce<Acc>(length, plan, [&](Acc& acc, int64_t k) { push(acc, s, k); }));
+  }
+}
+
+// launch.cuh's LaunchElementwise: f(i) for every i in [0, total).
+template <typename F>
+void EmulateElementwise(int64_t total, const F& f) {
+  for (int64_t i = 0; i < total; ++i) f(i);
 }
 
 }  // namespace ddp::cuda

@@ -85,7 +85,7 @@ TYPED_TEST(ReduceEmulationTest, SumPairGradSumsEqualBatchNormLocalGradSums) {
     const T invstd = T(1) / std::sqrt(stats.m2[c] / static_cast<T>(stats.count) + T(1e-5));
     const auto acc = EmulateSegmentReduce<SumPairAcc<T>>(length, PlanReduce(length), [&](SumPairAcc<T>& a, int64_t k) {
       const int64_t i = (k / plane * x.c + c) * plane + k % plane;
-      a.Push(dy.data[i], dy.data[i] * ((x.data[i] - stats.mean[c]) * invstd));
+      a.Push(dy.data[i], (x.data[i] - stats.mean[c]) * invstd, dy.data[i]);
     });
     sum_dy[c] = acc.a;
     sum_dy_xhat[c] = acc.b;

@@ -1,0 +1,258 @@
+// The per-element arithmetic of the BatchNorm and GroupNorm kernels, as
+// __host__ __device__ functors: norm_kernels.cu launches them, and
+// norm_emulation.h runs the very same functors on the host in the kernels'
+// order, so a CPU test sees the kernels' exact float and double bits.
+//
+// Every multiply-add goes through the policy M (reduce.h): FusedMulAdd in the
+// kernels. Pushes take (acc, segment, k) with k the element's index inside
+// its segment; elementwise bodies take the flat NCHW index.
+//
+// No CUDA header: the host compiler builds this file for the CPU tests.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "core/cuda/reduce.h"
+
+namespace ddp::cuda {
+
+struct NchwShape {
+  int64_t n = 0;
+  int64_t c = 0;
+  int64_t plane = 0;  // H * W
+  int64_t Size() const { return n * c * plane; }
+};
+
+namespace internal {
+
+template <typename T>
+DDP_HD T InvSqrt(T v) {
+#if defined(__CUDA_ARCH__)
+  return T(1) / sqrt(v);  // IEEE sqrt and division (nvcc's default -prec-*)
+#else
+  return T(1) / std::sqrt(v);
+#endif
+}
+
+// Element k = n * plane + p of channel ch over (N, plane): its NCHW index.
+DDP_HD inline int64_t ChannelElement(int64_t ch, int64_t k, int64_t c, int64_t plane) {
+  const int64_t n = k / plane;
+  return (n * c + ch) * plane + (k - n * plane);
+}
+
+// ---- BatchNorm: segment = channel, element k = (n, p) with k = n * plane + p ----
+
+template <typename T, typename M>
+struct ChannelWelfordPush {
+  const T* x;
+  int64_t c, plane;
+  DDP_HD void operator()(WelfordAcc<T, M>& acc, int64_t ch, int64_t k) const {
+    acc.Push(x[ChannelElement(ch, k, c, plane)]);
+  }
+};
+
+template <typename T, typename M>
+struct WriteMeanM2 {
+  T* mean;
+  T* m2;
+  DDP_HD void operator()(int64_t seg, const WelfordAcc<T, M>& acc) const {
+    mean[seg] = acc.mean;
+    m2[seg] = acc.m2;
+  }
+};
+
+// (dy, dy * (x - mean)): the centred product is summed and multiplied by
+// invstd once at the end (WriteCentredSums), as PyTorch's
+// batch_norm_backward_reduce does with sum_dy_xmu, rather than rounding
+// x-hat = (x - mean) * invstd in every term.
+template <typename T, typename M>
+struct ChannelGradPush {
+  const T* dy;
+  const T* x;
+  const T* mean;
+  int64_t c, plane;
+  DDP_HD void operator()(SumPairAcc<T, M>& acc, int64_t ch, int64_t k) const {
+    const int64_t i = ChannelElement(ch, k, c, plane);
+    acc.Push(dy[i], x[i] - mean[ch], dy[i]);
+  }
+};
+
+// a_out = a * scale, b_out = b * invstd[seg] * scale (scale: 1 for sums,
+// 1 / length for means).
+template <typename T, typename M>
+struct WriteCentredSums {
+  T* a_out;
+  T* b_out;
+  const T* invstd;
+  T scale;
+  DDP_HD void operator()(int64_t seg, const SumPairAcc<T, M>& acc) const {
+    a_out[seg] = acc.a * scale;
+    b_out[seg] = acc.b * invstd[seg] * scale;
+  }
+};
+
+template <typename T, typename M>
+struct Finalize {
+  const T* mean;
+  const T* m2;
+  T count, eps, momentum;
+  T* invstd;
+  T* running_mean;
+  T* running_var;
+  DDP_HD void operator()(int64_t c) const {
+    invstd[c] = InvSqrt(m2[c] / count + eps);
+    if (running_mean != nullptr) {
+      running_mean[c] = M::Apply(running_mean[c], T(1) - momentum, momentum * mean[c]);
+      running_var[c] = M::Apply(running_var[c], T(1) - momentum, momentum * (m2[c] / (count - T(1))));
+    }
+  }
+};
+
+template <typename T>
+struct InvstdFromVar {
+  const T* var;
+  T eps;
+  T* invstd;
+  DDP_HD void operator()(int64_t c) const { invstd[c] = InvSqrt(var[c] + eps); }
+};
+
+template <typename T, typename M>
+struct Normalize {
+  const T* x;
+  const T* mean;
+  const T* invstd;
+  const T* gamma;
+  const T* beta;
+  T* y;
+  int64_t c, plane;
+  DDP_HD void operator()(int64_t i) const {
+    const int64_t ch = (i / plane) % c;
+    const T xhat = (x[i] - mean[ch]) * invstd[ch];
+    y[i] = M::Apply(xhat, gamma[ch], beta[ch]);
+  }
+};
+
+template <typename T, typename M>
+struct InputGrad {
+  const T* dy;
+  const T* x;
+  const T* mean;
+  const T* invstd;
+  const T* gamma;
+  const T* sum_dy;
+  const T* sum_dy_xhat;
+  T count;
+  T* dx;
+  int64_t c, plane;
+  DDP_HD void operator()(int64_t i) const {
+    const int64_t ch = (i / plane) % c;
+    const T xhat = (x[i] - mean[ch]) * invstd[ch];
+    const T mean_dy = sum_dy[ch] / count;
+    const T mean_dy_xhat = sum_dy_xhat[ch] / count;
+    dx[i] = M::Apply(-xhat, mean_dy_xhat, dy[i] - mean_dy) * (gamma[ch] * invstd[ch]);
+  }
+};
+
+// ---- GroupNorm: group ng = n * G + g is the contiguous block [ng * len, (ng + 1) * len) ----
+
+template <typename T, typename M>
+struct GroupWelfordPush {
+  const T* x;
+  int64_t len;
+  DDP_HD void operator()(WelfordAcc<T, M>& acc, int64_t ng, int64_t k) const { acc.Push(x[ng * len + k]); }
+};
+
+template <typename T, typename M>
+struct WriteGroupStats {
+  T* mean;
+  T* invstd;
+  T len, eps;
+  DDP_HD void operator()(int64_t ng, const WelfordAcc<T, M>& acc) const {
+    mean[ng] = acc.mean;
+    invstd[ng] = InvSqrt(acc.m2 / len + eps);
+  }
+};
+
+template <typename T, typename M>
+struct GroupNormalize {
+  const T* x;
+  const T* mean;
+  const T* invstd;
+  const T* gamma;
+  const T* beta;
+  T* y;
+  int64_t c, plane, len;
+  DDP_HD void operator()(int64_t i) const {
+    const int64_t ch = (i / plane) % c;
+    const int64_t ng = i / len;
+    const T xhat = (x[i] - mean[ng]) * invstd[ng];
+    y[i] = M::Apply(xhat, gamma[ch], beta[ch]);
+  }
+};
+
+// Per group: (dxhat, dxhat * (x - mean)), dxhat = dy * gamma[c]; invstd is
+// the group's own, so it multiplies the sum once (WriteCentredSums).
+template <typename T, typename M>
+struct GroupGradPush {
+  const T* dy;
+  const T* x;
+  const T* mean;
+  const T* gamma;
+  int64_t groups, channels_per_group, plane, len;
+  DDP_HD void operator()(SumPairAcc<T, M>& acc, int64_t ng, int64_t k) const {
+    const int64_t i = ng * len + k;
+    const int64_t ch = (ng % groups) * channels_per_group + k / plane;
+    const T d = dy[i] * gamma[ch];
+    acc.Push(d, x[i] - mean[ng], d);
+  }
+};
+
+// Per channel over (n, plane): (dy, dy * xhat) -> dbeta, dgamma. x-hat is
+// formed per term here: its invstd changes with the sample.
+template <typename T, typename M>
+struct GroupParamGradPush {
+  const T* dy;
+  const T* x;
+  const T* mean;
+  const T* invstd;
+  int64_t c, groups, channels_per_group, plane;
+  DDP_HD void operator()(SumPairAcc<T, M>& acc, int64_t ch, int64_t k) const {
+    const int64_t i = ChannelElement(ch, k, c, plane);
+    const int64_t ng = k / plane * groups + ch / channels_per_group;
+    const T xhat = (x[i] - mean[ng]) * invstd[ng];
+    acc.Push(dy[i], xhat, dy[i]);
+  }
+};
+
+template <typename T, typename M>
+struct WriteSumPair {
+  T* a_out;
+  T* b_out;
+  DDP_HD void operator()(int64_t seg, const SumPairAcc<T, M>& acc) const {
+    a_out[seg] = acc.a;
+    b_out[seg] = acc.b;
+  }
+};
+
+template <typename T, typename M>
+struct GroupInputGrad {
+  const T* dy;
+  const T* x;
+  const T* mean;
+  const T* invstd;
+  const T* gamma;
+  const T* mean_d;
+  const T* mean_d_xhat;
+  T* dx;
+  int64_t c, plane, len;
+  DDP_HD void operator()(int64_t i) const {
+    const int64_t ch = (i / plane) % c;
+    const int64_t ng = i / len;
+    const T xhat = (x[i] - mean[ng]) * invstd[ng];
+    dx[i] = M::Apply(-xhat, mean_d_xhat[ng], M::Apply(dy[i], gamma[ch], -mean_d[ng])) * invstd[ng];
+  }
+};
+
+}  // namespace internal
+}  // namespace ddp::cuda
