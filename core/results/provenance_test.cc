@@ -40,5 +40,22 @@ TEST(Provenance, DirtyMeansCodeNotResults) {
   EXPECT_EQ(GitCommitOf((dir / "no-such-dir").string()), "unknown");
 }
 
+// A GPU runner's bundle has no git: run_all.sh exports the bundle's commit,
+// and every record carries it rather than "unknown".
+TEST(Provenance, CommitFromTheEnvironmentWinsOutsideAGitTree) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::filesystem::path dir = std::filesystem::path(tmp ? tmp : "/tmp") / "no_git_here";
+  std::filesystem::create_directories(dir);
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  ::unsetenv("BUILD_WORKSPACE_DIRECTORY");
+  ::setenv("DDP_PITFALLS_COMMIT", "0123456789abcdef0123456789abcdef01234567+dirty", 1);
+  const Provenance p = CollectProvenance();
+  ::unsetenv("DDP_PITFALLS_COMMIT");
+  std::filesystem::current_path(cwd);
+  EXPECT_EQ(p.commit, "0123456789abcdef0123456789abcdef01234567+dirty");
+  EXPECT_EQ(ToJson(p).at("commit").get<std::string>(), p.commit);
+}
+
 }  // namespace
 }  // namespace ddp::results

@@ -83,3 +83,16 @@ bundle_check_versions() {
   done
   return $bad
 }
+
+# The commit every record of a bundle built from the git tree at $1 carries
+# (run_all.sh exports it as DDP_PITFALLS_COMMIT): HEAD, with "+dirty" when a
+# tracked file outside results/ differs, the rule of
+# core/results/provenance.cc's GitCommitOf; "unknown" outside a git tree.
+bundle_commit() {
+  local head
+  head="$(git -C "$1" rev-parse HEAD 2>/dev/null)" || { echo unknown; return; }
+  if [[ -n "$(git -C "$1" status --porcelain --untracked-files=no -- . ':(exclude)results' 2>/dev/null)" ]]; then
+    head+="+dirty"
+  fi
+  echo "$head"
+}

@@ -42,4 +42,22 @@ for args in "--compilation_mode fast" "--bogus" "--list-libs /nonexistent" "" "-
   [[ $rc -eq 2 ]] || fail "'$args' exited $rc, want 2: $msg"
 done
 "$make_bundle" --help | grep -q '^usage: make_bundle.sh' || fail "--help"
+
+# The bundle's commit, by provenance's rule: results/ and untracked files do
+# not make it dirty, a changed tracked file does; no git tree: unknown.
+# shellcheck source=tools/bundle/bundle_lib.sh
+source "$(dirname "$make_bundle")/bundle_lib.sh"
+repo="$TEST_TMPDIR/commit_repo"
+command -v git >/dev/null || { echo "libs_test: no git here, commit rule not checked"; exit 0; }
+mkdir -p "$repo/results"
+echo 'int x;' >"$repo/code.cc"
+echo '[]' >"$repo/results/r.json"
+git -C "$repo" init -q && git -C "$repo" add -A && git -C "$repo" -c user.name=t -c user.email=t@t commit -q -m init
+head="$(git -C "$repo" rev-parse HEAD)"
+echo '[1]' >"$repo/results/r.json"
+echo x >"$repo/untracked.txt"
+[[ "$(bundle_commit "$repo")" == "$head" ]] || fail "results/ or untracked made it dirty: $(bundle_commit "$repo")"
+echo 'int y;' >"$repo/code.cc"
+[[ "$(bundle_commit "$repo")" == "$head+dirty" ]] || fail "changed code not dirty: $(bundle_commit "$repo")"
+[[ "$(bundle_commit "$TEST_TMPDIR/nowhere")" == unknown ]] || fail "no git tree"
 echo "libs_test: all checks passed"

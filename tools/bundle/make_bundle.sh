@@ -179,13 +179,7 @@ versions="$(bundle_check_versions "${elves[@]}")" ||
 cp "$here/run_all.sh" "$out/run_all.sh"
 chmod +x "$out/run_all.sh"
 
-# The commit every record of this bundle will carry (run_all.sh exports it
-# as DDP_PITFALLS_COMMIT), by the rule of core/results/provenance.cc's
-# GitCommitOf: "+dirty" when a tracked file outside results/ differs.
-commit="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
-if [[ "$commit" != unknown && -n "$(git status --porcelain --untracked-files=no -- . ':(exclude)results' 2>/dev/null)" ]]; then
-  commit+="+dirty"
-fi
+commit="$(bundle_commit .)"  # what every record of this bundle will carry
 cuda_version="$(sed -n 's/^CUDA_VERSION = "\(.*\)"/\1/p' "$defs")"
 {
   echo "ddp-pitfalls GPU-runner bundle"
