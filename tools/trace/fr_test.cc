@@ -150,6 +150,11 @@ TEST(FrSubgroups, GlooPgConfigDiffersAcrossRanksAndTheDumpsAreStillOneJob) {
   ASSERT_EQ(d.by_rank.size(), 3u);
   EXPECT_EQ(d.by_rank[0]->pg_config.at("").ranks, (std::vector<int>{0, 1}));
   EXPECT_EQ(d.by_rank[2]->pg_config.at("").ranks, (std::vector<int>{0, 1, 2}));
+  // Group-local, not global: new_group([1, 2, 3])'s members show [0, 1, 2].
+  const DirDumps m = ReadDir(kCorpus + "/sub_op_mismatch");
+  EXPECT_EQ(m.by_rank[0]->pg_config.at("").ranks, (std::vector<int>{0, 1, 2, 3}));
+  for (int r = 1; r < 4; ++r)
+    EXPECT_EQ(m.by_rank[r]->pg_config.at("").ranks, (std::vector<int>{0, 1, 2})) << r;
   const Analysis a = Analyze(d);
   ASSERT_EQ(a.findings.size(), 1u);
   const GroupVerdict& g = a.groups[a.findings[0].groups[0]];
