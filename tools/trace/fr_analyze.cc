@@ -1,8 +1,10 @@
 #include "tools/trace/fr_analyze.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 namespace ddp::trace::fr {
@@ -156,8 +158,16 @@ std::vector<int> Outliers(const std::vector<std::pair<std::string, std::vector<i
   return out;
 }
 
+std::string GroupName(const std::string& pg, const std::string& desc,
+                      const std::vector<int>& members) {
+  const bool named = !desc.empty() && desc != "undefined";
+  return "process group " + pg + " (" + (named ? desc + ", " : "") +
+         (members.empty() ? "no members known" : Ranks(members)) + ")";
+}
+
+// `held`: ranks that wait in another group's unfinished collective.
 GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::string& desc,
-                          const std::vector<int>& members) {
+                          const std::vector<int>& members, const std::map<int, Held>& held) {
   GroupVerdict v;
   v.pg = pg;
   v.desc = desc;
@@ -198,9 +208,13 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
     std::vector<std::pair<int, std::string>> keyed;
     for (const Member& m : ms) {
       const Entry* e = m.At(seq);
-      keyed.push_back({m.rank, e              ? Describe(m, *e)
-                               : m.last < seq ? where_never(m)
-                                              : "no record (overwritten)"});
+      auto h = held.find(m.rank);
+      keyed.push_back({m.rank, e               ? Describe(m, *e)
+                               : m.last >= seq ? "no record (overwritten)"
+                               : h != held.end()
+                                   ? "held in process group " + h->second.pg + " #" +
+                                         std::to_string(h->second.seq) + " (" + h->second.op + ")"
+                                   : where_never(m)});
     }
     for (int r : no_dump) keyed.push_back({r, "no dump (killed, hung hard, or its dump was lost)"});
     std::sort(keyed.begin(), keyed.end());
@@ -210,8 +224,7 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
               [](const Position& a, const Position& b) { return a.ranks < b.ranks; });
     return out;
   };
-  const std::string name =
-      "process group " + pg + (desc.empty() || desc == "undefined" ? "" : " (" + desc + ")");
+  const std::string name = GroupName(pg, desc, members);
   // Only the collectives someone recorded, in order: the ids come from the
   // files, and a hostile 10^18 must not become a loop of 10^18 steps.
   std::vector<int64_t> seqs;
@@ -303,22 +316,44 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
       }
     }
     if (!never.empty()) {
-      std::vector<int> entered;
+      std::vector<int> entered, away;
       for (const auto& p : in) entered.push_back(p.first);
+      // Held members are not late: they wait elsewhere (reported by where).
+      std::map<std::string, std::vector<int>> held_in;  // "process group 1 #3" -> ranks
+      for (int r : never) {
+        auto h = held.find(r);
+        if (h == held.end()) {
+          away.push_back(r);
+          continue;
+        }
+        v.held.push_back(h->second);
+        held_in["process group " + h->second.pg + " #" + std::to_string(h->second.seq)].push_back(
+            r);
+      }
+      std::string held_text;
+      for (const auto& [where, ranks] : held_in)
+        held_text +=
+            "; " + Ranks(ranks) + (ranks.size() == 1 ? " is" : " are") + " held in " + where;
       v.healthy = false;
-      v.klass = "missing";
       v.seq = seq;
       v.op = op;
+      v.positions = positions(seq);
+      const std::string head = name + ", collective #" + std::to_string(seq) + " (" + op +
+                               "): " + Ranks(entered) + " entered it";
+      if (away.empty()) {
+        v.klass = "held";
+        v.line = head + held_text + " (a consequence: this group waits on that one)";
+        return v;
+      }
+      v.klass = "missing";
       // The smaller side is out of step; on an even split, the ranks that
       // never came are the ones holding the others up.
-      v.culprits = entered.size() < never.size() ? entered : never;
-      v.line = name + ", collective #" + std::to_string(seq) + " (" + op + "): " + Ranks(entered) +
-               " entered it, " + Ranks(never) + " never did" +
-               (entered.size() == never.size()
+      v.culprits = entered.size() < away.size() ? entered : away;
+      v.line = head + ", " + Ranks(away) + " never did" + held_text +
+               (entered.size() == away.size()
                     ? " (an even split: the dumps cannot tell one collective too many from one "
                       "too few; blamed: the ranks that never came)"
                     : "");
-      v.positions = positions(seq);
       return v;
     }
   }
@@ -335,8 +370,8 @@ GroupVerdict AnalyzeGroup(const DirDumps& dd, const std::string& pg, const std::
     if (hi > 0) v.op = ms.empty() ? "" : (ms[0].At(hi) ? ms[0].At(hi)->Op() : "");
     return v;
   }
-  v.line = name + ": healthy, " + std::to_string(hi) + " collective" + (hi == 1 ? "" : "s") +
-           " matched on " + Ranks(members);
+  v.line =
+      name + ": healthy, " + std::to_string(hi) + " collective" + (hi == 1 ? "" : "s") + " matched";
   return v;
 }
 
@@ -359,10 +394,93 @@ int64_t CreatedAt(const DirDumps& dd, const GroupVerdict& g) {
   return t;
 }
 
+// A group's members: the world for the default group; the ranks its named
+// pg_config entry lists (NCCL: global ranks), when they include every rank
+// that recorded a collective in it; else those ranks (gloo's pg_config names
+// no group). `from` says which.
+std::vector<int> MembersOf(const DirDumps& dd, const std::string& pg, const std::string& desc,
+                           const std::set<int>& seen, std::string* from,
+                           std::vector<std::string>* notes) {
+  const int world = static_cast<int>(dd.by_rank.size());
+  std::vector<int> members;
+  if (IsDefaultGroup(pg, desc)) {
+    for (int r = 0; r < world; ++r) members.push_back(r);
+    *from = "world";
+    return members;
+  }
+  for (const auto& d : dd.by_rank) {
+    if (!d) continue;
+    auto it = d->pg_config.find(pg);
+    if (it == d->pg_config.end() || it->second.ranks.empty()) continue;
+    std::vector<int> listed = it->second.ranks;
+    std::sort(listed.begin(), listed.end());
+    if (std::includes(listed.begin(), listed.end(), seen.begin(), seen.end())) {
+      members = listed;
+      *from = "pg_config";
+    } else {
+      // Not global ranks (a backend that records group-local ones): the
+      // entries say more.
+      notes->push_back("pg_config['" + pg + "'] lists " + Ranks(listed) +
+                       ", not every rank that recorded a collective in it: its members are "
+                       "taken from the entries");
+    }
+    break;
+  }
+  if (members.empty()) {
+    members.assign(seen.begin(), seen.end());
+    *from = "entries";
+  }
+  members.erase(std::remove_if(members.begin(), members.end(), [&](int r) { return r >= world; }),
+                members.end());
+  return members;
+}
+
+// Each rank's last collective (the highest record_id: one counter per
+// process, over all its groups).
+std::map<int, const Entry*> LastEntries(const DirDumps& dd) {
+  std::map<int, const Entry*> out;
+  for (const auto& d : dd.by_rank) {
+    if (!d) continue;
+    const Entry* last = nullptr;
+    for (const Entry& e : d->entries) {
+      if (e.is_p2p || e.seq <= 0) continue;
+      if (last == nullptr || std::tie(e.record_id, e.time_created_ns) >=
+                                 std::tie(last->record_id, last->time_created_ns))
+        last = &e;
+    }
+    if (last != nullptr) out[d->rank] = last;
+  }
+  return out;
+}
+
+// Where rank r is in the user's code for a finding in group `pg` at `seq`:
+// its entry there, else its last one in that group, else its last one.
+std::string CulpritSite(const DirDumps& dd, int r, const std::string& pg, int64_t seq) {
+  const auto& d = dd.by_rank[static_cast<std::size_t>(r)];
+  if (!d) return "";
+  const Entry* best = nullptr;
+  const Entry* last = nullptr;
+  for (const Entry& e : d->entries) {
+    if (e.is_p2p) continue;
+    if (last == nullptr || e.record_id >= last->record_id) last = &e;
+    if (e.pg_name != pg || e.seq > seq) continue;
+    if (best == nullptr || e.seq > best->seq) best = &e;
+  }
+  if (best != nullptr && !SiteOf(*best).empty())
+    return "rank " + std::to_string(r) + " at " + SiteOf(*best);
+  if (last != nullptr && !SiteOf(*last).empty()) {
+    return "rank " + std::to_string(r) + " at " + SiteOf(*last) +
+           " (its last collective: process group " + last->pg_name + " #" +
+           std::to_string(last->seq) + ")";
+  }
+  return "";
+}
+
 }  // namespace
 
 Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
   Analysis a;
+  std::vector<std::string> notes;
   const int world = static_cast<int>(dd.by_rank.size());
   for (int r = 0; r < world; ++r) {
     if (!dd.by_rank[static_cast<std::size_t>(r)]) a.no_dump.push_back(r);
@@ -383,56 +501,147 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
   std::sort(names.begin(), names.end(), [](const std::string& x, const std::string& y) {
     return x.size() != y.size() ? x.size() < y.size() : x < y;  // "2" before "10"
   });
+  // Every group on its own first, then again with the members that wait in
+  // another group's unfinished collective set aside.
+  const std::map<int, Held> none;
+  std::map<std::string, std::size_t> index;
   for (const std::string& pg : names) {
-    if (!only_pg.empty() && pg != only_pg) continue;
-    std::vector<int> members;
-    const bool is_default = desc[pg] == "default_pg" || pg == "0";
-    if (is_default) {
-      for (int r = 0; r < world; ++r) members.push_back(r);
-    } else {
-      for (const auto& d : dd.by_rank) {
-        if (!d) continue;
-        auto it = d->pg_config.find(pg);
-        if (it != d->pg_config.end() && !it->second.ranks.empty()) {
-          members = it->second.ranks;
-          break;
-        }
-      }
-      // pg_config can lack the group (DESIGN.md): its members are then the
-      // ranks that recorded a collective in it.
-      if (members.empty()) members.assign(seen_on[pg].begin(), seen_on[pg].end());
-      std::sort(members.begin(), members.end());
-      members.erase(
-          std::remove_if(members.begin(), members.end(), [&](int r) { return r >= world; }),
-          members.end());
+    std::string from;
+    const std::vector<int> members = MembersOf(dd, pg, desc[pg], seen_on[pg], &from, &notes);
+    index[pg] = a.groups.size();
+    a.groups.push_back(AnalyzeGroup(dd, pg, desc[pg], members, none));
+    a.groups.back().members_from = from;
+  }
+  std::map<int, Held> held;  // rank -> the unfinished collective it is in
+  for (const auto& [r, e] : LastEntries(dd)) {
+    const GroupVerdict& g = a.groups[index.at(e->pg_name)];
+    if (!g.healthy && g.seq > 0 && g.seq <= e->seq) held[r] = Held{r, g.pg, e->seq, e->Op()};
+  }
+  for (GroupVerdict& g : a.groups) {
+    if (g.klass != "missing") continue;
+    std::map<int, Held> elsewhere;
+    for (const auto& [r, h] : held) {
+      if (h.pg != g.pg) elsewhere[r] = h;
     }
-    a.groups.push_back(AnalyzeGroup(dd, pg, desc[pg], members));
+    if (elsewhere.empty()) continue;
+    const std::string from = g.members_from;
+    g = AnalyzeGroup(dd, g.pg, g.desc, g.members, elsewhere);
+    g.members_from = from;
   }
-  const GroupVerdict* worst = nullptr;
-  for (const GroupVerdict& g : a.groups) {
-    if (g.healthy) continue;
-    if (worst == nullptr || CreatedAt(dd, g) < CreatedAt(dd, *worst)) worst = &g;
+
+  // Findings: the groups gone wrong on their own; a held group is a
+  // consequence when what holds it leads to one of them, and part of a
+  // deadlock when it leads only back to held groups.
+  const std::size_t n = a.groups.size();
+  std::vector<std::vector<std::size_t>> holds(n);  // held group -> the groups holding it
+  for (std::size_t i = 0; i < n; ++i) {
+    for (const Held& h : a.groups[i].held) holds[i].push_back(index.at(h.pg));
   }
-  if (worst != nullptr) {
-    a.healthy = false;
-    a.culprits = worst->culprits;
-    a.verdict = (a.culprits.empty() ? std::string("problem") : "culprit " + Ranks(a.culprits)) +
-                ": " + worst->line;
-    // Where each culprit is in the user's code: its entry at the divergent
-    // collective, else its last one in that group.
+  auto reaches_cause = [&](std::size_t start) {
+    std::vector<bool> seen(n, false);
+    std::vector<std::size_t> todo = {start};
+    while (!todo.empty()) {
+      const std::size_t i = todo.back();
+      todo.pop_back();
+      if (seen[i]) continue;
+      seen[i] = true;
+      if (!a.groups[i].healthy && a.groups[i].klass != "held") return true;
+      todo.insert(todo.end(), holds[i].begin(), holds[i].end());
+    }
+    return false;
+  };
+  std::vector<std::size_t> component(n);  // deadlocked groups that hold each other, joined
+  for (std::size_t i = 0; i < n; ++i) component[i] = i;
+  std::function<std::size_t(std::size_t)> root = [&](std::size_t i) {
+    return component[i] == i ? i : component[i] = root(component[i]);
+  };
+  std::vector<bool> deadlocked(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (a.groups[i].klass == "held" && !reaches_cause(i)) deadlocked[i] = true;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j : holds[i]) {
+      if (deadlocked[i] && deadlocked[j]) component[root(i)] = root(j);
+    }
+  }
+  std::vector<std::pair<int64_t, Finding>> found;  // by when it went wrong
+  for (std::size_t i = 0; i < n; ++i) {
+    const GroupVerdict& g = a.groups[i];
+    if (g.healthy || g.klass == "held") continue;
+    Finding f;
+    f.klass = g.klass;
+    f.groups = {i};
+    f.culprits = g.culprits;
+    f.line = g.line;
     std::vector<std::string> at;
-    for (int r : a.culprits) {
-      const auto& d = dd.by_rank[static_cast<std::size_t>(r)];
-      if (!d) continue;
-      const Entry* best = nullptr;
-      for (const Entry& e : d->entries) {
-        if (e.pg_name != worst->pg || e.is_p2p || e.seq > worst->seq) continue;
-        if (best == nullptr || e.seq > best->seq) best = &e;
-      }
-      if (best != nullptr && !SiteOf(*best).empty())
-        at.push_back("rank " + std::to_string(r) + " at " + SiteOf(*best));
+    for (int r : f.culprits) {
+      const std::string site = CulpritSite(dd, r, g.pg, g.seq);
+      if (!site.empty()) at.push_back(site);
     }
-    if (!at.empty()) a.verdict += "; " + JoinStr(at, "; ");
+    if (!at.empty()) f.line += "; " + JoinStr(at, "; ");
+    found.push_back({CreatedAt(dd, g), std::move(f)});
+  }
+  for (std::size_t c = 0; c < n; ++c) {
+    if (!deadlocked[c] || root(c) != c) continue;
+    Finding f;
+    f.klass = "deadlock";
+    std::set<int> ranks;
+    std::vector<std::string> parts, at;
+    int64_t t = INT64_MAX;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!deadlocked[i] || root(i) != c) continue;
+      const GroupVerdict& g = a.groups[i];
+      f.groups.push_back(i);
+      t = std::min(t, CreatedAt(dd, g));
+      std::vector<std::string> waits_for;
+      for (const Held& h : g.held) {
+        ranks.insert(h.rank);
+        waits_for.push_back("rank " + std::to_string(h.rank) + ", which is in process group " +
+                            h.pg + " #" + std::to_string(h.seq));
+      }
+      parts.push_back("process group " + g.pg + " #" + std::to_string(g.seq) + " (" + g.op +
+                      ") waits for " + JoinStr(waits_for, " and "));
+    }
+    f.culprits.assign(ranks.begin(), ranks.end());
+    for (int r : f.culprits) {
+      const Held& h = held.at(r);
+      const std::string site = CulpritSite(dd, r, h.pg, h.seq);
+      if (!site.empty()) at.push_back(site);
+    }
+    f.line = "deadlock across process groups: " + JoinStr(parts, "; ") +
+             " (the ranks entered these collectives in different orders; the dumps cannot tell "
+             "which one left the program's order)" +
+             (at.empty() ? "" : "; " + JoinStr(at, "; "));
+    found.push_back({t, std::move(f)});
+  }
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (auto& [t, f] : found) a.findings.push_back(std::move(f));
+
+  if (!only_pg.empty()) {
+    // The one group asked for: its findings, or what holds it.
+    std::vector<Finding> mine;
+    const std::size_t i = index.at(only_pg);
+    for (Finding& f : a.findings) {
+      if (std::find(f.groups.begin(), f.groups.end(), i) != f.groups.end()) mine.push_back(f);
+    }
+    if (mine.empty() && !a.groups[i].healthy) mine.push_back({"held", {i}, {}, a.groups[i].line});
+    a.findings = mine;
+  }
+  std::set<int> all_culprits;
+  for (const Finding& f : a.findings) all_culprits.insert(f.culprits.begin(), f.culprits.end());
+  a.culprits.assign(all_culprits.begin(), all_culprits.end());
+  const std::size_t shown = only_pg.empty() ? n : 1;
+  if (!a.findings.empty()) {
+    a.healthy = false;
+    a.verdict = a.culprits.empty() ? std::string("problem") : "culprit " + Ranks(a.culprits);
+    if (a.findings.size() == 1) {
+      a.verdict += ": " + a.findings[0].line;
+    } else {
+      a.verdict += ": " + std::to_string(a.findings.size()) + " findings:";
+      for (std::size_t k = 0; k < a.findings.size(); ++k)
+        a.verdict += " (" + std::to_string(k + 1) + ") " + a.findings[k].line;
+    }
   } else if (a.groups.empty()) {
     a.healthy = a.no_dump.empty();
     a.culprits = a.no_dump;
@@ -440,17 +649,23 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
                                   : "culprit " + Ranks(a.no_dump) +
                                         ": no dump, and no collective recorded by the others";
   } else {
-    a.verdict = "healthy: " + std::to_string(world) + " ranks, " + std::to_string(a.groups.size()) +
-                " process group" + (a.groups.size() == 1 ? "" : "s") + ", every collective matched";
+    a.verdict = "healthy: " + std::to_string(world) + " ranks, " + std::to_string(shown) +
+                " process group" + (shown == 1 ? "" : "s") + ", every collective matched";
   }
 
   std::string rep = a.verdict + "\n";
   rep += "process groups:\n";
-  for (const GroupVerdict& g : a.groups) rep += "  " + g.line + "\n";
-  if (worst != nullptr && !worst->positions.empty()) {
-    rep += "first divergent collective: process group " + worst->pg + ", #" +
-           std::to_string(worst->seq) + (worst->op.empty() ? "" : " (" + worst->op + ")") + ":\n";
-    for (const Position& p : worst->positions) rep += "  " + Ranks(p.ranks) + ": " + p.text + "\n";
+  for (const GroupVerdict& g : a.groups) {
+    if (only_pg.empty() || g.pg == only_pg) rep += "  " + g.line + "\n";
+  }
+  for (const Finding& f : a.findings) {
+    for (std::size_t i : f.groups) {
+      const GroupVerdict& g = a.groups[i];
+      if (g.positions.empty()) continue;
+      rep += "first divergent collective: " + GroupName(g.pg, g.desc, g.members) + ", #" +
+             std::to_string(g.seq) + (g.op.empty() ? "" : " (" + g.op + ")") + ":\n";
+      for (const Position& p : g.positions) rep += "  " + Ranks(p.ranks) + ": " + p.text + "\n";
+    }
   }
   rep += "call sites (each rank's last collective):\n";
   Json sites = Json::array();
@@ -485,6 +700,7 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
     sites.push_back(sj);
   }
   for (const std::string& n : dd.notes) rep += "note: " + n + "\n";
+  for (const std::string& n : notes) rep += "note: " + n + "\n";
   a.report = rep;
 
   Json j;
@@ -496,10 +712,12 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
   j["no_dump"] = IntArray(a.no_dump);
   Json groups = Json::array();
   for (const GroupVerdict& g : a.groups) {
+    if (!only_pg.empty() && g.pg != only_pg) continue;
     Json gj;
     gj["pg"] = g.pg;
     gj["desc"] = g.desc;
     gj["members"] = IntArray(g.members);
+    gj["members_from"] = g.members_from;
     gj["healthy"] = g.healthy;
     gj["class"] = g.klass;
     gj["seq"] = static_cast<long long>(g.seq);
@@ -514,9 +732,31 @@ Analysis Analyze(const DirDumps& dd, const std::string& only_pg) {
       ps.push_back(pj);
     }
     gj["positions"] = ps;
+    Json hj = Json::array();
+    for (const Held& h : g.held) {
+      Json x;
+      x["rank"] = h.rank;
+      x["pg"] = h.pg;
+      x["seq"] = static_cast<long long>(h.seq);
+      x["op"] = h.op;
+      hj.push_back(x);
+    }
+    gj["held"] = hj;
     groups.push_back(gj);
   }
   j["groups"] = groups;
+  Json findings = Json::array();
+  for (const Finding& f : a.findings) {
+    Json fj;
+    fj["class"] = f.klass;
+    Json pgs = Json::array();
+    for (std::size_t i : f.groups) pgs.push_back(a.groups[i].pg);
+    fj["pgs"] = pgs;
+    fj["culprits"] = IntArray(f.culprits);
+    fj["line"] = f.line;
+    findings.push_back(fj);
+  }
+  j["findings"] = findings;
   j["sites"] = sites;
   a.json = j;
   return a;

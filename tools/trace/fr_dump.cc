@@ -70,7 +70,9 @@ struct JNode {
   JNode At(std::size_t i) const { return JNode{&(*v)[i]}; }
   std::string Str() const { return v->get<std::string>(); }
   std::string_view View() const { return v->get<std::string>(); }
-  int64_t Int() const { return v->is_boolean() ? v->get<bool>() : static_cast<int64_t>(v->get<double>()); }
+  int64_t Int() const {
+    return v->is_boolean() ? v->get<bool>() : static_cast<int64_t>(v->get<double>());
+  }
   std::vector<std::pair<std::string, JNode>> Items() const {
     std::vector<std::pair<std::string, JNode>> out;
     for (const auto& [k, x] : v->items()) out.emplace_back(k, JNode{&x});
@@ -305,6 +307,10 @@ std::string Entry::Op() const {
   return colon == std::string::npos ? profiling_name : profiling_name.substr(colon + 1);
 }
 
+bool IsDefaultGroup(const std::string& name, const std::string& desc) {
+  return name == "0" || desc == "default_pg";
+}
+
 bool IsUserFile(std::string_view p) {
   const bool torch = p.find("/torch/") != std::string_view::npos || p.rfind("torch/", 0) == 0;
   const bool plumbing = p.empty() || p[0] == '<' ||
@@ -413,14 +419,31 @@ DirDumps ReadDir(const std::string& dir, int world_size) {
   for (const std::string& e : errors) {
     if (!e.empty()) throw DumpError(e);
   }
+  // Named groups in pg_config: NCCL's (legacy ProcessGroupNCCL and the
+  // FlightRecorderHook of 2.15's default "nccl2") are keyed by the group's
+  // name, with its global ranks, and a rank lists only the groups it
+  // belongs to. PyTorch 2.15's gloo keeps one anonymous entry ('') holding
+  // the group-local ranks 0..n-1 of the last group that rank joined:
+  // [0, 1] on the members of new_group([0, 1]) beside [0, 1, 2] on rank 2.
+  // It bounds the world (local ranks are below it) but says nothing about
+  // membership, so it is never compared across ranks.
   std::string world_why = "the highest rank with a dump";
+  const Dump* default_from = nullptr;  // a dump whose pg_config names the default group
+  int default_world = 0;
+  bool anonymous = false;
   for (const Dump& d : dumps) {
     for (const auto& [name, g] : d.pg_config) {
+      anonymous |= name.empty();
       for (int r : g.ranks) {
         if (r + 1 > world) {
           world = r + 1;
           world_why = d.path + "'s pg_config ('" + name + "')";
         }
+      }
+      if (default_from == nullptr && !name.empty() && IsDefaultGroup(name, g.desc) &&
+          !g.ranks.empty()) {
+        default_from = &d;
+        default_world = *std::max_element(g.ranks.begin(), g.ranks.end()) + 1;
       }
     }
   }
@@ -428,12 +451,18 @@ DirDumps ReadDir(const std::string& dir, int world_size) {
     throw DumpError(dir + ": --world_size " + std::to_string(world_size) + " but " + world_why +
                     " names rank " + std::to_string(world - 1));
   }
-  if (world_size > 0) world_why = "--world_size";
-  out.notes.push_back("world size " + std::to_string(world) + " (from " + world_why + ")");
-  // Two jobs in one folder. One job writes one format version, and its
-  // ranks agree on each group's members; and a collective that two ranks
-  // both got past (each has the next one) was entered by both within its
-  // timeout, since the first to arrive waits at most that long.
+  // Two jobs in one folder. What decides, and only this:
+  //  - the format version: one job writes one;
+  //  - a named group's members: the same on every rank that lists it;
+  //  - the default group's members, where pg_config names it: they are the
+  //    world, so a dump of a rank beyond them comes from another job;
+  //  - a group's description (process_group's second half): one per name;
+  //  - timestamps: a collective that two ranks both got past (each has the
+  //    next one of its group) was entered by both within its timeout,
+  //    since the first to arrive waits at most that long.
+  // Not evidence: gloo's anonymous pg_config entry (above), pg_id (each
+  // process numbers the groups it joined), pg_status (keyed by pg_id).
+  std::map<std::string, const Dump*> listed_by;  // named group -> the first dump listing it
   for (const Dump& d : dumps) {
     if (d.version != dumps.front().version) {
       throw DumpError(d.path + ": format version " + d.version + " but " + dumps.front().path +
@@ -441,12 +470,55 @@ DirDumps ReadDir(const std::string& dir, int world_size) {
                       ": dumps of different jobs (or PyTorch versions) in one folder");
     }
     for (const auto& [name, g] : d.pg_config) {
-      for (const Dump& o : dumps) {
-        auto it = o.pg_config.find(name);
-        if (it != o.pg_config.end() && it->second.ranks != g.ranks) {
-          throw DumpError(d.path + ": pg_config['" + name + "'] ranks differ from " + o.path +
-                          "'s: dumps of different jobs in one folder");
-        }
+      if (name.empty()) continue;
+      auto [it, first] = listed_by.try_emplace(name, &d);
+      if (!first && it->second->pg_config.at(name).ranks != g.ranks) {
+        throw DumpError(d.path + ": pg_config['" + name + "'] ranks differ from " +
+                        it->second->path + "'s: dumps of different jobs in one folder");
+      }
+    }
+  }
+  if (default_from != nullptr) {
+    if (world_size > default_world) {
+      throw DumpError(dir + ": --world_size " + std::to_string(world_size) + " but " +
+                      default_from->path + "'s pg_config names a default group of " +
+                      std::to_string(default_world) + " ranks");
+    }
+    for (const Dump& d : dumps) {
+      if (d.rank >= default_world) {
+        throw DumpError(d.path + ": rank " + std::to_string(d.rank) + ", but " +
+                        default_from->path + "'s pg_config names a default group of " +
+                        std::to_string(default_world) +
+                        " ranks: dumps of different jobs in one folder");
+      }
+    }
+    if (world > default_world) {
+      throw DumpError(dir + ": " + world_why + " names rank " + std::to_string(world - 1) +
+                      ", but " + default_from->path + "'s pg_config names a default group of " +
+                      std::to_string(default_world) +
+                      " ranks: dumps of different jobs in one folder");
+    }
+    world = default_world;
+    world_why = default_from->path + "'s pg_config (the default group)";
+  }
+  if (world_size > 0) world_why = "--world_size";
+  out.notes.push_back("world size " + std::to_string(world) + " (from " + world_why + ")");
+  if (anonymous) {
+    out.notes.push_back(
+        "pg_config names no group (PyTorch's gloo): a subgroup's members are the ranks that "
+        "recorded a collective in it");
+  }
+  std::map<std::string, std::pair<std::string, const Dump*>> desc_of;  // group name -> desc, where
+  for (const Dump& d : dumps) {
+    const Entry* prev = nullptr;  // entries run in groups: look each name up once per run
+    for (const Entry& e : d.entries) {
+      if (prev != nullptr && prev->pg_name == e.pg_name && prev->pg_desc == e.pg_desc) continue;
+      prev = &e;
+      auto [it, inserted] = desc_of.try_emplace(e.pg_name, e.pg_desc, &d);
+      if (!inserted && it->second.first != e.pg_desc) {
+        throw DumpError(d.path + ": process group '" + e.pg_name + "' is described as '" +
+                        e.pg_desc + "', but as '" + it->second.first + "' in " +
+                        it->second.second->path + ": dumps of different jobs in one folder");
       }
     }
   }

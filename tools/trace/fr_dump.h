@@ -50,10 +50,17 @@ struct Entry {
   const Frame* UserFrame() const { return user_frame ? &*user_frame : nullptr; }
 };
 
+// One pg_config entry. NCCL's are keyed by the group's name and hold its
+// global ranks; PyTorch 2.15's gloo writes a single entry named '' holding
+// the group-local ranks 0..n-1 of the last group that rank joined, which
+// says nothing about membership (fr_dump.cc, ReadDir).
 struct Group {
   std::string name, desc;
   std::vector<int> ranks;  // empty when pg_config lists none
 };
+
+// PyTorch's default group: named "0" (the first group made), "default_pg".
+bool IsDefaultGroup(const std::string& name, const std::string& desc);
 
 struct Dump {
   int rank = 0;
@@ -84,11 +91,15 @@ struct DirDumps {
 };
 
 // Reads every <prefix><rank> file of one prefix in `dir`. The world is the
+// default group's members where a pg_config names it (NCCL), else the
 // largest of: the highest rank with a file + 1, every pg_config group's
 // highest rank + 1, and `world_size` when given (> 0). Throws DumpError with
 // one line for: no dumps, two prefixes (two sets of dumps), a rank or group
-// beyond kMaxWorldSize, dumps of two different jobs (the same collective
-// created hours apart, or different format versions), a bad file.
+// beyond kMaxWorldSize, dumps of two different jobs (different format
+// versions; a named group with different members on two ranks; a rank
+// beyond the named default group; one group name with two descriptions; the
+// same collective passed by two ranks further apart than its timeout), a
+// bad file. pg_config may differ across ranks the way PyTorch writes it.
 DirDumps ReadDir(const std::string& dir, int world_size = 0);
 
 }  // namespace ddp::trace::fr

@@ -2,10 +2,12 @@
 // (tools/trace/testdata/fr_corpus, written by real PyTorch 2.15 gloo jobs:
 // tools/vs_pytorch/fr_corpus/run.py), scored against each scenario's
 // truth.json; then bad input, the pickle subset, and --to-fr's pickles.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/results/json.h"
@@ -21,11 +23,12 @@ namespace {
 
 const std::string kCorpus = "tools/trace/testdata/fr_corpus";
 
-const char* kScenarios[] = {"allreduce_vs_barrier", "ddp_short", "dtype_mismatch",
-                            "extra_step",           "healthy",   "killed",
-                            "size_mismatch",        "skip_one",  "stalled",
-                            "subgroup_hang",        "uneven_ok", "w4_two_mismatch",
-                            "w4_two_stalled"};
+const char* kScenarios[] = {"allreduce_vs_barrier", "ddp_short", "dtype_mismatch", "extra_step",
+                            "healthy", "killed", "size_mismatch", "skip_one", "stalled",
+                            "subgroup_hang", "uneven_ok", "w4_two_mismatch", "w4_two_stalled",
+                            // Subgroups (issue 45): pg_config differs across ranks in these dumps.
+                            "default_hang_sub_ok", "mesh_one_hung", "sub_op_mismatch", "sub_skip",
+                            "sub_stall_cascade", "two_hung"};
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -54,8 +57,7 @@ TEST_P(Corpus, VerdictMatchesTheGroundTruth) {
   const std::string dir = kCorpus + "/" + GetParam();
   const results::Json truth = results::ParseJson(Slurp(dir + "/truth.json"));
   std::vector<int> culprits;
-  for (const auto& c : truth.at("culprits"))
-    culprits.push_back(static_cast<int>(c.get<double>()));
+  for (const auto& c : truth.at("culprits")) culprits.push_back(static_cast<int>(c.get<double>()));
   const int world = static_cast<int>(truth.at("world_size").get<double>());
 
   const DirDumps dumps = ReadDir(dir);
@@ -64,7 +66,30 @@ TEST_P(Corpus, VerdictMatchesTheGroundTruth) {
   SCOPED_TRACE(a.report);
   EXPECT_EQ(a.healthy, truth.at("healthy").get<bool>());
   EXPECT_EQ(a.culprits, culprits);
-  if (!a.healthy) {
+  if (truth.contains("findings")) {
+    // Every finding: its group, collective and culprits, each culprit a
+    // member of that group (no blame outside it); no other finding.
+    const auto& want = truth.at("findings");
+    EXPECT_EQ(a.findings.size(), want.size());
+    for (const auto& f : want) {
+      const std::string pg = f.at("process_group").get<std::string>();
+      std::vector<int> fc;
+      for (const auto& c : f.at("culprits")) fc.push_back(static_cast<int>(c.get<double>()));
+      const Finding* hit = nullptr;
+      for (const Finding& x : a.findings) {
+        if (x.groups.size() == 1 && a.groups[x.groups[0]].pg == pg) hit = &x;
+      }
+      ASSERT_NE(hit, nullptr) << "no finding in process group " << pg;
+      const GroupVerdict& g = a.groups[hit->groups[0]];
+      EXPECT_EQ(g.seq, static_cast<int64_t>(f.at("seq").get<double>())) << pg;
+      EXPECT_EQ(hit->culprits, fc) << pg;
+      for (int c : hit->culprits) {
+        EXPECT_NE(std::find(g.members.begin(), g.members.end(), c), g.members.end())
+            << "rank " << c << " blamed in process group " << pg << ", not a member";
+      }
+    }
+  }
+  if (!a.healthy && (!truth.contains("findings") || truth.at("findings").size() == 1)) {
     // The first divergent collective: its group and sequence id.
     const GroupVerdict* g = nullptr;
     for (const auto& x : a.groups) {
@@ -96,7 +121,7 @@ TEST_P(Corpus, VerdictMatchesTheGroundTruth) {
 INSTANTIATE_TEST_SUITE_P(Fr, Corpus, ::testing::ValuesIn(kScenarios));
 
 TEST(FrCorpus, HasTheIssuesScenariosAndTheTorchVersion) {
-  EXPECT_GE(std::size(kScenarios), 12u);
+  EXPECT_GE(std::size(kScenarios), 19u);
   EXPECT_EQ(Slurp(kCorpus + "/VERSION").rfind("torch 2.15.0", 0), 0u);
 }
 
@@ -115,6 +140,288 @@ TEST(FrCorpus, UnevenButLegalCollectivesAreHealthy) {
   EXPECT_TRUE(a2a);
   EXPECT_TRUE(shapes_differ);
   EXPECT_TRUE(Analyze(dumps).healthy);
+}
+
+TEST(FrSubgroups, GlooPgConfigDiffersAcrossRanksAndTheDumpsAreStillOneJob) {
+  // The issue's job (PyTorch 2.15, gloo, new_group([0, 1]), rank 2
+  // outside): pg_config[''] holds the group-local ranks of the last group
+  // each rank joined, [0, 1] on the members and [0, 1, 2] on rank 2.
+  const DirDumps d = ReadDir(kCorpus + "/sub_skip");
+  ASSERT_EQ(d.by_rank.size(), 3u);
+  EXPECT_EQ(d.by_rank[0]->pg_config.at("").ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(d.by_rank[2]->pg_config.at("").ranks, (std::vector<int>{0, 1, 2}));
+  // Group-local, not global: new_group([1, 2, 3])'s members show [0, 1, 2].
+  const DirDumps m = ReadDir(kCorpus + "/sub_op_mismatch");
+  EXPECT_EQ(m.by_rank[0]->pg_config.at("").ranks, (std::vector<int>{0, 1, 2, 3}));
+  for (int r = 1; r < 4; ++r)
+    EXPECT_EQ(m.by_rank[r]->pg_config.at("").ranks, (std::vector<int>{0, 1, 2})) << r;
+  const Analysis a = Analyze(d);
+  ASSERT_EQ(a.findings.size(), 1u);
+  const GroupVerdict& g = a.groups[a.findings[0].groups[0]];
+  EXPECT_EQ(g.pg, "1");
+  EXPECT_EQ(g.members, (std::vector<int>{0, 1}));
+  EXPECT_EQ(g.members_from, "entries");
+  for (const Position& p : g.positions) {
+    EXPECT_EQ(std::count(p.ranks.begin(), p.ranks.end(), 2), 0) << "rank 2 judged in group 1";
+  }
+  // The verdict names the group's members and the missing rank's call site.
+  EXPECT_EQ(a.verdict.rfind("culprit rank 1: process group 1 (ranks [0, 1]), collective #3 "
+                            "(all_reduce): rank 0 entered it, rank 1 never did",
+                            0),
+            0u)
+      << a.verdict;
+  EXPECT_NE(a.verdict.find("; rank 1 at /"), std::string::npos) << a.verdict;
+  EXPECT_EQ(a.verdict.find("rank 2"), std::string::npos) << a.verdict;
+  // --comm 0: the default group alone is healthy.
+  EXPECT_TRUE(Analyze(d, "0").healthy);
+}
+
+TEST(FrSubgroups, AMemberHeldInAnotherGroupIsNeitherLateNorBlamed) {
+  // sub_stall_cascade: rank 1 stalls before subgroup [0, 1]'s #3; rank 2,
+  // outside it, entered the default group's #2 alone. Whether rank 0 is
+  // still held in the subgroup when the dumps were taken depends on the
+  // load of the machine that wrote them; either way rank 2 is not blamed.
+  const Analysis a = Analyze(ReadDir(kCorpus + "/sub_stall_cascade"));
+  EXPECT_EQ(a.culprits, std::vector<int>{1});
+  for (const Finding& f : a.findings) EXPECT_EQ(f.culprits, std::vector<int>{1}) << f.line;
+}
+
+// A dump written the way NCCL writes pg_config (keyed by the group's name,
+// its global ranks, only the groups the rank is in), for what the gloo
+// corpus cannot show. Entries: (group, desc, seq, op).
+struct FakeEntry {
+  std::string pg, desc;
+  int64_t seq;
+  std::string op;
+};
+using FakeConfig =
+    std::vector<std::tuple<std::string, std::string, std::string>>;  // name, desc, ranks
+
+void PutStr(pickle::PickleWriter& w, const char* key, const std::string& value) {
+  w.Str(key);
+  w.Str(value);
+}
+
+void PutInt(pickle::PickleWriter& w, const char* key, int64_t value) {
+  w.Str(key);
+  w.Int(value);
+}
+
+// One entry of 4 floats, with one frame: the user's, train.py:(10 + seq).
+void PutEntry(pickle::PickleWriter& w, const FakeEntry& e, int64_t id) {
+  w.BeginDict();
+  PutInt(w, "collective_seq_id", e.seq);
+  w.Str("input_sizes");
+  w.BeginList();
+  w.BeginList();
+  w.Int(4);
+  w.EndList();
+  w.EndList();
+  w.Str("process_group");
+  w.BeginTuple();
+  w.Str(e.pg);
+  w.Str(e.desc);
+  w.EndTuple();
+  PutStr(w, "profiling_name", "nccl:" + e.op);
+  PutInt(w, "record_id", id);
+  PutStr(w, "state", "scheduled");
+  PutInt(w, "time_created_ns", 1'000'000'000 + id);
+  w.Str("frames");
+  w.BeginList();
+  w.BeginDict();
+  PutStr(w, "name", "step");
+  PutStr(w, "filename", "train.py");
+  PutInt(w, "line", 10 + e.seq);
+  w.EndDict();
+  w.EndList();
+  w.EndDict();
+}
+
+std::string FakeDump(const FakeConfig& config, const std::vector<FakeEntry>& entries) {
+  pickle::PickleWriter w;
+  w.BeginDict();
+  PutStr(w, "version", "2.10");
+  w.Str("pg_config");
+  w.BeginDict();
+  for (const auto& [name, desc, ranks] : config) {
+    w.Str(name);
+    w.BeginDict();
+    PutStr(w, "name", name);
+    PutStr(w, "desc", desc);
+    PutStr(w, "ranks", ranks);
+    w.EndDict();
+  }
+  w.EndDict();
+  w.Str("entries");
+  w.BeginList();
+  int64_t id = 0;
+  for (const FakeEntry& e : entries) PutEntry(w, e, id++);
+  w.EndList();
+  w.EndDict();
+  return w.Finish();
+}
+
+std::string ErrorOf(const std::string& dir, int world = 0) {
+  try {
+    ReadDir(dir, world);
+  } catch (const DumpError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const FakeConfig kDefault3 = {{"0", "default_pg", "[0, 1, 2]"}};
+
+TEST(FrSubgroups, NcclPgConfigNamesTheMembersEvenOneThatNeverCame) {
+  // Rank 1 belongs to group "1" ([0, 1], in its pg_config) but never made
+  // one of its collectives: only the named pg_config can tell.
+  const std::string dir = Fresh("fr-nccl-members");
+  FakeConfig sub = kDefault3;
+  sub.push_back({"1", "tp", "[0, 1]"});
+  Put(dir + "/nccl_trace_rank_0",
+      FakeDump(sub, {{"0", "default_pg", 1, "all_reduce"}, {"1", "tp", 1, "all_reduce"}}));
+  Put(dir + "/nccl_trace_rank_1", FakeDump(sub, {{"0", "default_pg", 1, "all_reduce"}}));
+  Put(dir + "/nccl_trace_rank_2", FakeDump(kDefault3, {{"0", "default_pg", 1, "all_reduce"}}));
+  const DirDumps d = ReadDir(dir);
+  const Analysis a = Analyze(d);
+  SCOPED_TRACE(a.report);
+  EXPECT_EQ(a.culprits, std::vector<int>{1});
+  ASSERT_EQ(a.findings.size(), 1u);
+  const GroupVerdict& g = a.groups[a.findings[0].groups[0]];
+  EXPECT_EQ(g.pg, "1");
+  EXPECT_EQ(g.members, (std::vector<int>{0, 1}));
+  EXPECT_EQ(g.members_from, "pg_config");
+  EXPECT_NE(a.verdict.find("process group 1 (tp, ranks [0, 1]), collective #1 (all_reduce)"),
+            std::string::npos);
+  // With its members not those that recorded in it (group-local ranks),
+  // the named entry is not believed: the entries decide.
+  Put(dir + "/nccl_trace_rank_0",
+      FakeDump({{"0", "default_pg", "[0, 1, 2]"}, {"1", "tp", "[0, 1]"}},
+               {{"0", "default_pg", 1, "all_reduce"}, {"1", "tp", 1, "all_reduce"}}));
+  Put(dir + "/nccl_trace_rank_1", FakeDump(kDefault3, {{"0", "default_pg", 1, "all_reduce"}}));
+  Put(dir + "/nccl_trace_rank_2",
+      FakeDump({{"0", "default_pg", "[0, 1, 2]"}, {"1", "tp", "[0, 1]"}},
+               {{"0", "default_pg", 1, "all_reduce"}, {"1", "tp", 1, "all_reduce"}}));
+  const Analysis b = Analyze(ReadDir(dir));
+  EXPECT_TRUE(b.healthy) << b.report;
+  EXPECT_NE(b.report.find("its members are taken from the entries"), std::string::npos) << b.report;
+}
+
+TEST(FrSubgroups, DumpsOfDifferentJobsAreStillRefused) {
+  const std::string dir = Fresh("fr-nccl-two-jobs");
+  const std::vector<FakeEntry> one = {{"0", "default_pg", 1, "all_reduce"}};
+  // A named group with different members on two ranks.
+  Put(dir + "/nccl_trace_rank_0",
+      FakeDump({{"0", "default_pg", "[0, 1]"}, {"1", "", "[0, 1]"}}, one));
+  Put(dir + "/nccl_trace_rank_1",
+      FakeDump({{"0", "default_pg", "[0, 1]"}, {"1", "", "[1, 2]"}}, one));
+  std::string err = ErrorOf(dir);
+  EXPECT_NE(err.find("pg_config['1'] ranks differ"), std::string::npos) << err;
+  EXPECT_NE(err.find("dumps of different jobs in one folder"), std::string::npos) << err;
+  // A rank beyond the default group's members.
+  Put(dir + "/nccl_trace_rank_1", FakeDump({{"0", "default_pg", "[0, 1]"}}, one));
+  Put(dir + "/nccl_trace_rank_2", FakeDump({{"0", "default_pg", "[0, 1]"}}, one));
+  err = ErrorOf(dir);
+  EXPECT_NE(err.find(dir + "/nccl_trace_rank_2: rank 2, but " + dir +
+                     "/nccl_trace_rank_0's pg_config names a default group of 2 ranks: dumps of "
+                     "different jobs in one folder"),
+            std::string::npos)
+      << err;
+  std::filesystem::remove(dir + "/nccl_trace_rank_2");
+  EXPECT_NE(ErrorOf(dir, 3).find("--world_size 3 but"), std::string::npos) << ErrorOf(dir, 3);
+  EXPECT_EQ(ErrorOf(dir, 2), "no error");
+  // One group name, two descriptions.
+  Put(dir + "/nccl_trace_rank_0",
+      FakeDump({{"0", "default_pg", "[0, 1]"}},
+               {{"0", "default_pg", 1, "all_reduce"}, {"1", "tp", 1, "all_reduce"}}));
+  Put(dir + "/nccl_trace_rank_1",
+      FakeDump({{"0", "default_pg", "[0, 1]"}},
+               {{"0", "default_pg", 1, "all_reduce"}, {"1", "dp", 1, "all_reduce"}}));
+  err = ErrorOf(dir);
+  EXPECT_NE(err.find("process group '1' is described as 'dp', but as 'tp' in"), std::string::npos)
+      << err;
+  EXPECT_EQ(err.find('\n'), std::string::npos);
+}
+
+TEST(FrSubgroups, GroupsHoldingEachOthersMembersAreOneDeadlock) {
+  // Rank 0 went on to subgroup [0, 1]'s #2, rank 1 to the default group's
+  // #2 (with rank 2): each waits for the other. Which of them left the
+  // program's order the dumps cannot tell; rank 2 is in neither question.
+  const std::string dir = Fresh("fr-deadlock");
+  Put(dir + "/nccl_trace_rank_0", FakeDump({}, {{"0", "default_pg", 1, "all_reduce"},
+                                                {"1", "undefined", 1, "all_reduce"},
+                                                {"1", "undefined", 2, "all_reduce"}}));
+  Put(dir + "/nccl_trace_rank_1", FakeDump({}, {{"0", "default_pg", 1, "all_reduce"},
+                                                {"1", "undefined", 1, "all_reduce"},
+                                                {"0", "default_pg", 2, "all_reduce"}}));
+  Put(dir + "/nccl_trace_rank_2",
+      FakeDump({}, {{"0", "default_pg", 1, "all_reduce"}, {"0", "default_pg", 2, "all_reduce"}}));
+  const Analysis a = Analyze(ReadDir(dir));
+  SCOPED_TRACE(a.report);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].klass, "deadlock");
+  EXPECT_EQ(a.findings[0].groups.size(), 2u);
+  EXPECT_EQ(a.culprits, (std::vector<int>{0, 1}));
+  EXPECT_NE(a.verdict.find("deadlock across process groups"), std::string::npos);
+  EXPECT_NE(a.verdict.find("rank 0 at train.py:12 (step)"), std::string::npos);
+  EXPECT_NE(a.verdict.find("rank 1 at train.py:12 (step)"), std::string::npos);
+  // Without rank 1's default-group call it is a plain hang in the subgroup,
+  // and the default group is fine: a member that never came, blamed.
+  Put(dir + "/nccl_trace_rank_1",
+      FakeDump({}, {{"0", "default_pg", 1, "all_reduce"}, {"1", "undefined", 1, "all_reduce"}}));
+  Put(dir + "/nccl_trace_rank_2", FakeDump({}, {{"0", "default_pg", 1, "all_reduce"}}));
+  const Analysis b = Analyze(ReadDir(dir));
+  EXPECT_EQ(b.culprits, std::vector<int>{1}) << b.report;
+  ASSERT_EQ(b.findings.size(), 1u);
+  EXPECT_EQ(b.groups[b.findings[0].groups[0]].pg, "1");
+}
+
+TEST(FrSubgroups, AGroupWaitingOnAnotherIsItsConsequence) {
+  // Rank 1 stalls after subgroup [0, 1]'s #1: rank 0 waits in the
+  // subgroup's #2, rank 2 alone in the default group's #2. Rank 0 is held
+  // there, not late; rank 1 is missing from both (two findings, one rank).
+  const std::string dir = Fresh("fr-held");
+  const std::vector<FakeEntry> r0 = {{"0", "default_pg", 1, "all_reduce"},
+                                     {"1", "undefined", 1, "all_reduce"},
+                                     {"1", "undefined", 2, "all_reduce"}};
+  Put(dir + "/nccl_trace_rank_0", FakeDump({}, r0));
+  Put(dir + "/nccl_trace_rank_1",
+      FakeDump({}, {{"0", "default_pg", 1, "all_reduce"}, {"1", "undefined", 1, "all_reduce"}}));
+  Put(dir + "/nccl_trace_rank_2",
+      FakeDump({}, {{"0", "default_pg", 1, "all_reduce"}, {"0", "default_pg", 2, "all_reduce"}}));
+  const Analysis a = Analyze(ReadDir(dir));
+  SCOPED_TRACE(a.report);
+  EXPECT_EQ(a.culprits, std::vector<int>{1});
+  ASSERT_EQ(a.findings.size(), 2u);
+  const GroupVerdict* dflt = nullptr;
+  for (const GroupVerdict& g : a.groups) {
+    if (g.pg == "0") dflt = &g;
+  }
+  ASSERT_NE(dflt, nullptr);
+  EXPECT_EQ(dflt->culprits, std::vector<int>{1});  // not rank 2, who came alone
+  ASSERT_EQ(dflt->held.size(), 1u);
+  EXPECT_EQ(dflt->held[0].rank, 0);
+  EXPECT_EQ(dflt->held[0].pg, "1");
+  EXPECT_NE(dflt->line.find("rank 0 is held in process group 1 #2"), std::string::npos)
+      << dflt->line;
+  // Now ranks 0 and 1 disagree on the subgroup's #2 (all_reduce against
+  // barrier) and both wait there: the default group's #2 misses only held
+  // members, a consequence of the subgroup, with no culprit of its own.
+  Put(dir + "/nccl_trace_rank_1", FakeDump({}, {{"0", "default_pg", 1, "all_reduce"},
+                                                {"1", "undefined", 1, "all_reduce"},
+                                                {"1", "undefined", 2, "barrier"}}));
+  const Analysis c = Analyze(ReadDir(dir));
+  SCOPED_TRACE(c.report);
+  ASSERT_EQ(c.findings.size(), 1u);
+  EXPECT_EQ(c.findings[0].klass, "op");
+  EXPECT_EQ(c.groups[c.findings[0].groups[0]].pg, "1");
+  EXPECT_EQ(c.culprits, std::vector<int>{1});
+  for (const GroupVerdict& g : c.groups) {
+    if (g.pg != "0") continue;
+    EXPECT_EQ(g.klass, "held");
+    EXPECT_TRUE(g.culprits.empty());
+    EXPECT_NE(g.line.find("a consequence"), std::string::npos) << g.line;
+  }
 }
 
 TEST(FrBadInput, TruncatedForeignMissingAndMixedDumpsAreOneLineEach) {

@@ -90,12 +90,21 @@ err=$("$trace" "$skip" --comm nosuch 2>&1 >/dev/null); code=$?
 corpus="tools/trace/testdata/fr_corpus"
 out=$("$trace" "$corpus/extra_step"); code=$?
 [[ $code == 1 ]] || fail "corpus extra_step: exit $code, want 1"
-[[ "$(head -1 <<< "$out")" == "culprit rank 2: process group 0 (default_pg), collective #4 (all_reduce): "* ]] ||
+[[ "$(head -1 <<< "$out")" == "culprit rank 2: process group 0 (default_pg, ranks [0-2]), collective #4 (all_reduce): "* ]] ||
   fail "corpus extra_step: verdict '$(head -1 <<< "$out")'"
 line=$(sed -n 's/.*"line": \([0-9]*\).*/\1/p' "$corpus/extra_step/truth.json")
 [[ "$(head -1 <<< "$out")" == *"; rank 2 at /"*"/scenarios.py:$line (extra_step)" ]] ||
   fail "corpus extra_step: verdict lacks the culprit's call site scenarios.py:$line: $out"
 "$trace" "$corpus/uneven_ok" > /dev/null; [[ $? == 0 ]] || fail "corpus uneven_ok: not healthy"
+# Issue 45: a hang inside new_group([0, 1]) of a 3-rank gloo job, whose
+# pg_config differs across ranks: read, the subgroup and its members named,
+# rank 2 (outside it) not blamed; --comm 0 alone is healthy.
+out=$("$trace" "$corpus/sub_skip"); code=$?
+[[ $code == 1 ]] || fail "corpus sub_skip: exit $code, want 1: $out"
+[[ "$(head -1 <<< "$out")" == "culprit rank 1: process group 1 (ranks [0, 1]), collective #3 (all_reduce): "* ]] ||
+  fail "corpus sub_skip: verdict '$(head -1 <<< "$out")'"
+"$trace" "$corpus/sub_skip" --comm 0 > /dev/null; [[ $? == 0 ]] || fail "corpus sub_skip --comm 0: not healthy"
+"$trace" --json "$corpus/two_hung" | grep -q '"class": "missing"' || fail "corpus two_hung: --json findings"
 "$trace" --json "$corpus/killed" | grep -q '"culprits": \[' || fail "corpus killed: --json"
 err=$("$trace" "$corpus/stalled" --comm nosuch 2>&1 >/dev/null); code=$?
 [[ $code == 2 && "$err" == *"--comm"*"allowed: 0"* ]] || fail "corpus --comm nosuch: exit $code '$err'"

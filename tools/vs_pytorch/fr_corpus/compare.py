@@ -10,8 +10,9 @@ and on a repaired copy whose pg_config lists every process group with its
 members (PyTorch 2.15's gloo dumps key pg_config by an empty name, and
 torchfrtrace looks the groups up by their real names), to see what its
 analysis says once past that crash. A verdict is right when its culprit
-ranks are the truth's (none for a healthy job); ours must also name each
-culprit's call site (file and line) when the culprit left a dump.
+ranks (those of every problem it reports, together) are the truth's (none
+for a healthy job); ours must also name each culprit's call site (file and
+line) when the culprit left a dump.
 """
 import argparse
 import glob
@@ -48,19 +49,23 @@ def torchfrtrace(folder, world):
     lines = [l for l in out.splitlines() if l.strip() and "tabulate" not in l]
     if "Traceback" in out:
         return {"exit": p.returncode, "culprits": None, "said": "crash: " + (lines[-1] if lines else "?")}
-    # The first reported problem, as torchfrtrace words it: a "missing
-    # ranks" block, or an "error msg:" line naming one or more culprits.
-    m = re.search(r"missing ranks: \{([\d, ]*)\}", out)
-    e = re.search(r"error msg: ([^\n]*)", out)
-    first = min([x for x in (m, e) if x], key=lambda x: x.start(), default=None)
-    if first is None:
-        return {"exit": p.returncode, "culprits": [], "said": "no problem reported"}
-    if first is m:
+    # Every reported problem, as torchfrtrace words it: a "missing ranks"
+    # block, or an "error msg:" line naming one or more culprits. It reports
+    # one per process group, so two groups hung at once are two problems:
+    # its verdict is the ranks of all of them together.
+    problems = []
+    for m in re.finditer(r"missing ranks: \{([\d, ]*)\}", out):
         ranks = sorted(int(x) for x in m.group(1).replace(" ", "").split(",") if x)
-        return {"exit": p.returncode, "culprits": ranks, "said": f"missing ranks {ranks}"}
-    ranks = sorted({int(x) for x in re.findall(r"Culprit rank (\d+)", e.group(1))})
-    kinds = sorted(set(re.findall(r"Error type: (\w+)", e.group(1))))
-    return {"exit": p.returncode, "culprits": ranks, "said": f"culprits {ranks}: {', '.join(kinds)}"}
+        problems.append((m.start(), ranks, f"missing ranks {ranks}"))
+    for e in re.finditer(r"error msg: ([^\n]*)", out):
+        ranks = sorted({int(x) for x in re.findall(r"Culprit rank (\d+)", e.group(1))})
+        kinds = sorted(set(re.findall(r"Error type: (\w+)", e.group(1))))
+        problems.append((e.start(), ranks, f"culprits {ranks}: {', '.join(kinds)}"))
+    if not problems:
+        return {"exit": p.returncode, "culprits": [], "said": "no problem reported"}
+    problems.sort()
+    ranks = sorted({r for _, rs, _ in problems for r in rs})
+    return {"exit": p.returncode, "culprits": ranks, "said": "; ".join(said for _, _, said in problems)}
 
 
 def repaired(folder, world, out):

@@ -10,11 +10,13 @@ interpreter, rendezvous through a FileStore, process-group timeout
 (torch._C._distributed_c10d._dump_fr_trace(), pickle) to
 OUT/NAME/nccl_trace_rank_<R> -- the name of PyTorch's dump-on-timeout files
 -- when a collective raises (the timeout), when its program ends, or where
-the scenario stalls; a killed rank writes nothing. Then it lingers past the
-others' timeout and exits without tearing the group down (as a hung job
-would be killed). OUT/NAME/truth.json holds the ground truth: world size,
-culprit ranks, process group, the collective (sequence id) and each
-culprit's call site. OUT/VERSION names the torch that wrote the dumps.
+the scenario stalls; a killed rank writes nothing. Then it lingers until
+every rank has dumped (or three timeouts and 30 s have passed) and exits
+without tearing the group down (as a hung job would be killed). OUT/NAME/truth.json holds the ground truth: world size,
+culprit ranks, process group, the collective (sequence id), each
+culprit's call site, and every finding (process group, sequence id,
+culprits: more than one where two groups hang at once). OUT/VERSION
+names the torch that wrote the dumps.
 """
 import argparse
 import inspect
@@ -34,7 +36,9 @@ class Ctx:
     """What a scenario may do besides collectives: mark its call site, dump."""
 
     def __init__(self, rank, out, timeout_s):
+        import datetime
         self.rank, self.out, self.timeout_s = rank, out, timeout_s
+        self.timeout = datetime.timedelta(seconds=timeout_s)  # for new_group: not inherited
         self.dumped = False
 
     def mark(self, offset=1):
@@ -42,6 +46,12 @@ class Ctx:
         site = {"file": os.path.basename(caller.f_code.co_filename), "line": caller.f_lineno + offset}
         with open(os.path.join(self.out, f"site_rank{self.rank}.json"), "w") as f:
             json.dump(site, f)
+
+    def stall(self):
+        # A rank stuck outside any collective (data loading) for three
+        # timeouts: the peers' timeouts fire long before it comes back,
+        # even on a loaded machine.
+        time.sleep(3 * self.timeout_s + 4)
 
     def dump(self):
         import torch
@@ -69,9 +79,17 @@ def child(name, rank, world, out, store, timeout_s):
     except Exception as e:  # the collective's timeout or a peer's failure
         print(f"rank {rank}: {type(e).__name__}: {str(e).splitlines()[0][:160]}", flush=True)
     ctx.dump()
-    # Stay until every peer has timed out: leaving would turn their hang
-    # into a "connection closed" error.
-    time.sleep(timeout_s + 2)
+    # Stay until every peer has dumped: leaving would turn their hang into a
+    # "connection closed" error. A rank outside a hung subgroup finishes
+    # long before the members time out; a killed rank never says it is done.
+    done = os.path.join(os.path.dirname(store), f"done_rank{rank}")
+    open(done, "w").close()
+    deadline = time.time() + 3 * timeout_s + 30
+    while time.time() < deadline:
+        if all(os.path.exists(os.path.join(os.path.dirname(store), f"done_rank{r}")) for r in range(world)):
+            break
+        time.sleep(0.2)
+    time.sleep(1)  # the last to dump may still be leaving its collective
     os._exit(0)
 
 
@@ -88,7 +106,7 @@ def run_scenario(name, out_root, timeout_s, python):
                                out, store, str(timeout_s)],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for r in range(world)]
-    deadline = time.time() + 60 + 4 * timeout_s
+    deadline = time.time() + 90 + 6 * timeout_s
     logs = []
     for r, p in enumerate(procs):
         try:
@@ -106,8 +124,11 @@ def run_scenario(name, out_root, timeout_s, python):
             with open(path) as f:
                 sites[str(r)] = json.load(f)
             os.remove(path)
+    findings = scenarios.FINDINGS.get(name, [(pg, seq, culprits)] if culprits else [])
     truth = {"scenario": name, "what": what, "world_size": world, "healthy": not culprits,
+             "timeout_s": timeout_s,
              "culprits": culprits, "process_group": pg, "seq": seq, "sites": sites,
+             "findings": [{"process_group": g, "seq": s, "culprits": c} for g, s, c in findings],
              "dumps": sorted(f for f in os.listdir(out) if f.startswith(PREFIX))}
     with open(os.path.join(out, "truth.json"), "w") as f:
         json.dump(truth, f, indent=1, sort_keys=True)

@@ -158,6 +158,116 @@ def w4_two_mismatch(rank, world, ctx):
     dist.all_reduce(torch.ones(n, dtype=dtype))
 
 
+# Subgroups (issue 45). PyTorch names groups by creation order on every rank,
+# members or not: the default group is "0", the first new_group "1", ...
+# A subgroup does not inherit init_process_group's timeout: without
+# timeout= its collectives wait the backend's default (30 minutes on gloo).
+
+
+def sub_skip(rank, world, ctx):
+    # The issue's job: a new_group([0, 1]); rank 1 skips the subgroup's last
+    # all_reduce (an `if` on local data). Rank 2, outside the subgroup, has
+    # finished its default-group work: the hang is inside the subgroup.
+    sub = dist.new_group([0, 1], timeout=ctx.timeout)
+    x = torch.ones(4)
+    _loop(x, 2)
+    if rank == 2:
+        return
+    for step in range(STEPS):
+        if rank == 1 and step == STEPS - 1:
+            ctx.mark(2)  # its last call: the subgroup all_reduce below
+            break
+        dist.all_reduce(x, group=sub)
+
+
+def sub_op_mismatch(rank, world, ctx):
+    # Members of new_group([1, 2, 3]) disagree on the op: rank 3 calls a
+    # barrier where ranks 1 and 2 all_reduce. Rank 0 is outside the group.
+    sub = dist.new_group([1, 2, 3], timeout=ctx.timeout)
+    x = torch.ones(4)
+    _loop(x, 1)
+    if rank == 0:
+        return
+    dist.all_reduce(x, group=sub)
+    if rank == 3:
+        ctx.mark()
+        dist.barrier(group=sub)
+    else:
+        dist.all_reduce(x, group=sub)
+
+
+def default_hang_sub_ok(rank, world, ctx):
+    # Rank 2 stalls outside any collective (data loading); ranks 0 and 1
+    # complete their subgroup's all_reduces, then wait for rank 2 in the
+    # default group.
+    sub = dist.new_group([0, 1], timeout=ctx.timeout)
+    x = torch.ones(4)
+    dist.all_reduce(x)
+    if rank == 2:
+        ctx.mark(-2)  # its last collective: the default all_reduce above
+        ctx.dump()
+        ctx.stall()
+    else:
+        _loop_in(x, STEPS, sub)
+    dist.all_reduce(x)
+
+
+def _loop_in(x, steps, group):
+    for _ in range(steps):
+        dist.all_reduce(x, group=group)
+
+
+def mesh_one_hung(rank, world, ctx):
+    # A 2 x 2 mesh: tensor-parallel groups [0, 1], [2, 3] ("1", "2") and
+    # data-parallel groups [0, 2], [1, 3] ("3", "4"). Each step reduces in
+    # its tp group, then its dp group; on the last step rank 3 skips its dp
+    # all_reduce. Only dp group [1, 3] hangs.
+    tp, _ = dist.new_subgroups_by_enumeration([[0, 1], [2, 3]], timeout=ctx.timeout)
+    dp, _ = dist.new_subgroups_by_enumeration([[0, 2], [1, 3]], timeout=ctx.timeout)
+    x = torch.ones(4)
+    for step in range(STEPS):
+        dist.all_reduce(x, group=tp)
+        if rank == 3 and step == STEPS - 1:
+            ctx.mark(-2)  # its last call: this step's tp all_reduce
+            break
+        dist.all_reduce(x, group=dp)
+
+
+def two_hung(rank, world, ctx):
+    # Two subgroups hang at once, each for its own reason: in [0, 1] rank 1
+    # skips the last all_reduce; in [2, 3] rank 2 stalls before it.
+    mine, _ = dist.new_subgroups(group_size=2, timeout=ctx.timeout)
+    x = torch.ones(4)
+    for step in range(STEPS):
+        if rank == 1 and step == STEPS - 1:
+            ctx.mark(6)  # its last call: the all_reduce below
+            break
+        if rank == 2 and step == STEPS - 1:
+            ctx.mark(3)  # its last call before the stall: the same line
+            ctx.dump()
+            ctx.stall()
+        dist.all_reduce(x, group=mine)
+
+
+def sub_stall_cascade(rank, world, ctx):
+    # Rank 1 stalls before its subgroup's last all_reduce: rank 0 waits for
+    # it in the subgroup, and rank 2 (outside it) waits for both in the
+    # default group's next all_reduce. Rank 2 entered the default group's
+    # collective alone, yet it is not at fault, and rank 0 is not late to
+    # the default group: it is held in the subgroup.
+    sub = dist.new_group([0, 1], timeout=ctx.timeout)
+    x = torch.ones(4)
+    _loop(x, 1)
+    if rank in (0, 1):
+        for step in range(STEPS):
+            if rank == 1 and step == STEPS - 1:
+                ctx.mark(3)  # its last call: the subgroup all_reduce below
+                ctx.dump()
+                ctx.stall()
+            dist.all_reduce(x, group=sub)
+    dist.all_reduce(x)
+
+
 # name: (world size, culprit ranks, process group of the fault ("" none),
 #        the collective where the ranks part ways (its collective_seq_id,
 #        counted from 1 per group; -1 none), what it is)
@@ -178,4 +288,19 @@ TRUTH = {
     "ddp_short": (3, [2], "0", 8, "DDP: rank 2 runs one step fewer (gradient all_reduce)"),
     "w4_two_stalled": (4, [1, 3], "0", 3, "W=4: ranks 1 and 3 stall"),
     "w4_two_mismatch": (4, [1, 3], "0", 3, "W=4: rank 1 int32, rank 3 5 elements, the others float32 x4"),
+    "sub_skip": (3, [1], "1", 3, "new_group([0, 1]): rank 1 skips the subgroup's last all_reduce; rank 2 outside"),
+    "sub_op_mismatch": (4, [3], "1", 2, "new_group([1, 2, 3]): rank 3 calls barrier where 1 and 2 all_reduce; rank 0 outside"),
+    "default_hang_sub_ok": (3, [2], "0", 2, "rank 2 stalls; subgroup [0, 1] completes, then waits in the default group"),
+    "mesh_one_hung": (4, [3], "4", 3, "2 x 2 mesh (tp [0, 1], [2, 3]; dp [0, 2], [1, 3]): rank 3 skips a dp all_reduce"),
+    "two_hung": (4, [1, 2], "1", 3, "subgroups [0, 1] and [2, 3] both hang: rank 1 skips, rank 2 stalls"),
+    "sub_stall_cascade": (3, [1], "1", 3, "rank 1 stalls in subgroup [0, 1]; rank 2 waits alone in the default group"),
+}
+
+# Scenarios whose dumps hold more than one finding: (process group, seq,
+# culprits) each. Every other scenario has the one finding of TRUTH.
+FINDINGS = {
+    "two_hung": [("1", 3, [1]), ("2", 3, [2])],
+    # Rank 1 is missing from both groups: the subgroup's #3 and, since it
+    # never got there, the default group's #2.
+    "sub_stall_cascade": [("1", 3, [1]), ("0", 2, [1])],
 }
