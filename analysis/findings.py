@@ -1,8 +1,8 @@
 """Per bug: the two-sentence finding and the headline table, from the records
 and the benchmark JSON, following the templates in bugs.json."""
 import bench_cost
-from pick import (Summary, expected, first_metric, is_number, num, seed_spread, seeds_per_record,
-                  select, value)
+from pick import (Summary, expected, first_metric, get, in_all, is_number, num, seed_spread,
+                  seeds_per_record, select, value)
 
 
 def scaled(m, v):
@@ -48,6 +48,9 @@ def metric_text(m, recs):
     head = num(scaled(m, s.agg(m.get("agg", "max"))), unit)
     words = {"absmax": "up to", "max": "up to", "min": "at least", "median": "median",
              "mean": "mean"}[m.get("agg", "max")]
+    # One value in every row: no bound to state ("at least 100%").
+    lead = f"{m['label']}: {head}{in_all(s.n, len(recs))}" if s.agg("min") == s.agg("max") \
+        else f"{m['label']} {words} {head}"
     extra = []
     # A number from several configurations is their extreme, and names the
     # configuration it comes from; its spread over seeds is that row's own.
@@ -59,7 +62,7 @@ def metric_text(m, recs):
     if spread:
         extra.append(spread)
     tail = f" ({'; '.join(extra)})" if extra else ""
-    return f"{m['label']} {words} {head}{tail}"
+    return f"{lead}{tail}"
 
 
 def cost_text(spec, fix_recs, benches):
@@ -103,6 +106,44 @@ def unexpected(recs):
 def on_purpose(recs):
     """Fix rows that run a known-inexact setting on purpose."""
     return [(p, r) for p, r in recs if r.get("expected_verdict") not in (None, "exact")]
+
+
+def world_sizes(recs):
+    """'W = 4' or 'W = 2 to 8': the world sizes of some records."""
+    ws = sorted({r["world_size"] for _, r in recs})
+    return f"W = {ws[0]}" if len(ws) == 1 else f"W = {ws[0]} to {ws[-1]}"
+
+
+def on_purpose_texts(spec, recs):
+    """One text per fix variant run inexact on purpose: what it stands for
+    and what its rows show against the value the records predict (bugs.json
+    "on_purpose": which fields; without it, only the verdicts)."""
+    op = spec.get("on_purpose", {})
+    shown = on_purpose(select(recs, {"kind": "fix"}))
+    out = []
+    for variant in dict.fromkeys(r["variant"] for _, r in shown):
+        rows = select(shown, {"variant": variant})
+        what = sorted({str(get(r, op["what"])) for _, r in rows if get(r, op["what"]) is not None}) \
+            if op.get("what") else []
+        text = variant + (f" ({op.get('what_label', '')} {'; '.join(what)})".replace("( ", "(")
+                          if what else "")
+        s = Summary(rows, op["path"]) if op.get("path") else None
+        if s and s.nums:
+            lo, hi = s.agg("min"), s.agg("max")
+            text += f": {op['label']} {num(lo) if lo == hi else f'{num(lo)} to {num(hi)}'} at {world_sizes(rows)}"
+            if op.get("expected"):
+                def predicted(r):
+                    got, want = value(r, op["path"]), value(r, op["expected"])
+                    tol = value(r, op["tolerance"]) if op.get("tolerance") else 0
+                    return is_number(got) and is_number(want) and abs(got - want) <= (tol or 0)
+                hit = [x for x in rows if predicted(x[1])]
+                text += f", equal to {op['formula']} in {len(hit)} of {len(rows)} rows" + (
+                    ", as expected" if len(hit) == len(rows) else f"; {len(rows) - len(hit)} differ from it")
+        else:
+            meant = [x for x in rows if x[1]["verdict"] == expected(x[1])]
+            text += f": {len(meant)} of {len(rows)} rows {rows[0][1]['verdict']} as expected"
+        out.append(text)
+    return out
 
 
 def finding(spec, recs, benches):

@@ -148,6 +148,15 @@ def seed_spread(recs, expr, scale=1.0, unit="", stem_path=None):
     return ""
 
 
+def in_all(n, total):
+    """' in all 3 rows', or ' in the 2 row(s) that measure it' when only n of
+    total rows carry the field: where one value holds for every row, so no
+    bound ("at least 100%") is stated."""
+    if n == total:
+        return "" if n == 1 else f" in all {n} rows"
+    return f" in the {n} row(s) that measure it"
+
+
 def seeds_per_record(recs):
     """"3" or "2-5": seeds behind each record (config.seeds; 1 with config.seed)."""
     counts = []

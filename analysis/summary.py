@@ -8,7 +8,7 @@ import os
 
 import bench_cost
 import tables
-from pick import Summary, get, is_number, num, select, value
+from pick import Summary, get, in_all, is_number, num, select, value
 
 # How a reader can tell what "silent" means wherever the report says it.
 SILENT = ("silent: the gather returned on that rank with no error (while its peer aborted), "
@@ -18,7 +18,7 @@ SILENT = ("silent: the gather returned on that rank with no error (while its pee
 def config_text(select_spec, r):
     """'N = 1003, batch 32' from the selector's config keys, read from the record."""
     names = {"n": "N", "batch_size": "batch", "batch_per_rank": "per-rank batch",
-             "loss": "loss", "batches": "batches", "sharding": "sharding"}
+             "loss": "loss", "batches": "batches", "sharding": "sharding", "task": "task"}
     out = []
     for key in select_spec:
         if key.startswith("config.") and key[len("config."):] in names:
@@ -29,50 +29,60 @@ def config_text(select_spec, r):
     return ", ".join(out)
 
 
-def symptom_cell(item, recs):
-    """'LABEL (variant, config): VALUE [LOW, HIGH] SPREAD', W, engine."""
-    picked = select(recs, item["select"])
+def symptom_cell(item, recs, world=False):
+    """'LABEL (variant, config): VALUE [LOW, HIGH] SPREAD', W, engine; with
+    `world`, W and the engine stand in the parentheses too (the suite's
+    summary, which has no W or engine column)."""
+    picked = [(p, r) for p, r in select(recs, item["select"]) if is_number(value(r, item["value"]))]
     if not picked:
         return None
     _, r = picked[0]
     k, unit = item.get("scale", 1), item.get("unit", "")
     v = value(r, item["value"])
-    if not is_number(v):
-        return None
-    text = f"{item['label']} ({r['variant']}"
-    conf = config_text(item["select"], r)
-    text += (f", {conf}" if conf else "") + f"): {num(v * k, unit)}"
+    where = [r["variant"]] + ([f"W = {r['world_size']}"] if world else [])
+    where += [c for c in [config_text(item["select"], r)] if c] + ([r["backend"]] if world else [])
+    text = f"{item['label']} ({', '.join(where)}): {num(v * k, unit)}"
+    if item.get("of") and not item.get("of_label"):  # a count: "X of N"
+        text += f" of {num(value(r, item['of']))}"
     if item.get("low") and item.get("high"):
         lo, hi = get(r, item["low"]), get(r, item["high"])
         if is_number(lo) and is_number(hi):
             if item.get("interval") == "plus_minus":  # value ± half-width
                 lo, hi = v - lo, v + lo
             text += f" [min {num(lo * k)}, max {num(hi * k)}]" if item.get("interval") != "plus_minus" \
-                else f" (95% interval {num(lo * k)} to {num(hi * k)})"
+                else f" (95% interval {num(lo * k)} to {num(hi * k, unit)})"
     if item.get("spread"):
         seeds = get(r, "config.seeds") or get(r, "measured.seeds")
         text += " " + item["spread"].replace("{seeds}", str(seeds) if seeds else "the")
-    if item.get("of"):
-        text += (f"; {item['of_label']} {num(get(r, item['of']))}" if item.get("of_label")
-                 else f" of {num(get(r, item['of']))}")
+    if item.get("of_label"):  # a named comparison, in the value's unit
+        of = value(r, item["of"])
+        text += f"; {item['of_label']} {num(None if of is None else of * k, unit)}"
     if item.get("reference"):
         text += f"; reference: {get(r, item['reference'])}"
     return text, str(r["world_size"]), r["backend"]
 
 
-def fix_cell(spec, recs):
+def fix_cell(spec, recs, where=""):
+    """'NAME: exact in X/Y rows (largest ERROR)', rows inexact on purpose
+    left out; `where` (variants, W) follows the name."""
     fixes = select(recs, {"kind": "fix"})
     if not fixes:
         return "no fix records"
     own = [x for x in fixes if x[1].get("expected_verdict") in (None, "exact")]
+    name = spec.get("summary", {}).get("fix", spec.get("fix", "the fix"))
+    if not own:
+        return f"{name}{where}: only rows inexact on purpose ({len(fixes)})"
     exact = select(own, {"verdict": "exact"})
-    text = f"{spec['summary'].get('fix', spec['fix'])}: exact in {len(exact)}/{len(own)} rows"
+    text = f"{name}{where}: exact in {len(exact)}/{len(own)} rows"
     for m in spec.get("fix_metrics", []):
         s = Summary(own, m["path"])
         if s.nums:
-            how = m.get("agg", "max")
-            word = {"min": "lowest", "median": "median"}.get(how, "largest")
-            text += f" ({word} {m['label']} {num(s.agg(how) * m.get('scale', 1), m.get('unit', ''))})"
+            how, k, unit = m.get("agg", "max"), m.get("scale", 1), m.get("unit", "")
+            if s.agg("min") == s.agg("max"):
+                text += f" ({m['label']} {num(s.agg(how) * k, unit)}{in_all(s.n, len(own)) or ' in the row'})"
+            else:
+                word = {"min": "lowest", "median": "median"}.get(how, "largest")
+                text += f" ({word} {m['label']} {num(s.agg(how) * k, unit)})"
             break
     return text
 

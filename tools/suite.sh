@@ -4,9 +4,9 @@
 # then every registered repro/fix binary with its default flags (plus
 # PAIR_FLAGS), each writing its result records to DIR (default: results/latest
 # under the directory bazel was run from), then a one-screen summary of the
-# records this run wrote: per bug the symptom and its size, each fix and how
-# exact, where the records are and the report command. --only runs the pairs
-# whose path contains SUBSTRING.
+# records this run wrote: per bug its headline number and configuration, the
+# fix and how exact, where the records are and the report command. --only
+# runs the pairs whose path contains SUBSTRING.
 # --list stops after the report and the list of pairs, checking that each
 # binary answers --help. A pair that fails without writing records leaves no
 # earlier records of its own in DIR to be mistaken for this run's.
@@ -83,8 +83,8 @@ for p in "${pairs[@]}"; do
 done
 echo
 if [ "${#written[@]}" -gt 0 ]; then
-  # One screen: per bug the symptom and each fix, where the records are and
-  # the command that turns them into the report.
+  # One screen: per bug its headline number and the fix's exactness, where
+  # the records are and the command that turns them into the report.
   python3 "$runfiles/tools/summarize.py" --out "$out" "${written[@]}" || status=1
 else
   echo "suite: no pair wrote records"

@@ -19,14 +19,16 @@ n=$(grep -c '^  repro/\|^  fixes/' <<<"$log")
 [ $? -eq 2 ] || { echo "--only matching nothing should exit 2"; exit 1; }
 
 # A run ends with the one-screen summary: per bug the symptom/fix lines,
-# where the records are and the report command, in 120 columns.
+# where the records are and the report command, in 120 columns. (Its
+# wording from the committed records: //tools:summarize_test.)
 ok="$TEST_TMPDIR/ok"
 log=$("$suite" --out "$ok" --only fixes/mean_of_means -- --seeds 1 --world_size 2 2>&1)
 rc=$?
 [ "$rc" -eq 0 ] || { echo "$log"; echo "suite run exited $rc"; exit 1; }
 summary=$(sed -n '/^== summary/,$p' <<<"$log")
 echo "$summary"
-grep -q "^  fix sum_count: exact in [0-9]*/[0-9]* rows; |accuracy error| up to 0" <<<"$summary" \
+grep -q "^  fix: all_reduce of (sum, count) (sum_count, W = [0-9 to]*): exact in [0-9]*/[0-9]* rows (|accuracy error| 0 pp" \
+  <<<"$summary" \
   || { echo "no fix line in the summary"; exit 1; }
 grep -q "^records: $ok" <<<"$summary" || { echo "no records line"; exit 1; }
 grep -q "^report:  bazel run //analysis:report -- --results $ok --out $ok-report" <<<"$summary" \
