@@ -348,6 +348,9 @@ bench_runs() {
       echo "nccl --backend nccl --world_size 4 --reps 9 --pin_cpus $share"
       echo "gloo --backend gloo --world_size 4 --reps 9 --pin_cpus" ;;
     bench/recorder/recorder) echo "gloo" ;;  # Gloo only: the recorder over a bare Gloo call
+    # One process on one GPU, no collectives: "nccl" only so that its
+    # refusal without a GPU reads as a skip, as the other GPU runs do.
+    bench/norm_kernels/norm_kernels) echo "nccl --reps 5" ;;
     bench/peers/*) echo "skip a helper of bench/peers' PyTorch comparison (bench/peers/*.py drive it)" ;;
     *) echo "default" ;;
   esac
