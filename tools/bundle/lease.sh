@@ -2,7 +2,7 @@
 # lease.sh: the whole GPU half in one call of a lent machine (the `device`
 # tool), bounded, and brought back as one archive even when the call is cut.
 #
-#   bash tools/bundle/lease.sh [--bundle TAR] [--budget S] [--jobs N] [-- RUN_ALL_FLAGS...]
+#   bash tools/bundle/lease.sh [--bundle TAR] [--budget S] [--jobs N] [--norm-peers S] [-- RUN_ALL_FLAGS...]
 #
 # Unpacks the bundle (made here by `bazel run //tools:bundle -- --out
 # .gpu/ddp-bundle --tar`, carried as `.gpu`), runs its run_all.sh with the
@@ -11,7 +11,11 @@
 # $OUT/gpu-run.tar.gz every 20 s while it runs and once more at the end
 # (written beside and renamed, so the archive is always whole): a call
 # stopped at its limit still brings back everything finished by then.
-# Prints run_all's console as it goes, then "lease: run_all exit N".
+# With --norm-peers S, then (at most S seconds) bench/peers/torch_norm_gpu.py
+# from this tree drives the bundle's bench/norm_kernels and PyTorch on the
+# same GPU, interleaved (gpu/records/torch_norm_gpu.json and
+# gpu/norm_gpu_table.md). Prints run_all's console as it goes, then
+# "lease: run_all exit N" (and "lease: norm peers exit N").
 set -uo pipefail
 
 usage() {
@@ -23,6 +27,11 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                      machine's start and the transfers inside a 15-minute lease)
   --jobs N           binaries side by side (default 4)
   --timeout SECONDS  per binary (default 120)
+  --norm-peers SECONDS  after run_all, the W = 1 norm rows of ours and PyTorch
+                     interleaved (bench/peers/torch_norm_gpu.py), at most this
+                     long (default 0: not run)
+  --python PATH      the Python with torch for --norm-peers (default: the first
+                     of /opt/torch/.venv/bin/python3 and python3 that imports torch)
   -- FLAGS...        passed on to run_all.sh (e.g. --bench, --only REGEX)
 Needs $OUT (the device tool sets it): the archive goes there.
 USAGE
@@ -33,7 +42,7 @@ die_usage() {
   exit 2
 }
 
-bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=120
+bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=120 peers_s=0 python=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bundle) [[ $# -ge 2 ]] || die_usage "--bundle needs a file"; bundle="$2"; shift 2 ;;
@@ -46,9 +55,13 @@ while [[ $# -gt 0 ]]; do
     --timeout)
       [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || die_usage "--timeout must be a positive whole number of seconds, got '${2:-}'"
       per_binary="$2"; shift 2 ;;
+    --norm-peers)
+      [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die_usage "--norm-peers must be a whole number of seconds, got '${2:-}'"
+      peers_s="$2"; shift 2 ;;
+    --python) [[ $# -ge 2 && -x "$2" ]] || die_usage "--python needs an executable, got '${2:-}'"; python="$2"; shift 2 ;;
     --) shift; break ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --python, --, --help" ;;
   esac
 done
 [[ -n "${OUT:-}" && -d "$OUT" ]] || die_usage "\$OUT must name a folder (the device tool sets it)"
@@ -79,4 +92,36 @@ rc=$?
 sleep 1  # tee's last lines
 pack
 echo "lease: run_all exit $rc; archive $OUT/gpu-run.tar.gz ($(stat -c %s "$OUT/gpu-run.tar.gz" 2>/dev/null || echo 0) bytes)"
+
+# Ours and PyTorch's W = 1 norm rows, interleaved in one run (the driver
+# runs the bundle's binary once per repetition; bench/peers/README.md).
+peers_rc=0
+if ((peers_s > 0)); then
+  if [[ -z "$python" ]]; then
+    for py in /opt/torch/.venv/bin/python3 python3; do
+      if "$py" -c 'import torch' 2>/dev/null; then python="$(command -v "$py")"; break; fi
+    done
+  fi
+  bundle_dir="$(dirname "$run_all")"
+  peers="$(dirname "${BASH_SOURCE[0]}")/../../bench/peers"  # this tree's
+  mkdir -p "$work/gpu/records"
+  nccl="$("$run_all" --find-nccl 2>/dev/null | sed -n 's/^libnccl: \(.*\) (.*$/\1/p')"
+  if [[ -z "$python" ]]; then
+    echo "lease: norm peers not run: no python3 with torch here" | tee -a "$work/gpu/console.txt"
+    peers_rc=1
+  else
+    DDP_PITFALLS_COMMIT="$(sed -n 's/^commit: \([^ ]*\).*/\1/p' "$bundle_dir/MANIFEST.txt" | head -1)" \
+      timeout -k 10 "$peers_s" "$python" "$peers/torch_norm_gpu.py" \
+      --ours_binary "$bundle_dir/bin/bench/norm_kernels/norm_kernels" --ours_lib_path "$bundle_dir/lib${nccl:+:$nccl}" \
+      --require_gpu --json "$work/gpu/records/torch_norm_gpu.json" > >(tee -a "$work/gpu/console.txt") 2>&1
+    peers_rc=$?
+    if ((peers_rc == 0)); then
+      "$python" "$peers/norm_gpu_table.py" "$work/gpu/records/torch_norm_gpu.json" >"$work/gpu/norm_gpu_table.md" 2>&1
+    fi
+    sleep 1
+    echo "lease: norm peers exit $peers_rc ($python)" | tee -a "$work/gpu/console.txt"
+  fi
+  pack
+fi
+((rc == 0)) && rc=$peers_rc
 exit "$rc"

@@ -42,7 +42,36 @@ mkdir check && tar xzf out/gpu-run.tar.gz -C check
 grep -q 'fake run_all done' check/gpu/console.txt || fail "final archive lacks the whole console"
 [[ ! -e out/gpu-run.tar.gz.part ]] || fail "a partial archive was left"
 
-for args in "--budget 0" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent"; do
+# --norm-peers: after the runner, the driver of ours and PyTorch's W = 1
+# norm rows (a fake python here) gets the bundle's binary, its lib/ and
+# libnccl's folder, the bundle's commit and a JSON path in the archive.
+mkdir -p src/ddp-bundle/bin/bench/norm_kernels src/ddp-bundle/lib
+printf 'ddp-pitfalls GPU-runner bundle\ncommit: 0123abc+dirty\n' >src/ddp-bundle/MANIFEST.txt
+cat >src/ddp-bundle/run_all.sh <<'FAKE'
+#!/usr/bin/env bash
+if [[ "$1" == --find-nccl ]]; then echo "libnccl: /fake/nccl/lib (system)"; exit 0; fi
+echo "fake run_all $*"
+exit 0
+FAKE
+chmod +x src/ddp-bundle/run_all.sh
+tar czf bundle2.tar.gz -C src ddp-bundle
+cat >fake_python <<'FAKE'
+#!/usr/bin/env bash
+echo "fake python $* commit=$DDP_PITFALLS_COMMIT"
+while [[ $# -gt 0 ]]; do [[ "$1" == --json ]] && echo '{"fake": true}' >"$2"; shift; done
+FAKE
+chmod +x fake_python
+rm -f out/gpu-run.tar.gz
+OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle2.tar.gz --budget 30 --norm-peers 20 --python "$PWD/fake_python" >peers.txt 2>&1 ||
+  fail "--norm-peers run exited $?: $(cat peers.txt)"
+cat peers.txt
+grep -q 'fake python .*/bench/peers/torch_norm_gpu.py --ours_binary /tmp/lease\.[^ ]*/ddp-bundle/bin/bench/norm_kernels/norm_kernels --ours_lib_path /tmp/lease\.[^ ]*/ddp-bundle/lib:/fake/nccl/lib --require_gpu --json /tmp/lease\.[^ ]*/gpu/records/torch_norm_gpu.json commit=0123abc+dirty' peers.txt ||
+  fail "the driver's command line"
+grep -q '^lease: norm peers exit 0 (' peers.txt || fail "peers exit line"
+listing="$(tar tzf out/gpu-run.tar.gz)"
+grep -q 'gpu/records/torch_norm_gpu.json' <<<"$listing" && grep -q 'gpu/norm_gpu_table.md' <<<"$listing" || fail "peers output not archived: $listing"
+
+for args in "--budget 0" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--python /nonexistent"; do
   set +e
   msg="$(OUT="$TEST_TMPDIR/out" bash "$lease" $args 2>&1)"
   rc=$?
