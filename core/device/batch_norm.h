@@ -41,10 +41,11 @@ struct DeviceBatchNormHooks {
   // `local`: this participant's statistics on the device, [count, mean (C),
   // M2 (C)] (2C + 1 values, the count as a value of S; `local_count` is the
   // same count on the host). Writes the statistics to normalise with into
-  // mean and m2 (device, C each) and returns their count. Empty: the local
-  // statistics.
-  std::function<int64_t(Device<S>& device, const S* local, int64_t local_count, int64_t channels, S* mean,
-                        S* m2)>
+  // mean and m2 (device, C each) and returns their count. `scratch`: device
+  // memory the hook may use, kept by the layer from call to call. Empty: the
+  // local statistics.
+  std::function<int64_t(Device<S>& device, DeviceArray<S>& scratch, const S* local, int64_t local_count,
+                        int64_t channels, S* mean, S* m2)>
       merge_stats;
   // [sum dy (C), sum dy * xhat (C)] on the device: local in, global out, in
   // place. Empty: identity.
@@ -59,7 +60,7 @@ class DeviceBatchNorm : public nn::BatchNormLayer<S> {
   // `device` must outlive the layer.
   DeviceBatchNorm(Device<S>* device, int channels, nn::BatchNormOptions opts = {}, DeviceBatchNormHooks<S> hooks = {})
       : Base(channels, opts), device_(device), hooks_(std::move(hooks)), x_(device), dy_(device), out_(device),
-        state_(device) {
+        state_(device), scratch_(device) {
     if (device_ == nullptr) throw std::invalid_argument("DeviceBatchNorm: no device");
     state_.Reserve(kStateSize * static_cast<std::size_t>(channels) + 1);
   }
@@ -90,7 +91,7 @@ class DeviceBatchNorm : public nn::BatchNormLayer<S> {
       int64_t count = local_count;
       mean_ = At(kLocalMean);
       if (hooks_.merge_stats) {
-        count = hooks_.merge_stats(*device_, st + 4 * c, local_count, c, At(kMean), At(kM2));
+        count = hooks_.merge_stats(*device_, scratch_, st + 4 * c, local_count, c, At(kMean), At(kM2));
         mean_ = At(kMean);
       }
       this->CheckTrainingCount(count);
@@ -180,6 +181,7 @@ class DeviceBatchNorm : public nn::BatchNormLayer<S> {
   Device<S>* device_;
   DeviceBatchNormHooks<S> hooks_;
   DeviceArray<S> x_, dy_, out_, state_;
+  DeviceArray<S> scratch_;  // the merge hook's
   nn::Tensor4<S> shape_;   // the last Forward's shape (no data)
   const S* mean_ = nullptr;  // what the last Forward normalised with (device)
   int64_t count_ = 0;
