@@ -166,6 +166,12 @@ TEST(DeviceLayersErrors, TheSameAsCoreNn) {
   EXPECT_THROW(DeviceBatchNorm<double>(nullptr, 3), std::invalid_argument);
 }
 
+// The device path is held to the suite's exactness tolerances.
+TEST(DeviceTolerance, IsCoreExacts) {
+  EXPECT_EQ(StepTolerance<double>(), exact::kDoubleTolerance);
+  EXPECT_EQ(StepTolerance<float>(), exact::kFloatTolerance);
+}
+
 TEST(Placement, AutoIsTheGpuWithNcclAndTheHostOtherwise) {
   EXPECT_EQ(Resolve(Placement::kAuto, "nccl"), Placement::kCuda);
   EXPECT_EQ(Resolve(Placement::kAuto, "gloo"), Placement::kHost);
