@@ -178,6 +178,15 @@ TEST(Placement, AutoIsTheGpuWithNcclAndTheHostOtherwise) {
   EXPECT_EQ(Resolve(Placement::kAuto, ""), Placement::kHost);  // one process, no communicator
   EXPECT_EQ(Resolve(Placement::kEmulated, "nccl"), Placement::kEmulated);
   EXPECT_EQ(Resolve(Placement::kHost, "nccl"), Placement::kHost);
+  EXPECT_EQ(Resolve(Placement::kCuda, ""), Placement::kCuda);  // one process: no collective to feed
+  try {
+    Resolve(Placement::kCuda, "gloo");
+    FAIL() << "no error";
+  } catch (const launch::ConfigError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--norm_device cuda needs --backend nccl (got 'gloo': its collectives read host memory only); use "
+                 "host or emulated");
+  }
   for (const char* s : {"auto", "host", "emulated", "cuda"}) EXPECT_STREQ(ToString(ParsePlacement(s)), s);
   try {
     ParsePlacement("gpu");

@@ -24,7 +24,11 @@ const char* ToString(Placement p);
 // "auto", "host", "emulated", "cuda"; throws launch::ConfigError naming `flag`
 // and the allowed values otherwise.
 Placement ParsePlacement(std::string_view text, std::string_view flag = "--norm_device");
-// kAuto -> kCuda for backend "nccl", else kHost; the others stay.
+// "" or why `p` cannot run with `backend` ("" = no communicator): kCuda
+// needs nccl, since Gloo's collectives cannot read device memory.
+std::string PlacementError(Placement p, std::string_view backend);
+// kAuto -> kCuda for backend "nccl", else kHost; the others stay. Throws
+// launch::ConfigError with PlacementError's message.
 Placement Resolve(Placement p, std::string_view backend);
 
 // The device of a resolved placement: nullptr for kHost. kCuda in a build

@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   };
   spec.validate = [&](const ddp::harness::CommonFlags& f) -> std::string {
     o.placement = ddp::device::ParsePlacement(norm_device);  // one of Choice's values
+    if (std::string why = ddp::device::PlacementError(o.placement, f.backend); !why.empty()) return why;
     if (!o.batches.empty() && std::accumulate(o.batches.begin(), o.batches.end(), 0) == 0) {
       return "--batches must give at least one rank a sample (got all zeros)";
     }

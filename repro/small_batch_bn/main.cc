@@ -42,8 +42,9 @@ int main(int argc, char** argv) {
                  "(Eigen), emulated (the device path on the host), cuda",
                  {"auto", "host", "emulated", "cuda"});
   };
-  spec.validate = [&](const ddp::harness::CommonFlags&) {
+  spec.validate = [&](const ddp::harness::CommonFlags& f) -> std::string {
     o.placement = ddp::device::ParsePlacement(norm_device);  // one of Choice's values
+    if (std::string why = ddp::device::PlacementError(o.placement, f.backend); !why.empty()) return why;
     return ddp::small_batch_bn::ValidateOptions(o);
   };
   spec.run = [&](const ddp::harness::CommonFlags& f) { return ddp::small_batch_bn::RunRepro(f, o); };
