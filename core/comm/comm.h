@@ -20,7 +20,8 @@
 //
 // Buffers are (pointer, count, DType); the typed overloads take spans of
 // float, double, int32_t or int64_t. The NCCL backend takes device buffers
-// and also host buffers (staged through device memory). A Comm is used by
+// and also host buffers, which it stages through device memory
+// (staged_copies() counts those copies). A Comm is used by
 // one thread. After a failure it is broken: every later call throws.
 #pragma once
 
@@ -158,6 +159,19 @@ class Comm {
     ReduceScatter(input.data(), out.data(), out.size(), DTypeOf<T>(), site);
     return out;
   }
+
+  // What this communicator's engine copied between host and device memory to
+  // stage host buffers so far. The NCCL backend copies a host buffer into
+  // device scratch before its collective and back after it (a device buffer
+  // is used as it is); Gloo works on host memory and copies nothing. So a
+  // host-buffer call on NCCL costs these copies beyond the collective.
+  struct StagedCopies {
+    int64_t h2d_calls = 0;
+    int64_t h2d_bytes = 0;
+    int64_t d2h_calls = 0;
+    int64_t d2h_bytes = 0;
+  };
+  virtual StagedCopies staged_copies() const { return {}; }
 
   // Marks the communicator finished (its dumps say so; later calls throw).
   // Called by the destructor unless the communicator failed; idempotent.

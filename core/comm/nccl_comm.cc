@@ -100,6 +100,8 @@ class NcclComm final : public Comm {
     }
   }
 
+  StagedCopies staged_copies() const override { return staged_; }
+
   // Rendezvous (unique id through the store, bounded by the store's
   // timeout: the start-up bound) and non-blocking init, bounded by
   // `startup`.
@@ -229,6 +231,8 @@ class NcclComm final : public Comm {
       void* d = c_->Scratch(slot, bytes);
       c_->engine_->Cuda(
           cudaMemcpyAsync(d, p, bytes, cudaMemcpyHostToDevice, c_->stream()), "cudaMemcpyAsync");
+      ++c_->staged_.h2d_calls;
+      c_->staged_.h2d_bytes += static_cast<int64_t>(bytes);
       return d;
     }
     void* Out(void* p, std::size_t bytes, int slot) {
@@ -250,6 +254,8 @@ class NcclComm final : public Comm {
           c_->engine_->Cuda(cudaMemcpyAsync(b.host, b.dev, b.bytes, cudaMemcpyDeviceToHost,
                                             c_->stream()),
                             "cudaMemcpyAsync");
+          ++c_->staged_.d2h_calls;
+          c_->staged_.d2h_bytes += static_cast<int64_t>(b.bytes);
         }
       };
     }
@@ -295,6 +301,7 @@ class NcclComm final : public Comm {
   std::unique_ptr<Comm> helper_;
   void* scratch_[2] = {nullptr, nullptr};
   std::size_t scratch_bytes_[2] = {0, 0};
+  StagedCopies staged_;  // Staging's copies, counted as they are queued
 };
 
 }  // namespace

@@ -50,11 +50,17 @@ struct BatchNormOptions {
   double eps = 1e-5;
 };
 
+// What every BatchNorm holds and what callers read and write of it, wherever
+// its arithmetic runs: the affine parameters, the running statistics (host
+// matrices: DDP broadcasts them, checks compare them) and the mode. BatchNorm
+// below computes with Eigen; core/device's DeviceBatchNorm on a device
+// (core/cuda's kernels, or their host emulation). Code that needs more than
+// NormLayer of a BatchNorm (PreciseBN, running-stat errors) uses this class.
 template <typename S>
-class BatchNorm : public NormLayer<S> {
+class BatchNormLayer : public NormLayer<S> {
  public:
-  explicit BatchNorm(int channels, BatchNormOptions opts = {}, BatchNormHooks<S> hooks = {})
-      : channels_(channels), opts_(opts), hooks_(std::move(hooks)), weight_(1, channels), bias_(1, channels),
+  BatchNormLayer(int channels, BatchNormOptions opts)
+      : channels_(channels), opts_(opts), weight_(1, channels), bias_(1, channels),
         running_mean_(Matrix<S>::Zero(1, channels)), running_var_(Matrix<S>::Ones(1, channels)) {
     if (channels <= 0) throw std::invalid_argument("BatchNorm: channels must be > 0");
     if (!(opts.eps > 0)) throw std::invalid_argument("BatchNorm: eps must be > 0");
@@ -62,11 +68,64 @@ class BatchNorm : public NormLayer<S> {
     weight_.value.setOnes();
   }
 
-  Tensor4<S> Forward(const Tensor4<S>& x) override {
+  void SetTraining(bool training) override { training_ = training; }
+  bool training() const { return training_; }
+
+  ParamList<S> Params() override { return {{"weight", &weight_}, {"bias", &bias_}}; }
+  BufferList<S> Buffers() override { return {{"running_mean", &running_mean_}, {"running_var", &running_var_}}; }
+  int channels() const override { return channels_; }
+  const BatchNormOptions& options() const { return opts_; }
+
+  Parameter<S>& weight() { return weight_; }
+  Parameter<S>& bias() { return bias_; }
+  Matrix<S>& running_mean() { return running_mean_; }  // 1 x C
+  Matrix<S>& running_var() { return running_var_; }    // 1 x C
+  // The merged statistics of the last training Forward.
+  virtual const ChannelStats<S>& last_stats() const = 0;
+
+ protected:
+  void CheckInput(const Tensor4<S>& x) const {
     if (x.c != channels_) {
       throw std::invalid_argument("BatchNorm::Forward: input has " + std::to_string(x.c) + " channels, expected " +
                                   std::to_string(channels_));
     }
+  }
+  // PyTorch's "Expected more than 1 value per channel when training".
+  static void CheckTrainingCount(int64_t count) {
+    if (count <= 1) {
+      throw std::invalid_argument("BatchNorm: expected more than 1 value per channel when training, got " +
+                                  std::to_string(count));
+    }
+  }
+
+  int channels_;
+  BatchNormOptions opts_;
+  Parameter<S> weight_;  // gamma, 1 x C
+  Parameter<S> bias_;    // beta, 1 x C
+  Matrix<S> running_mean_;
+  Matrix<S> running_var_;
+  bool training_ = true;
+  bool forward_training_ = true;  // mode of the last Forward
+};
+
+template <typename S>
+class BatchNorm : public BatchNormLayer<S> {
+  using Base = BatchNormLayer<S>;
+  using Base::bias_;
+  using Base::channels_;
+  using Base::forward_training_;
+  using Base::opts_;
+  using Base::running_mean_;
+  using Base::running_var_;
+  using Base::training_;
+  using Base::weight_;
+
+ public:
+  explicit BatchNorm(int channels, BatchNormOptions opts = {}, BatchNormHooks<S> hooks = {})
+      : Base(channels, opts), hooks_(std::move(hooks)) {}
+
+  Tensor4<S> Forward(const Tensor4<S>& x) override {
+    this->CheckInput(x);
     forward_training_ = training_;
     Vector<S> mean;
     if (training_) {
@@ -75,10 +134,7 @@ class BatchNorm : public NormLayer<S> {
       if (stats_.channels() != channels_ || stats_.m2.size() != channels_) {
         throw std::runtime_error("BatchNorm: merge_stats returned statistics for the wrong number of channels");
       }
-      if (stats_.count <= 1) {
-        throw std::invalid_argument("BatchNorm: expected more than 1 value per channel when training, got " +
-                                    std::to_string(stats_.count));
-      }
+      this->CheckTrainingCount(stats_.count);
       const S count = static_cast<S>(stats_.count);
       mean = stats_.mean;
       invstd_ = ((stats_.m2 / count).array() + static_cast<S>(opts_.eps)).rsqrt().matrix();
@@ -157,19 +213,7 @@ class BatchNorm : public NormLayer<S> {
     return dx;
   }
 
-  void SetTraining(bool training) override { training_ = training; }
-  bool training() const { return training_; }
-
-  ParamList<S> Params() override { return {{"weight", &weight_}, {"bias", &bias_}}; }
-  BufferList<S> Buffers() override { return {{"running_mean", &running_mean_}, {"running_var", &running_var_}}; }
-  int channels() const override { return channels_; }
-
-  Parameter<S>& weight() { return weight_; }
-  Parameter<S>& bias() { return bias_; }
-  Matrix<S>& running_mean() { return running_mean_; }  // 1 x C
-  Matrix<S>& running_var() { return running_var_; }    // 1 x C
-  // The merged statistics of the last training Forward.
-  const ChannelStats<S>& last_stats() const { return stats_; }
+  const ChannelStats<S>& last_stats() const override { return stats_; }
 
  private:
   void CheckGradShape(const Tensor4<S>& dy) const {
@@ -179,15 +223,7 @@ class BatchNorm : public NormLayer<S> {
     }
   }
 
-  int channels_;
-  BatchNormOptions opts_;
   BatchNormHooks<S> hooks_;
-  Parameter<S> weight_;  // gamma, 1 x C
-  Parameter<S> bias_;    // beta, 1 x C
-  Matrix<S> running_mean_;
-  Matrix<S> running_var_;
-  bool training_ = true;
-  bool forward_training_ = true;  // mode of the last Forward
   ChannelStats<S> stats_;
   Vector<S> invstd_;
   Tensor4<S> xhat_;

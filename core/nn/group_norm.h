@@ -16,10 +16,13 @@
 
 namespace ddp::nn {
 
+// What every GroupNorm holds, wherever its arithmetic runs: the affine
+// parameters and the grouping. GroupNorm below computes with Eigen;
+// core/device's DeviceGroupNorm on a device.
 template <typename S>
-class GroupNorm : public NormLayer<S> {
+class GroupNormLayer : public NormLayer<S> {
  public:
-  GroupNorm(int channels, int groups, double eps = 1e-5)
+  GroupNormLayer(int channels, int groups, double eps)
       : channels_(channels), groups_(groups), eps_(eps), weight_(1, channels), bias_(1, channels) {
     if (channels <= 0 || groups <= 0 || channels % groups != 0) {
       throw std::invalid_argument("GroupNorm: groups must be > 0 and divide channels (channels=" +
@@ -29,14 +32,48 @@ class GroupNorm : public NormLayer<S> {
     weight_.value.setOnes();
   }
 
-  // Per (sample, group): the mean and the biased variance in two passes over
-  // the group's contiguous block (the second from cache), then one pass that
-  // writes x-hat (kept for Backward, storage reused) and y.
-  Tensor4<S> Forward(const Tensor4<S>& x) override {
+  void SetTraining(bool) override {}  // GroupNorm has no mode
+  ParamList<S> Params() override { return {{"weight", &weight_}, {"bias", &bias_}}; }
+  BufferList<S> Buffers() override { return {}; }
+  int channels() const override { return channels_; }
+  int groups() const { return groups_; }
+  double eps() const { return eps_; }
+
+  Parameter<S>& weight() { return weight_; }
+  Parameter<S>& bias() { return bias_; }
+
+ protected:
+  void CheckInput(const Tensor4<S>& x) const {
     if (x.c != channels_) {
       throw std::invalid_argument("GroupNorm::Forward: input has " + std::to_string(x.c) + " channels, expected " +
                                   std::to_string(channels_));
     }
+  }
+
+  int channels_;
+  int groups_;
+  double eps_;
+  Parameter<S> weight_;  // gamma, 1 x C
+  Parameter<S> bias_;    // beta, 1 x C
+};
+
+template <typename S>
+class GroupNorm : public GroupNormLayer<S> {
+  using Base = GroupNormLayer<S>;
+  using Base::bias_;
+  using Base::channels_;
+  using Base::eps_;
+  using Base::groups_;
+  using Base::weight_;
+
+ public:
+  GroupNorm(int channels, int groups, double eps = 1e-5) : Base(channels, groups, eps) {}
+
+  // Per (sample, group): the mean and the biased variance in two passes over
+  // the group's contiguous block (the second from cache), then one pass that
+  // writes x-hat (kept for Backward, storage reused) and y.
+  Tensor4<S> Forward(const Tensor4<S>& x) override {
+    this->CheckInput(x);
     const int per_group = channels_ / groups_;
     const Eigen::Index plane = x.PlaneSize();
     const Eigen::Index group_size = per_group * plane;
@@ -103,20 +140,7 @@ class GroupNorm : public NormLayer<S> {
     return dx;
   }
 
-  void SetTraining(bool) override {}  // GroupNorm has no mode
-  ParamList<S> Params() override { return {{"weight", &weight_}, {"bias", &bias_}}; }
-  BufferList<S> Buffers() override { return {}; }
-  int channels() const override { return channels_; }
-
-  Parameter<S>& weight() { return weight_; }
-  Parameter<S>& bias() { return bias_; }
-
  private:
-  int channels_;
-  int groups_;
-  double eps_;
-  Parameter<S> weight_;  // gamma, 1 x C
-  Parameter<S> bias_;    // beta, 1 x C
   Matrix<S> invstd_;     // N x G of the last Forward
   Tensor4<S> xhat_;
 };

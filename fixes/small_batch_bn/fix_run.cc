@@ -15,6 +15,22 @@
 //                        against the eval-time population (information).
 // An empty rank appears in the uneven settings (every fix allows it).
 //
+// config.norm_device says where the ranks' norm layers computed: "host"
+// (core/nn's Eigen), "cuda" (the GPU; the default under --backend nccl) or
+// "emulated" (the device path on the host, --norm_device emulated). Every
+// record measures, per rank, for one training step (step_exact.h):
+//   comm_staging   what the Comm copied to stage host buffers through device
+//                  memory (NCCL: DDP's gradient all-reduce and buffer
+//                  broadcast, which take the Eigen network's host buffers;
+//                  zero on Gloo);
+//   device_copies  on a device only: the norm layers' host<->device copies
+//                  by kind (core/device/device.h): activations (each layer's
+//                  x, y, dy, dx: where the Eigen network hands over),
+//                  parameters (gamma, beta, running stats, parameter
+//                  gradients), statistics (SyncBN: the W gathered counts).
+// On a device the reference is still core/nn's one process, to the same
+// tolerance; reference.tolerance_basis says why it holds.
+//
 // The default run adds the cases users reported to PyTorch's and fvcore's
 // trackers (sync_batch_norm_test and precise_bn_tracker_test hold them as
 // tests), each record naming its source in config.source: issue 22192
@@ -64,6 +80,12 @@ std::vector<Setting> Settings(const harness::CommonFlags& f, const FixOptions& o
   return s;
 }
 
+Json RankArray(const std::vector<Json>& per_rank) {
+  Json a = Json::array();
+  for (const Json& j : per_rank) a.push_back(j);
+  return a;
+}
+
 std::string Join(const std::vector<int>& v) {
   std::string out;
   for (int x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
@@ -92,6 +114,8 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const FixOpti
       rec.config["steps"] = o.steps;
       rec.config["lr"] = o.lr;
       rec.config["seed"] = static_cast<double>(f.seed);
+      const device::Placement placement = device::Resolve(o.placement, f.backend);
+      rec.config["norm_device"] = device::ToString(placement);
       if (fix == Fix::kPreciseBn && setting.precise_counts.empty()) {
         rec.config["precise_batches"] = o.precise_batches;
       } else if (fix == Fix::kPreciseBn) {
@@ -105,6 +129,12 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const FixOpti
                                     "batches, the same parameters"
                                   : "one process on the global batch, started from the same state every step";
       rec.reference["tolerance"] = exact::kDoubleTolerance;
+      if (placement != device::Placement::kHost) {
+        rec.reference["tolerance_basis"] =
+            "double; the ranks' norm layers ran core/cuda's kernels (Welford/Chan per block) against core/nn's "
+            "two-pass Eigen in the reference: the same formulas summed in another order, within 4.5e-13 on "
+            "core/cuda's own cases (core/device/device_tolerance.h)";
+      }
       std::fprintf(stderr, "small_batch_bn fix: %s, batches {%s}, %d steps...\n", rec.variant.c_str(),
                    Join(batches).c_str(), o.steps);
       try {
@@ -117,6 +147,7 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const FixOpti
         c.seed = static_cast<uint64_t>(f.seed);
         c.lr = o.lr;
         c.noise = o.noise;
+        c.placement = placement;
         const StepExactResult r = RunStepExact(f, c);
         rec.measured["worst_rel_err"] = r.check.worst();
         for (const char* q : {"grad", "param", "running_stats", "precise_running_stats"}) {
@@ -132,6 +163,8 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const FixOpti
           rec.measured["trajectory_buffer_rel_err"] = r.trajectory_buffer_rel_err;
         }
         if (fix == Fix::kSyncBn) rec.measured["collectives_per_step"] = static_cast<double>(r.collectives_per_step);
+        rec.measured["comm_staging"] = RankArray(r.comm_staging);
+        if (!r.device_copies.empty()) rec.measured["device_copies"] = RankArray(r.device_copies);
         rec.verdict = r.check.exact() ? results::Verdict::kExact : results::Verdict::kInexact;
       } catch (const std::exception& e) {
         rec.verdict = results::Verdict::kError;

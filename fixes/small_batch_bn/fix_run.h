@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "core/device/make_device.h"
 #include "core/harness/pair_main.h"
 
 namespace ddp::small_batch_bn {
@@ -14,6 +15,9 @@ struct FixOptions {
   int precise_batches = 4;    // PreciseBN: batches per rank in each check
   double lr = 0.05;
   double noise = 0.3;
+  // Where the ranks' norm layers compute (--norm_device): auto = the GPU
+  // under --backend nccl, the host (core/nn's Eigen) otherwise.
+  device::Placement placement = device::Placement::kAuto;
 };
 
 std::vector<results::Record> RunFix(const harness::CommonFlags& f, const FixOptions& o);

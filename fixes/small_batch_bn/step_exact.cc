@@ -20,8 +20,9 @@ std::span<const double> Span(const Vector<double>& v) { return {v.data(), static
 struct Trainee {
   Model model;
   nn::Sgd<double> sgd;
-  Trainee(Task task, NormKind norm, uint64_t seed, comm::Comm* comm, double lr, SyncBnTraffic* traffic = nullptr)
-      : model(task, norm, seed, comm, 4, traffic), sgd(model.Params(), {.lr = lr, .momentum = 0.9}) {}
+  Trainee(Task task, NormKind norm, uint64_t seed, comm::Comm* comm, double lr, device::Placement placement,
+          SyncBnTraffic* traffic = nullptr)
+      : model(task, norm, seed, comm, 4, traffic, placement), sgd(model.Params(), {.lr = lr, .momentum = 0.9}) {}
 };
 
 // Teacher forcing: `to` starts the next step from `from`'s parameters,
@@ -84,33 +85,44 @@ struct SyncOrGroupRankResult {
   double trajectory_rel_err = -1;
   double trajectory_buffer_rel_err = -1;
   int64_t collectives_per_step = -1;  // the layers' (SyncBN), first step
+  Json device_copies;  // first step (StepCopies), null on the host
+  Json comm_staging;
 };
 DDP_JSON_FIELDS(SyncOrGroupRankResult, check, trajectory_rel_err, trajectory_buffer_rel_err,
-                collectives_per_step)
+                collectives_per_step, device_copies, comm_staging)
 
 // One rank's result of the precise_bn check.
 struct PreciseBnRankResult {
   Json check;  // this rank's exact::StepCheck, as its ToJson()
   double rs_err_before = -1;  // running-stat error before / after the last PreciseBN
   double rs_err_after = -1;
+  Json device_copies;  // first training step (StepCopies), null on the host
+  Json comm_staging;
 };
-DDP_JSON_FIELDS(PreciseBnRankResult, check, rs_err_before, rs_err_after)
+DDP_JSON_FIELDS(PreciseBnRankResult, check, rs_err_before, rs_err_after, device_copies, comm_staging)
 
 SyncOrGroupRankResult CheckSyncOrGroup(comm::Comm& comm, const StepExactConfig& c, const Images& train,
                                        const Schedule& sched) {
   const NormKind norm = c.fix == Fix::kSyncBn ? NormKind::kSyncBatchNorm : NormKind::kGroupNorm;
   SyncBnTraffic traffic;
-  Trainee forced(Task::kDigits, norm, c.seed, &comm, c.lr, &traffic);
-  Trainee free(Task::kDigits, norm, c.seed, &comm, c.lr);
-  Trainee ref(Task::kDigits, norm, c.seed, nullptr, c.lr);  // SyncBN in one process = BatchNorm
+  Trainee forced(Task::kDigits, norm, c.seed, &comm, c.lr, c.placement, &traffic);
+  Trainee free(Task::kDigits, norm, c.seed, &comm, c.lr, c.placement);
+  // SyncBN in one process = BatchNorm; always Eigen on the host.
+  Trainee ref(Task::kDigits, norm, c.seed, nullptr, c.lr, device::Placement::kHost);
   exact::StepCheck check(exact::kDoubleTolerance);
+  SyncOrGroupRankResult result;
   int64_t collectives_first_step = 0;
   for (int64_t s = 0; s < c.steps; ++s) {
     const std::vector<Images> parts = sched.All(train, s);
     const Images& mine = parts[comm.rank()];
     CopyState(ref, forced);
+    const StepCopies copies(comm, forced.model);
     DdpStep(comm, forced, mine, sched.global);
-    if (s == 0) collectives_first_step = traffic.collectives;
+    if (s == 0) {
+      collectives_first_step = traffic.collectives;
+      result.device_copies = copies.Layers();
+      result.comm_staging = copies.Staging();
+    }
     const Vector<double> ddp_grad = nn::FlattenGrads(forced.model.Params());
     OneProcessStep(ref, Concat(parts));
     check.Compare("grad", s, Span(ddp_grad), Span(nn::FlattenGrads(ref.model.Params())));
@@ -122,7 +134,6 @@ SyncOrGroupRankResult CheckSyncOrGroup(comm::Comm& comm, const StepExactConfig& 
     }
     DdpStep(comm, free, mine, sched.global);
   }
-  SyncOrGroupRankResult result;
   result.check = check.ToJson();
   result.trajectory_rel_err = exact::NormwiseRelError(Span(nn::FlattenValues(free.model.Params())),
                                                       Span(nn::FlattenValues(ref.model.Params())));
@@ -140,9 +151,10 @@ double RsErr(Model& m, const Images& data) {
 PreciseBnRankResult CheckPreciseBn(comm::Comm& comm, const StepExactConfig& c, const Images& train,
                                    const Schedule& sched) {
   // The training: DDP with per-rank BatchNorm (the bug PreciseBN is applied to).
-  Trainee ranks(Task::kDigits, NormKind::kBatchNorm, c.seed, &comm, c.lr);
-  Trainee ref(Task::kDigits, NormKind::kBatchNorm, c.seed, nullptr, c.lr);
+  Trainee ranks(Task::kDigits, NormKind::kBatchNorm, c.seed, &comm, c.lr, c.placement);
+  Trainee ref(Task::kDigits, NormKind::kBatchNorm, c.seed, nullptr, c.lr, device::Placement::kHost);
   exact::StepCheck check(exact::kDoubleTolerance);
+  PreciseBnRankResult result;
   double before = -1, after = -1;
   // PreciseBN's batches come after the training steps in the same permutation.
   const int64_t first_precise = c.steps;
@@ -151,6 +163,7 @@ PreciseBnRankResult CheckPreciseBn(comm::Comm& comm, const StepExactConfig& c, c
   const auto count = [&](int r) { return c.precise_counts.empty() ? c.precise_batches : c.precise_counts[r]; };
   for (int64_t s = 0; s < c.steps; ++s) {
     const Images mine = sched.All(train, s)[comm.rank()];
+    const StepCopies copies(comm, ranks.model);
     nn::ZeroGrads(ranks.model.Params());
     BroadcastBuffers(&comm, ranks.model);
     // An empty rank has nothing to normalise (per-rank BN cannot run on no
@@ -159,6 +172,10 @@ PreciseBnRankResult CheckPreciseBn(comm::Comm& comm, const StepExactConfig& c, c
     AverageGradients(&comm, ranks.model.Params());
     ranks.sgd.Step();
     BroadcastBuffers(&comm, ranks.model);
+    if (s == 0) {
+      result.device_copies = copies.Layers();
+      result.comm_staging = copies.Staging();
+    }
     // PreciseBN over M batches per rank, from the same parameters everywhere.
     CopyState(ranks, ref);
     std::vector<Images> mine_precise, all_precise;
@@ -182,17 +199,22 @@ PreciseBnRankResult CheckPreciseBn(comm::Comm& comm, const StepExactConfig& c, c
     if (s + 1 == c.steps) after = RsErr(ranks.model, train);
     nn::UnflattenBuffers(ema, ranks.model.Buffers());
   }
-  PreciseBnRankResult result;
   result.check = check.ToJson();
   result.rs_err_before = before;
   result.rs_err_after = after;
   return result;
 }
 
-// Rank 0's result; every rank's check is merged into `check`.
+// Rank 0's result; every rank's check is merged into `check`, and every
+// rank's copies are appended to `out`.
 template <typename RankResult>
-RankResult ReadWorld(const harness::WorldResult& world, exact::StepCheck& check) {
-  for (const Json& v : world.rank_values) check.Merge(exact::StepCheck::FromJson(v.get<RankResult>().check));
+RankResult ReadWorld(const harness::WorldResult& world, StepExactResult& out) {
+  for (const Json& v : world.rank_values) {
+    const RankResult r = v.get<RankResult>();
+    out.check.Merge(exact::StepCheck::FromJson(r.check));
+    if (!r.device_copies.is_null()) out.device_copies.push_back(r.device_copies);
+    out.comm_staging.push_back(r.comm_staging);
+  }
   return world.value.get<RankResult>();
 }
 
@@ -223,11 +245,11 @@ StepExactResult RunStepExact(const harness::CommonFlags& f, const StepExactConfi
   StepExactResult out;
   // Every rank judged its own step outputs; the verdict needs all of them.
   if (c.fix == Fix::kPreciseBn) {
-    const PreciseBnRankResult v0 = ReadWorld<PreciseBnRankResult>(world, out.check);
+    const PreciseBnRankResult v0 = ReadWorld<PreciseBnRankResult>(world, out);
     out.rs_err_before = v0.rs_err_before;
     out.rs_err_after = v0.rs_err_after;
   } else {
-    const SyncOrGroupRankResult v0 = ReadWorld<SyncOrGroupRankResult>(world, out.check);
+    const SyncOrGroupRankResult v0 = ReadWorld<SyncOrGroupRankResult>(world, out);
     out.trajectory_rel_err = v0.trajectory_rel_err;
     out.trajectory_buffer_rel_err = v0.trajectory_buffer_rel_err;
     out.collectives_per_step = v0.collectives_per_step;

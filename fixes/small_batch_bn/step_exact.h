@@ -16,6 +16,13 @@
 // reference is `trajectory_rel_err`, information only (it measures how
 // chaotic the training is, not the fix).
 //
+// The DDP ranks' norm layers compute where StepExactConfig::placement says
+// (core/device: by default the GPU under nccl); the reference always uses
+// core/nn's Eigen layers, so a device run is judged against the same
+// one-process computation as a host run. The tolerance stays 1e-12 in double
+// (core/device/device_tolerance.h: the kernels round differently from Eigen,
+// far below it).
+//
 // precise_bn: the DDP training itself is per-rank BatchNorm (no one-process
 // equivalent: it is the bug). What PreciseBN computes is judged: after every
 // training step, with the same parameters on every rank and in the reference,
@@ -30,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device/make_device.h"
 #include "core/exact/step_check.h"
 #include "core/harness/pair_main.h"
 #include "repro/small_batch_bn/task.h"
@@ -50,6 +58,9 @@ struct StepExactConfig {
   uint64_t seed = 0;
   double lr = 0.05;
   double noise = 0.3;
+  // Where the DDP ranks' norm layers compute (the one-process reference is
+  // always core/nn's Eigen on the host).
+  device::Placement placement = device::Placement::kAuto;
 };
 
 struct StepExactResult {
@@ -59,6 +70,14 @@ struct StepExactResult {
   double rs_err_before = -1;  // precise_bn: running-stat error before / after the last PreciseBN
   double rs_err_after = -1;
   int64_t collectives_per_step = -1;  // sync_bn: the layers' collectives per forced step
+  // Per rank, the first training step's host<->device copies of the norm
+  // layers (core/device/copy_json.h; empty on the host) and what the Comm
+  // staged through device memory for host buffers ({"h2d": {"calls",
+  // "bytes"}, "d2h": {...}}; zero on Gloo). sync_bn and group_norm: the
+  // first teacher-forced DDP step; precise_bn: the first training step
+  // (before PreciseBN).
+  std::vector<results::Json> device_copies;
+  std::vector<results::Json> comm_staging;
 };
 
 // Runs the check on W = batches.size() ranks (spawned, or the launcher's);

@@ -26,6 +26,16 @@
 // dgamma and dbeta stay local (as in PyTorch): DDP's gradient averaging
 // combines them. The count is sent as a value of type S; for float that is
 // exact up to 2^24 values per channel per rank (checked).
+//
+// On a device (core/device; with --backend nccl, the GPU) the same two
+// collectives run on device buffers, which the Comm takes as they are
+// (NCCL reads and writes device memory; Gloo the emulated device's host
+// memory): core/device's DeviceBatchNorm computes the local statistics with
+// the kernels, the hooks below all-gather them and merge them with
+// BnMergeStats, in rank order as on the host. One thing comes back to the
+// host per forward: the W gathered counts (W values), because BnMergeStats
+// and BnFinalizeStats take the count on the host, where the count <= 1 error
+// is also raised. It is counted as a `statistic` copy.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +44,7 @@
 #include <vector>
 
 #include "core/comm/comm.h"
+#include "core/device/batch_norm.h"
 #include "core/nn/batch_norm.h"
 #include "core/nn/channel_stats.h"
 
@@ -48,6 +59,25 @@ struct SyncBnTraffic {
   int64_t bytes_received = 0;     // what each rank gets back (W x payload for an all-gather)
 };
 
+// The count travels as a value of S: exact up to 2^24 in float.
+template <typename S>
+void CheckCountIsExact(int64_t count) {
+  if (sizeof(S) < 8 && count > (int64_t{1} << 24)) {
+    throw std::invalid_argument("SyncBatchNorm<float>: " + std::to_string(count) +
+                                " values per channel on one rank cannot be sent exactly as float");
+  }
+}
+
+// Adds one collective of `contributed` / `received` values of S.
+template <typename S>
+void CountCollective(SyncBnTraffic* traffic, bool allgather, std::size_t contributed, std::size_t received) {
+  if (!traffic) return;
+  ++traffic->collectives;
+  ++(allgather ? traffic->allgathers : traffic->allreduces);
+  traffic->bytes_contributed += static_cast<int64_t>(contributed * sizeof(S));
+  traffic->bytes_received += static_cast<int64_t>(received * sizeof(S));
+}
+
 // Every rank's local statistics, in rank order: ONE all-gather of
 // (count, mean[C], M2[C]) per rank. SyncBatchNorm's forward merges them; the
 // repro measures how far apart they are.
@@ -56,10 +86,7 @@ std::vector<nn::ChannelStats<S>> AllgatherChannelStats(comm::Comm& comm, const n
                                                        SyncBnTraffic* traffic = nullptr) {
   const int c = local.channels();
   const int w = comm.world_size();
-  if (sizeof(S) < 8 && local.count > (int64_t{1} << 24)) {
-    throw std::invalid_argument("SyncBatchNorm<float>: " + std::to_string(local.count) +
-                                " values per channel on one rank cannot be sent exactly as float");
-  }
+  CheckCountIsExact<S>(local.count);
   // Packed per rank: [count, mean_0..mean_{C-1}, M2_0..M2_{C-1}].
   std::vector<S> mine(2 * static_cast<std::size_t>(c) + 1);
   mine[0] = static_cast<S>(local.count);
@@ -68,12 +95,7 @@ std::vector<nn::ChannelStats<S>> AllgatherChannelStats(comm::Comm& comm, const n
     mine[1 + c + i] = local.m2[i];
   }
   const std::vector<S> all = comm.Allgather(std::span<const S>(mine));
-  if (traffic) {
-    ++traffic->collectives;
-    ++traffic->allgathers;
-    traffic->bytes_contributed += static_cast<int64_t>(mine.size() * sizeof(S));
-    traffic->bytes_received += static_cast<int64_t>(all.size() * sizeof(S));
-  }
+  CountCollective<S>(traffic, true, mine.size(), all.size());
   std::vector<nn::ChannelStats<S>> parts(w);
   for (int r = 0; r < w; ++r) {
     const S* p = all.data() + static_cast<std::size_t>(r) * mine.size();
@@ -99,22 +121,55 @@ nn::BatchNormHooks<S> SyncBatchNormHooks(comm::Comm& comm, SyncBnTraffic* traffi
     Eigen::Map<nn::Vector<S>>(both.data(), c) = local.sum_dy;
     Eigen::Map<nn::Vector<S>>(both.data() + c, c) = local.sum_dy_xhat;
     comm.Allreduce(std::span<S>(both));
-    if (traffic) {
-      ++traffic->collectives;
-      ++traffic->allreduces;
-      traffic->bytes_contributed += static_cast<int64_t>(both.size() * sizeof(S));
-      traffic->bytes_received += static_cast<int64_t>(both.size() * sizeof(S));
-    }
+    CountCollective<S>(traffic, false, both.size(), both.size());
     return nn::ChannelGradSums<S>{Eigen::Map<const nn::Vector<S>>(both.data(), c),
                                   Eigen::Map<const nn::Vector<S>>(both.data() + c, c)};
   };
   return hooks;
 }
 
-// A NormFactory for the reference models (TinyCnn, Mlp) that builds SyncBatchNorm layers.
+// The same hooks for a DeviceBatchNorm: the same two collectives, on device
+// buffers. `comm` (and `traffic`) must outlive every layer built with them.
+template <typename S>
+device::DeviceBatchNormHooks<S> SyncBatchNormDeviceHooks(comm::Comm& comm, SyncBnTraffic* traffic = nullptr) {
+  device::DeviceBatchNormHooks<S> hooks;
+  hooks.merge_stats = [&comm, traffic](device::Device<S>& dev, device::DeviceArray<S>& scratch, const S* local,
+                                       int64_t local_count, int64_t c, S* mean, S* m2) {
+    CheckCountIsExact<S>(local_count);
+    const std::size_t per = 2 * static_cast<std::size_t>(c) + 1, w = static_cast<std::size_t>(comm.world_size());
+    // The gathered packets, then the means (W x C), the M2s (W x C) and the
+    // counts (W) as BnMergeStats takes them.
+    S* all = scratch.Reserve(w * per + 2 * w * c + w);
+    S* means = all + w * per;
+    S* m2s = means + w * c;
+    S* counts = m2s + w * c;
+    dev.Synchronize();  // the local statistics are written before the engine reads them
+    comm.Allgather(local, all, per, comm::DTypeOf<S>());
+    CountCollective<S>(traffic, true, per, w * per);
+    dev.CopyRows(counts, 1, all, per, 1, w);
+    dev.CopyRows(means, c, all + 1, per, c, w);
+    dev.CopyRows(m2s, c, all + 1 + c, per, c, w);
+    std::vector<S> host_counts(w);
+    dev.Download(host_counts.data(), counts, w, device::CopyKind::kStatistic);
+    std::vector<int64_t> n(w);
+    for (std::size_t r = 0; r < w; ++r) n[r] = static_cast<int64_t>(host_counts[r]);
+    return dev.BnMergeStats(n, means, m2s, c, mean, m2);
+  };
+  hooks.merge_grad_sums = [&comm, traffic](device::Device<S>& dev, S* sums, int64_t c) {
+    dev.Synchronize();
+    comm.Allreduce(sums, 2 * static_cast<std::size_t>(c), comm::DTypeOf<S>(), comm::ReduceOp::kSum);
+    CountCollective<S>(traffic, false, 2 * c, 2 * c);
+  };
+  return hooks;
+}
+
+// A NormFactory for the reference models (TinyCnn, Mlp) that builds
+// SyncBatchNorm layers: on `device` when one is given (DeviceBatchNorm with
+// the device hooks), else core/nn's BatchNorm with the host hooks.
 template <typename S>
 nn::NormFactory<S> SyncBatchNormFactory(comm::Comm& comm, nn::BatchNormOptions opts = {},
-                                        SyncBnTraffic* traffic = nullptr) {
+                                        SyncBnTraffic* traffic = nullptr, device::Device<S>* device = nullptr) {
+  if (device) return device::DeviceBatchNormFactory<S>(device, opts, SyncBatchNormDeviceHooks<S>(comm, traffic));
   return nn::BatchNormFactory<S>(opts, SyncBatchNormHooks<S>(comm, traffic));
 }
 

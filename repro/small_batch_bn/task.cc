@@ -7,6 +7,8 @@
 #include "core/data/det_random.h"
 #include "core/data/digits.h"
 #include "core/data/synthetic.h"
+#include "core/device/copy_json.h"
+#include "core/device/group_norm.h"
 #include "core/nn/group_norm.h"
 #include "core/nn/loss.h"
 #include "fixes/small_batch_bn/sync_batch_norm.h"
@@ -134,16 +136,31 @@ Images Concat(std::span<const Images> parts) {
   return out;
 }
 
-Model::Model(Task task, NormKind norm, uint64_t seed, comm::Comm* comm, int gn_groups, SyncBnTraffic* traffic)
-    : kind_(norm) {
-  nn::NormFactory<double> inner;
+namespace {
+
+// The norm layers of `norm` on `dev`, or core/nn's when it is null: the one
+// place the pair chooses between the host and a device.
+nn::NormFactory<double> NormFactoryFor(NormKind norm, comm::Comm* comm, device::Device<double>* dev, int gn_groups,
+                                       SyncBnTraffic* traffic) {
   switch (norm) {
-    case NormKind::kBatchNorm: inner = nn::BatchNormFactory<double>(); break;
     case NormKind::kSyncBatchNorm:
-      inner = comm ? SyncBatchNormFactory<double>(*comm, {}, traffic) : nn::BatchNormFactory<double>();
-      break;
-    case NormKind::kGroupNorm: inner = nn::GroupNormFactory<double>(gn_groups); break;
+      if (comm) return SyncBatchNormFactory<double>(*comm, {}, traffic, dev);
+      [[fallthrough]];  // one process: a BatchNorm over the whole batch is what SyncBatchNorm computes
+    case NormKind::kBatchNorm:
+      return dev ? device::DeviceBatchNormFactory<double>(dev) : nn::BatchNormFactory<double>();
+    case NormKind::kGroupNorm:
+      return dev ? device::DeviceGroupNormFactory<double>(dev, gn_groups) : nn::GroupNormFactory<double>(gn_groups);
   }
+  throw std::invalid_argument("unknown NormKind");
+}
+
+}  // namespace
+
+Model::Model(Task task, NormKind norm, uint64_t seed, comm::Comm* comm, int gn_groups, SyncBnTraffic* traffic,
+             device::Placement placement)
+    : kind_(norm), placement_(device::Resolve(placement, comm ? comm->backend() : "")),
+      device_(device::MakeDevice<double>(placement_)) {
+  const nn::NormFactory<double> inner = NormFactoryFor(norm, comm, device_.get(), gn_groups, traffic);
   net_ = std::make_unique<nn::TinyCnn<double>>(
       nn::TinyCnnOptions{.in_channels = Channels(task), .num_classes = Classes(task), .seed = seed},
       [&](int ch) -> std::unique_ptr<nn::NormLayer<double>> {
@@ -153,7 +170,9 @@ Model::Model(Task task, NormKind norm, uint64_t seed, comm::Comm* comm, int gn_g
       });
 }
 
-nn::BatchNorm<double>* Model::bn(int l) { return dynamic_cast<nn::BatchNorm<double>*>(&probes_.at(l)->inner()); }
+nn::BatchNormLayer<double>* Model::bn(int l) {
+  return dynamic_cast<nn::BatchNormLayer<double>*>(&probes_.at(l)->inner());
+}
 nn::NormLayer<double>& Model::norm(int l) { return probes_.at(l)->inner(); }
 
 void Model::StartProbe() {
@@ -164,6 +183,22 @@ std::vector<nn::ChannelStats<double>> Model::StopProbe() {
   std::vector<nn::ChannelStats<double>> out;
   for (ProbeNorm* p : probes_) out.push_back(p->StopProbe());
   return out;
+}
+
+StepCopies::StepCopies(comm::Comm& comm, const Model& m)
+    : comm_(comm), m_(m), layers_(m.device_copies()), staged_(comm.staged_copies()) {}
+
+results::Json StepCopies::Layers() const {
+  if (m_.placement() == device::Placement::kHost) return results::Json();
+  return device::ToJson(m_.device_copies() - layers_);
+}
+
+results::Json StepCopies::Staging() const {
+  const comm::Comm::StagedCopies now = comm_.staged_copies();
+  results::Json j = results::Json::object();
+  j["h2d"] = device::ToJson(device::CopyTally{now.h2d_calls - staged_.h2d_calls, now.h2d_bytes - staged_.h2d_bytes});
+  j["d2h"] = device::ToJson(device::CopyTally{now.d2h_calls - staged_.d2h_calls, now.d2h_bytes - staged_.d2h_bytes});
+  return j;
 }
 
 double ForwardBackward(Model& m, const Images& batch, double loss_scale) {
@@ -252,7 +287,7 @@ void PreciseBn(comm::Comm* comm, Model& m, std::span<const Images> batches) {
   if (batches_seen == 0) throw std::invalid_argument("PreciseBn: no batch on any rank");
   std::size_t at = 0;
   for (int l = 0; l < 2; ++l) {
-    nn::BatchNorm<double>* bn = m.bn(l);
+    nn::BatchNormLayer<double>* bn = m.bn(l);
     const int c = bn->channels();
     for (int ch = 0; ch < c; ++ch) {
       bn->running_mean()(0, ch) = packed[at + ch] / batches_seen;
@@ -277,7 +312,7 @@ std::pair<double, double> RunningStatError(Model& m, const Images& data) {
   double mean_err = 0, var_err = 0;
   int n = 0;
   for (int l = 0; l < 2; ++l) {
-    nn::BatchNorm<double>* bn = m.bn(l);
+    nn::BatchNormLayer<double>* bn = m.bn(l);
     for (int c = 0; c < bn->channels(); ++c) {
       const double pm = pop[l].mean[c];
       const double pv = pop[l].m2[c] / static_cast<double>(pop[l].count - 1);

@@ -14,7 +14,12 @@
 //    classes), the task of this pair's first version: the counter-example on
 //    which small per-rank batches do no visible damage.
 // Model: nn::TinyCnn (conv3x3-norm-ReLU, conv3x3/2-norm-ReLU, global average
-// pool, linear), double, initialised from the run's seed.
+// pool, linear), double, initialised from the run's seed. Its norm layers
+// compute where the placement says (core/device/make_device.h): by default on
+// the GPU under --backend nccl (core/device's layers, the SyncBN collectives
+// on device buffers), else with core/nn's Eigen; the rest of the network is
+// Eigen on the host either way, so each norm layer's input and output cross
+// between host and device (counted: device_copies()).
 #pragma once
 
 #include <cstdint>
@@ -24,9 +29,12 @@
 #include <vector>
 
 #include "core/comm/comm.h"
+#include "core/device/device.h"
+#include "core/device/make_device.h"
 #include "core/nn/batch_norm.h"
 #include "core/nn/models.h"
 #include "core/nn/tensor.h"
+#include "core/results/json.h"
 
 namespace ddp::small_batch_bn {
 
@@ -70,17 +78,23 @@ class Model {
   // comm is used by SyncBatchNorm's collectives and must outlive the model;
   // nullptr builds plain BatchNorm for kSyncBatchNorm (one process: a
   // BatchNorm over the whole batch is what SyncBatchNorm computes).
-  // traffic (optional) counts SyncBatchNorm's collectives.
+  // traffic (optional) counts SyncBatchNorm's collectives. placement:
+  // where the norm layers compute; kAuto resolves against comm's backend
+  // (no comm: the host).
   Model(Task task, NormKind norm, uint64_t seed, comm::Comm* comm, int gn_groups = 4,
-        SyncBnTraffic* traffic = nullptr);
+        SyncBnTraffic* traffic = nullptr, device::Placement placement = device::Placement::kAuto);
 
   nn::TinyCnn<double>& net() { return *net_; }
   nn::ParamList<double> Params() { return net_->Params(); }
   nn::BufferList<double> Buffers() { return net_->Buffers(); }
-  // Layer l (0, 1) as a BatchNorm, or nullptr (GroupNorm).
-  nn::BatchNorm<double>* bn(int l);
+  // Layer l (0, 1) as a BatchNorm (on the host or a device), or nullptr (GroupNorm).
+  nn::BatchNormLayer<double>* bn(int l);
   nn::NormLayer<double>& norm(int l);
   NormKind kind() const { return kind_; }
+  // Where the norm layers compute: kHost, kEmulated or kCuda.
+  device::Placement placement() const { return placement_; }
+  // Every host<->device copy of the norm layers so far (zero on the host).
+  device::CopyCount device_copies() const { return device_ ? device_->copies() : device::CopyCount{}; }
 
   // Start / stop merging the statistics of each norm layer's inputs.
   void StartProbe();
@@ -88,8 +102,30 @@ class Model {
 
  private:
   NormKind kind_;
+  device::Placement placement_;
+  std::unique_ptr<device::Device<double>> device_;  // null on the host; outlives the layers
   std::unique_ptr<nn::TinyCnn<double>> net_;
   std::vector<class ProbeNorm*> probes_;
+};
+
+// What a model's step copied between host and device memory, from
+// construction to the calls below: the norm layers' copies (core/device) and
+// what the Comm staged through device memory for host buffers (NCCL; none on
+// Gloo). Per rank; the records carry them as measured.device_copies and
+// measured.comm_staging.
+class StepCopies {
+ public:
+  StepCopies(comm::Comm& comm, const Model& m);
+  // core/device/copy_json.h's object; null when the layers ran on the host.
+  results::Json Layers() const;
+  // {"h2d": {"calls", "bytes"}, "d2h": {"calls", "bytes"}}.
+  results::Json Staging() const;
+
+ private:
+  comm::Comm& comm_;
+  const Model& m_;
+  device::CopyCount layers_;
+  comm::Comm::StagedCopies staged_;
 };
 
 // Training forward + backward of one (micro-)batch in train mode; the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <numbers>
 #include <stdexcept>
 
@@ -90,7 +91,7 @@ TrainResult Train(comm::Comm* comm, const TrainConfig& c) {
   // Per forward this process sees b samples (a rank) or the W ranks' b each (the replay).
   const int micro = replay ? c.batch_per_rank * w : c.batch_per_rank;
 
-  Model m(c.task.task, c.norm, c.task.seed, comm, c.gn_groups);
+  Model m(c.task.task, c.norm, c.task.seed, comm, c.gn_groups, nullptr, c.placement);
   const auto params = m.Params();
   const double peak_lr = c.base_lr * static_cast<double>(w) * c.batch_per_rank * c.accumulate / 32.0;
   nn::Sgd<double> sgd(params, {.lr = peak_lr, .momentum = 0.9});
@@ -114,6 +115,8 @@ TrainResult Train(comm::Comm* comm, const TrainConfig& c) {
       const bool decay = c.cosine || out.steps < warmup;
       sgd.set_lr(decay ? LearningRate(peak_lr, out.steps, warmup, total) : peak_lr);
       nn::ZeroGrads(params);
+      std::optional<StepCopies> copies;
+      if (comm && out.steps == 0) copies.emplace(*comm, m);
       for (int k = 0; k < c.accumulate; ++k) {
         const std::span<const int64_t> idx(step.data() + k * micro, micro);
         const Images batch = Take(train, idx);
@@ -133,6 +136,10 @@ TrainResult Train(comm::Comm* comm, const TrainConfig& c) {
         AverageGradients(comm, params);
       }
       sgd.Step();
+      if (copies) {
+        out.first_step_device_copies = copies->Layers();
+        out.first_step_comm_staging = copies->Staging();
+      }
       ++out.steps;
     }
     if (c.precise_bn) {
@@ -186,6 +193,8 @@ results::Json ToJson(const TrainResult& r) {
   j["steps"] = static_cast<double>(r.steps);
   j["params"] = VectorJson(r.params);
   j["buffers"] = VectorJson(r.buffers);
+  j["first_step_device_copies"] = r.first_step_device_copies;
+  j["first_step_comm_staging"] = r.first_step_comm_staging;
   return j;
 }
 
@@ -203,6 +212,8 @@ TrainResult FromJson(const results::Json& j) {
   r.steps = static_cast<int64_t>(field("steps"));
   r.params = JsonVector(j.at("params"));
   r.buffers = JsonVector(j.at("buffers"));
+  r.first_step_device_copies = j.at("first_step_device_copies");
+  r.first_step_comm_staging = j.at("first_step_comm_staging");
   return r;
 }
 

@@ -49,6 +49,8 @@ struct TrainConfig {
   int precise_batches = 32;  // M: batches PreciseBN averages over (per rank)
   int gn_groups = 4;
   int spread_every = 16;     // measure the ranks' batch-mean spread every k-th micro-batch
+  // Where the norm layers compute (task.h Model; kAuto: the GPU under nccl).
+  device::Placement placement = device::Placement::kAuto;
 };
 
 struct TrainResult {
@@ -66,6 +68,13 @@ struct TrainResult {
   nn::Vector<double> params;   // final parameters (flat)
   nn::Vector<double> buffers;  // final running statistics (flat)
   int64_t steps = 0;
+  // This rank's first optimizer step (DDP only; null in one process):
+  // StepCopies' Layers() and Staging(). Its micro-batches, the spread
+  // measurement's reads (per-rank BN) and DDP's collectives included.
+  results::Json first_step_device_copies;
+  results::Json first_step_comm_staging;
+  // Filled by RunDdp (not serialised): every rank's, in rank order.
+  std::vector<results::Json> ranks_device_copies, ranks_comm_staging;
 };
 
 // The learning rate of step t (0-based) of `total`, warm-up over `warmup` steps.

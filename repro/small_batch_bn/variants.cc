@@ -122,6 +122,7 @@ TrainConfig BaseConfig(const harness::CommonFlags& f, const PairOptions& o) {
   c.warmup_epochs = o.warmup_epochs;
   c.cosine = o.cosine;
   c.precise_batches = o.precise_batches;
+  c.placement = o.placement;
   return c;
 }
 
@@ -136,6 +137,10 @@ std::vector<TrainResult> RunDdp(const harness::CommonFlags& f, TrainConfig cfg) 
     const harness::WorldResult w = harness::RunWorld(world, [&](comm::Comm& comm) { return ToJson(Train(&comm, cfg)); });
     if (!w.ok) throw std::runtime_error(w.failure);
     out.push_back(FromJson(w.value));  // rank 0's result (the ranks were other processes)
+    for (const Json& r : w.rank_values) {
+      out.back().ranks_device_copies.push_back(r.at("first_step_device_copies"));
+      out.back().ranks_comm_staging.push_back(r.at("first_step_comm_staging"));
+    }
   }
   return out;
 }
@@ -180,6 +185,16 @@ Json Summary(const std::vector<TrainResult>& runs) {
     curve.push_back(mean_of([&](const TrainResult& r) { return r.val_error[e]; }));
   }
   j["val_error_per_epoch"] = curve;
+  // Per rank, the first seed's first optimizer step (task.h StepCopies).
+  if (const TrainResult& r = runs.front(); !r.ranks_comm_staging.empty()) {
+    Json staging = Json::array(), copies = Json::array();
+    for (const Json& s : r.ranks_comm_staging) staging.push_back(s);
+    for (const Json& c : r.ranks_device_copies) {
+      if (!c.is_null()) copies.push_back(c);
+    }
+    j["comm_staging"] = staging;
+    if (!copies.empty()) j["device_copies"] = copies;
+  }
   return j;
 }
 
@@ -241,6 +256,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
     rec.config["lr_schedule"] = shown.cosine ? "cosine" : "constant";
     if (row.task == Task::kDigits) rec.config["noise"] = o.noise;
     rec.config["seed"] = static_cast<double>(f.seed);
+    rec.config["norm_device"] = device::ToString(device::Resolve(o.placement, f.backend));
     const bool accum = row.variant == "grad_accum";
     const bool small = row.batch <= 4;
     try {

@@ -1,0 +1,120 @@
+#include "core/device/cuda_device.h"
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "core/cli/config_error.h"
+#include "core/cuda/check.h"
+#include "core/cuda/norm_kernels.h"
+
+namespace ddp::device {
+namespace {
+
+template <typename T>
+class CudaDevice final : public Device<T> {
+ public:
+  CudaDevice() {
+    DDP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~CudaDevice() override {
+    // A destructor cannot throw; a failure here means the context is broken.
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string kind() const override { return "cuda"; }
+
+  T* Allocate(std::size_t n) override {
+    if (n == 0) return nullptr;
+    T* p = nullptr;
+    DDP_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(T)));
+    return p;
+  }
+  void Free(T* p) noexcept override {
+    if (p == nullptr) return;
+    // Work queued on the stream may still read p; cudaFree does not wait for
+    // a non-blocking stream.
+    cudaStreamSynchronize(stream_);
+    cudaFree(p);
+  }
+
+  void CopyRows(T* dst, std::size_t dst_stride, const T* src, std::size_t src_stride, std::size_t width,
+                std::size_t rows) override {
+    if (width == 0 || rows == 0) return;
+    DDP_CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_stride * sizeof(T), src, src_stride * sizeof(T), width * sizeof(T),
+                                     rows, cudaMemcpyDeviceToDevice, stream_));
+  }
+  void Zero(T* p, std::size_t n) override {
+    if (n == 0) return;
+    DDP_CUDA_CHECK(cudaMemsetAsync(p, 0, n * sizeof(T), stream_));  // all bits 0: +0.0
+  }
+  void Synchronize() override { DDP_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+  void BnLocalStats(const T* x, NchwShape shape, T* mean, T* m2) override {
+    cuda::BnLocalStats(x, shape, mean, m2, stream_);
+  }
+  int64_t BnMergeStats(std::span<const int64_t> counts, const T* means, const T* m2s, int64_t channels, T* mean,
+                       T* m2) override {
+    return cuda::BnMergeStats(counts, means, m2s, channels, mean, m2, stream_);
+  }
+  void BnFinalizeStats(const T* mean, const T* m2, int64_t count, int64_t channels, double eps, double momentum,
+                       T* invstd, T* running_mean, T* running_var) override {
+    cuda::BnFinalizeStats(mean, m2, count, channels, eps, momentum, invstd, running_mean, running_var, stream_);
+  }
+  void BnInvstdFromVar(const T* var, int64_t channels, double eps, T* invstd) override {
+    cuda::BnInvstdFromVar(var, channels, eps, invstd, stream_);
+  }
+  void BnNormalize(const T* x, NchwShape shape, const T* mean, const T* invstd, const T* gamma, const T* beta,
+                   T* y) override {
+    cuda::BnNormalize(x, shape, mean, invstd, gamma, beta, y, stream_);
+  }
+  void BnLocalGradSums(const T* dy, const T* x, NchwShape shape, const T* mean, const T* invstd, T* sum_dy,
+                       T* sum_dy_xhat) override {
+    cuda::BnLocalGradSums(dy, x, shape, mean, invstd, sum_dy, sum_dy_xhat, stream_);
+  }
+  void BnInputGrad(const T* dy, const T* x, NchwShape shape, const T* mean, const T* invstd, const T* gamma,
+                   const T* sum_dy, const T* sum_dy_xhat, int64_t count, T* dx) override {
+    cuda::BnInputGrad(dy, x, shape, mean, invstd, gamma, sum_dy, sum_dy_xhat, count, dx, stream_);
+  }
+  void GnForward(const T* x, NchwShape shape, int64_t groups, double eps, const T* gamma, const T* beta, T* y,
+                 T* mean, T* invstd) override {
+    cuda::GnForward(x, shape, groups, eps, gamma, beta, y, mean, invstd, stream_);
+  }
+  void GnBackward(const T* dy, const T* x, NchwShape shape, int64_t groups, const T* mean, const T* invstd,
+                  const T* gamma, T* dx, T* dgamma, T* dbeta) override {
+    cuda::GnBackward(dy, x, shape, groups, mean, invstd, gamma, dx, dgamma, dbeta, stream_);
+  }
+
+ protected:
+  void RawUpload(T* device_dst, const T* host_src, std::size_t n) override {
+    DDP_CUDA_CHECK(cudaMemcpyAsync(device_dst, host_src, n * sizeof(T), cudaMemcpyHostToDevice, stream_));
+  }
+  void RawDownload(T* host_dst, const T* device_src, std::size_t n) override {
+    DDP_CUDA_CHECK(cudaMemcpyAsync(host_dst, device_src, n * sizeof(T), cudaMemcpyDeviceToHost, stream_));
+    DDP_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace
+
+template <typename T>
+std::unique_ptr<Device<T>> MakeCudaDevice() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    throw launch::ConfigError(std::string("--norm_device cuda needs a GPU, but none is usable here (") +
+                              (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") +
+                              "): use --norm_device host or emulated");
+  }
+  return std::make_unique<CudaDevice<T>>();
+}
+
+template std::unique_ptr<Device<float>> MakeCudaDevice<float>();
+template std::unique_ptr<Device<double>> MakeCudaDevice<double>();
+
+}  // namespace ddp::device
