@@ -25,18 +25,21 @@ namespace ddp::testing {
 
 inline std::string TestBackend() { return DDP_TEST_BACKEND; }
 
-// Forces every pair test's shared-GPU sizes on any build (to run them on
-// Gloo, where they are checked before a GPU runner sees them).
+// 1: every pair test's shared-GPU sizes on any build (to run them on Gloo,
+// where they are checked before a GPU runner sees them); 0: the full sizes
+// even where ranks share a GPU (with CUDA MPS, say, when they are fast).
 inline constexpr char kEnvSharedGpuSizes[] = "DDP_TEST_SHARED_GPU_SIZES";
 
 // True when this test should run its shared-GPU sizes: the NCCL build where
 // NCCL ranks of a world of `max_ranks` (the test's largest) would share GPUs
 // (each rank its own CUDA context, time-sliced: a world's start-up costs
 // seconds and each collective tens of milliseconds; core/testing/README.md),
-// or DDP_TEST_SHARED_GPU_SIZES=1. The Gloo build runs its full sizes.
+// unless DDP_TEST_SHARED_GPU_SIZES says 1 or 0. The Gloo build runs its full
+// sizes.
 inline bool SharedGpuSizes(int max_ranks) {
   const char* forced = std::getenv(kEnvSharedGpuSizes);
   if (forced != nullptr && std::strcmp(forced, "1") == 0) return true;
+  if (forced != nullptr && std::strcmp(forced, "0") == 0) return false;
 #ifdef DDP_TEST_BACKEND_NCCL
   return RanksShareGpu(max_ranks);
 #else
