@@ -1,9 +1,14 @@
 #include "core/comm/comm.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
+#include "core/comm/options.h"
 #include "core/trace/exchange.h"
 #include "core/trace/watchdog.h"
 
@@ -20,6 +25,28 @@ std::string Seconds(std::chrono::milliseconds ms) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f s", static_cast<double>(ms.count()) / 1000.0);
   return buf;
+}
+
+// DDP_PITFALLS_COUNT_FILE (options.h): one line per communicator, written
+// with one append so that the lines of concurrent ranks never interleave.
+void AppendCount(const std::string& backend, int world_size, int rank, const std::string& where,
+                 int64_t collectives) {
+  const char* path = std::getenv(kEnvCountFile);
+  if (path == nullptr || *path == '\0') return;
+  char line[1024];
+  const int n = std::snprintf(line, sizeof line,
+                              "backend=%s world_size=%d rank=%d collectives=%lld %s\n",
+                              backend.c_str(), world_size, rank,
+                              static_cast<long long>(collectives), where.c_str());
+  if (n <= 0) return;
+  const std::size_t len = std::min<std::size_t>(static_cast<std::size_t>(n), sizeof line - 1);
+  line[len - 1] = '\n';  // a store name cut short still ends its line
+  const int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  // A census line lost is no reason to fail a run: the result is ignored.
+  if (::write(fd, line, len) < 0) {
+  }
+  ::close(fd);
 }
 
 // Gloo tags are 32 bits: even for the call, odd for its fingerprint exchange.
@@ -51,6 +78,9 @@ Comm::Comm(CommSetup setup)
 }
 
 Comm::~Comm() {
+  // The store names the world (a fresh folder per spawned world) and, with
+  // its prefix, the communicator.
+  AppendCount(backend_, world_size_, rank_, store_ ? store_->Describe() : "", seq_);
   Finish();
   try {
     StopWatchdog();

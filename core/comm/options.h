@@ -42,6 +42,11 @@ inline constexpr char kEnvStartupTimeout[] = "DDP_PITFALLS_STARTUP_TIMEOUT";
 inline constexpr char kEnvCheck[] = "DDP_PITFALLS_CHECK";
 inline constexpr char kEnvTraceEntries[] = "DDP_PITFALLS_TRACE_ENTRIES";
 inline constexpr char kEnvTraceDir[] = "DDP_PITFALLS_TRACE_DIR";
+// When set, every communicator appends one line to this file as it ends:
+// its backend, world size, rank, how many collectives it entered, and its
+// store (which names the world and the communicator). core/testing's cost
+// model of the NCCL twins counts with it (core/testing/README.md).
+inline constexpr char kEnvCountFile[] = "DDP_PITFALLS_COUNT_FILE";
 inline constexpr char kEnvGlooAddr[] = "DDP_GLOO_ADDR";
 inline constexpr char kEnvGlooAllgatherv[] = "DDP_GLOO_ALLGATHERV";
 inline constexpr char kEnvGlooAllgathervPieceKib[] = "DDP_GLOO_ALLGATHERV_PIECE_KIB";

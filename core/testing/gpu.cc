@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/launch/share_gpu.h"
+
 namespace ddp::testing {
 namespace {
 
@@ -71,6 +73,13 @@ int VisibleGpus(std::string* reason) {
 bool GpuRequired() {
   const char* v = std::getenv("DDP_PITFALLS_REQUIRE_GPU");
   return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+bool RanksShareGpu(int ranks) {
+  std::string reason;
+  const int gpus = VisibleGpus(&reason);
+  if (gpus == 0) return false;
+  return launch::DecideShareGpu("nccl", /*requested=*/false, ranks, gpus).share;
 }
 
 }  // namespace ddp::testing

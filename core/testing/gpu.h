@@ -15,6 +15,12 @@ int VisibleGpus(std::string* reason);
 // True when DDP_PITFALLS_REQUIRE_GPU=1: a missing GPU must fail, not skip.
 bool GpuRequired();
 
+// True when `ranks` NCCL ranks spawned on this host would share GPUs: the
+// launcher's own rule (core/launch/share_gpu.h: DDP_SHARE_GPU, else fewer
+// visible GPUs than ranks) with VisibleGpus() as the count. False without
+// a GPU (the test skips anyway).
+bool RanksShareGpu(int ranks);
+
 }  // namespace ddp::testing
 
 // Skips the test with the reason printed, or fails it under --config=gpu.

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <set>
+#include <vector>
 
 #include "core/exact/step_check.h"
 #include "core/testing/backend.h"
@@ -63,11 +64,36 @@ void CheckRow(const results::Record& r) {
   }
 }
 
+// The sizes, full and where NCCL ranks share a GPU (core/testing/README.md:
+// each world costs seconds there, each collective tens of milliseconds x W).
+struct Sizes {
+  // The filtered_batches rows' batch, and what PyTorch's Join default is off
+  // by there: with batch 2 the ranks run [124, 120, 124, 123] steps (2 of 4
+  // on the last: 1 - 2/4); with batch 5, [51, 50, 51, 51] (1 - 3/4).
+  int filtered_batch = 2;
+  double filtered_join_error = 0.5;
+  // The other world sizes and batches, and the sets of each its records show.
+  std::vector<Cell> grid;
+  std::set<int> grid_worlds, grid_batches;
+};
+Sizes GetSizes() {
+  return testing::PickSizes(
+      8,
+      Sizes{2, 0.5, {{1, 8, 3}, {2, 1, 2}, {3, 3, 1}, {5, 2, 8}, {8, 3, 1}}, {1, 2, 3, 5, 8},
+            {1, 2, 3, 8}},
+      Sizes{5, 0.25, {{5, 2, 8}}, {5}, {2, 8}},
+      "filtered batches of 5 (51 steps, not 124 of batch 2); the grid's W = 5 cell only (not "
+      "also W = 1, 2, 3, 8)");
+}
+
 TEST(DropLastHangFix, DefaultsPerStepExactAndJoinDefaultOffByOneMinusCOverW) {
   DDP_REQUIRE_BACKEND();
+  const Sizes sizes = GetSizes();
   harness::CommonFlags f = Flags(1003);
   f.world_size = 4;
-  const auto records = RunFix(f, Cells(f, /*sweep=*/false));
+  std::vector<Cell> cells = Cells(f, /*sweep=*/false);
+  cells[0].filtered_batch_size = sizes.filtered_batch;
+  const auto records = RunFix(f, cells);
   ASSERT_EQ(records.size(), 9u);
   int inexact = 0;
   for (const auto& r : records) {
@@ -85,9 +111,11 @@ TEST(DropLastHangFix, DefaultsPerStepExactAndJoinDefaultOffByOneMinusCOverW) {
     }
     if (r.variant == "join_initial_world_size") {
       ++inexact;
-      // uneven: rank 0 alone on step 9 (1 - 1/4); filtered: [124,120,124,123]
-      // leaves 2 of 4 on step 124 (1 - 2/4); empty rank: 3 of 4 (1 - 3/4).
-      const double expected = empty ? 0.25 : sharding == "uneven_shards" ? 0.75 : 0.5;
+      // uneven: rank 0 alone on step 9 (1 - 1/4); filtered: Sizes above;
+      // empty rank: 3 of 4 (1 - 3/4).
+      const double expected = empty                        ? 0.25
+                              : sharding == "uneven_shards" ? 0.75
+                                                            : sizes.filtered_join_error;
       EXPECT_NEAR(Measured(r, "grad_rel_err"), expected, 1e-12) << Dump(r.config);
       EXPECT_EQ(r.verdict, results::Verdict::kInexact);
     }
@@ -97,12 +125,12 @@ TEST(DropLastHangFix, DefaultsPerStepExactAndJoinDefaultOffByOneMinusCOverW) {
 }
 
 // W in {1, 2, 3, 5, 8} (4 above) and per-rank batches {1, 2, 3, 8} on both
-// pipelines, small N so that it stays fast.
+// pipelines, small N so that it stays fast (Sizes: a shared GPU runs W = 5).
 TEST(DropLastHangFix, PerStepExactAcrossWorldSizesAndBatchSizes) {
   DDP_REQUIRE_BACKEND();
+  const Sizes sizes = GetSizes();
   const harness::CommonFlags f = Flags(61);
-  const std::vector<Cell> cells = {{1, 8, 3}, {2, 1, 2}, {3, 3, 1}, {5, 2, 8}, {8, 3, 1}};
-  const auto records = RunFix(f, cells);
+  const auto records = RunFix(f, sizes.grid);
   std::set<int> worlds, batches;
   for (const auto& r : records) {
     CheckRow(r);
@@ -110,8 +138,8 @@ TEST(DropLastHangFix, PerStepExactAcrossWorldSizesAndBatchSizes) {
     worlds.insert(r.world_size);
     batches.insert(static_cast<int>(r.config.at("batch_size").get<double>()));
   }
-  EXPECT_EQ(worlds, (std::set<int>{1, 2, 3, 5, 8}));
-  EXPECT_EQ(batches, (std::set<int>{1, 2, 3, 8}));
+  EXPECT_EQ(worlds, sizes.grid_worlds);
+  EXPECT_EQ(batches, sizes.grid_batches);
   EXPECT_EQ(results::ExitStatus(records), 0);
 }
 

@@ -26,10 +26,23 @@ std::vector<results::Record> RunSmall(harness::CommonFlags f, FixOptions o) {
   return RunFix(f, o);
 }
 
+// Where NCCL ranks share a GPU each world costs seconds (core/testing/
+// README.md), and every case here is three worlds (one per fix): there only
+// the hardest layout runs, uneven batches with an empty rank at W = 4, and
+// the tracker cases run as their own tests (sync_batch_norm_test_nccl,
+// precise_bn_tracker_test_nccl).
+const std::vector<int> kSharedGpuBatches = {1, 3, 0, 5};
+constexpr char kSharedGpuCut[] =
+    "only batches {1, 3, 0, 5} (W = 4, uneven, an empty rank) of the 8 layouts; the tracker "
+    "cases run as tests of their own";
+
 class SmallBatchBnFix : public ::testing::TestWithParam<std::vector<int>> {};
 
 TEST_P(SmallBatchBnFix, EveryFixIsExactPerStep) {
   DDP_REQUIRE_BACKEND();
+  if (GetParam() != kSharedGpuBatches) {
+    DDP_SKIP_IF_SHARED_GPU(8, kSharedGpuCut);
+  }
   FixOptions o;
   o.batches = GetParam();
   const auto records = RunSmall({}, o);
@@ -71,6 +84,7 @@ INSTANTIATE_TEST_SUITE_P(Worlds, SmallBatchBnFix,
 // through PreciseBN with 1 and 3 batches on the two ranks; all exact.
 TEST(SmallBatchBnFixTracker, DefaultRunRecordsTheTrackerCases) {
   DDP_REQUIRE_BACKEND();
+  DDP_SKIP_IF_SHARED_GPU(2, kSharedGpuCut);
   harness::CommonFlags f;
   f.world_size = 2;
   f.batch_size = 2;

@@ -18,6 +18,14 @@ int main(int argc, char** argv) {
     flags.Double("hang_world_deadline", &options.hang_world_deadline_s,
                  "launcher timeout of the no-deadline row, seconds", 1, 3600);
     flags.Bool("sweep", &options.sweep, "W in {2,4,8}");
+    flags.Double("nccl_startup_allowance", &options.nccl_startup_s,
+                 "nccl: seconds the no-deadline row's launcher timeout adds for start-up", 0,
+                 3600);
+    flags.Bool("controls", &options.controls,
+               "run the control rows (ranks with equal steps; --controls=false: the uneven rows "
+               "only)");
+    flags.Bool("filtered_deadline_row", &options.filtered_deadline_row,
+               "run the filtered_batches row of batch 2 (its deadline error at allreduce #120)");
   };
   spec.validate = [](const ddp::harness::CommonFlags&) -> std::string {
     if (ddp::harness::LaunchedAsRank()) {

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <sstream>
 
 #include "core/launch/interrupt.h"
@@ -72,6 +73,10 @@ std::vector<Row> Rows(const harness::CommonFlags& f, const PairOptions& o) {
       r.config = Config{.sharding = s, .n = n, .world_size = w, .batch_size = b,
                         .seed = static_cast<uint64_t>(f.seed), .drop_last = false};
       r.options = ho;
+      const std::vector<int64_t> steps = StepCounts(r.config);
+      const bool control = std::adjacent_find(steps.begin(), steps.end(),
+                                              std::not_equal_to<>()) == steps.end();
+      if (control && !o.controls) return;
       rows.push_back(r);
     };
     const int64_t uneven_n = UnevenN(f.n, w, f.batch_size);
@@ -81,13 +86,15 @@ std::vector<Row> Rows(const harness::CommonFlags& f, const PairOptions& o) {
     if (f.batch_size != 2) {
       add("filtered_batches", Sharding::kFilteredBatches, f.n, f.batch_size, deadline);
     }
-    add("filtered_batches", Sharding::kFilteredBatches, f.n, 2, deadline);
+    if (o.filtered_deadline_row) {
+      add("filtered_batches", Sharding::kFilteredBatches, f.n, 2, deadline);
+    }
     HangOptions none = deadline;
     none.collective_deadline_s = 86400;  // a day: no deadline in practice
     // NCCL's start-up (a CUDA context per rank, the communicator over
     // sockets on a shared GPU) must not use up the launcher's timeout before
     // the short ranks have finished: it is not part of the hang.
-    none.world_deadline_s = o.hang_world_deadline_s + (f.backend == "nccl" ? kNcclStartupS : 0);
+    none.world_deadline_s = o.hang_world_deadline_s + (f.backend == "nccl" ? o.nccl_startup_s : 0);
     add("uneven_shards_no_deadline", Sharding::kUnevenShards, uneven_n, f.batch_size, none);
     HangOptions leave = deadline;
     leave.early = EarlyRanks::kExit;

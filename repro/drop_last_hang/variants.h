@@ -7,18 +7,28 @@
 
 namespace ddp::drop_last_hang {
 
+// NCCL only: added to the no-deadline row's world deadline for start-up
+// (the default of PairOptions::nccl_startup_s).
+inline constexpr double kNcclStartupS = 60.0;
+
 struct PairOptions {
   // World deadline of the no-deadline row (the launcher's timeout).
   double hang_world_deadline_s = 5;
   bool sweep = false;
+  // NCCL only: what the no-deadline row's world deadline adds for start-up.
+  double nccl_startup_s = kNcclStartupS;
+  // The control rows (ranks predicted to run equal steps), and the
+  // filtered_batches row of batch 2 (its deadline error comes at allreduce
+  // #120). With both off, the uneven split's three rows are left (deadline,
+  // no deadline, early exit): a short run for where each world costs
+  // seconds (NCCL ranks sharing a GPU: core/testing/README.md).
+  bool controls = true;
+  bool filtered_deadline_row = true;
 };
 
 // The allowed lateness of the deadline error: it must arrive within the
 // collective deadline plus this.
 inline constexpr double kDetectSlackS = 2.0;
-
-// NCCL only: added to the no-deadline row's world deadline for start-up.
-inline constexpr double kNcclStartupS = 60.0;
 
 // One record per row: sampler_padding, uneven_shards (N = --n and N = W B k
 // + 1), filtered_batches (batch --batch_size and 2), and, on the uneven

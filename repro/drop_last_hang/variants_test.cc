@@ -38,8 +38,26 @@ TEST(DropLastHangScenario, SamplerPaddingGivesEqualStepsNaiveSplitDoesNot) {
   EXPECT_EQ(StepCounts(c), (std::vector<int64_t>{8, 8, 8, 8}));
 }
 
+// The rows, full and where NCCL ranks share a GPU (core/testing/README.md:
+// each world costs seconds there). The shared-GPU run keeps the uneven
+// split's three rows: the deadline error with its report, the hang only the
+// launcher ends, the early exit.
+struct Sizes {
+  bool controls = true;               // sampler_padding, uneven N = 1003, filtered B = 32
+  bool filtered_deadline_row = true;  // filtered B = 2: its deadline at allreduce #120
+  double nccl_startup_s = kNcclStartupS;  // the no-deadline row's start-up allowance
+  std::size_t rows = 7;
+};
+Sizes GetSizes() {
+  return testing::PickSizes(4, Sizes{true, true, kNcclStartupS, 7}, Sizes{false, false, 15, 3},
+                            "the uneven split's rows only (no control rows, no filtered_batches "
+                            "row of batch 2); the no-deadline row allows 15 s for NCCL start-up "
+                            "(not 60)");
+}
+
 TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
   DDP_REQUIRE_BACKEND();
+  const Sizes sizes = GetSizes();
   harness::CommonFlags f;
   f.backend = testing::TestBackend();
   f.world_size = 4;
@@ -49,9 +67,12 @@ TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
   const bool gloo = f.backend == "gloo";
   PairOptions o;
   o.hang_world_deadline_s = 3;
+  o.controls = sizes.controls;
+  o.filtered_deadline_row = sizes.filtered_deadline_row;
+  o.nccl_startup_s = sizes.nccl_startup_s;
   const auto records = RunRepro(f, o);
   const std::string site = "repro/drop_last_hang/hang_run.cc:" + std::to_string(GradientAllreduceLine());
-  ASSERT_EQ(records.size(), 7u);
+  ASSERT_EQ(records.size(), sizes.rows);
   int controls = 0, deadline_rows = 0;
   for (const auto& r : records) {
     ASSERT_NE(r.verdict, results::Verdict::kError) << r.variant << ": " << r.error;
@@ -68,7 +89,7 @@ TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
     if (variant == "uneven_shards_no_deadline") {
       // NCCL's start-up gets its own allowance (variants.h kNcclStartupS).
       const double world_deadline = r.config.at("world_deadline_s").get<double>();
-      EXPECT_EQ(world_deadline, gloo ? 3.0 : 3.0 + kNcclStartupS);
+      EXPECT_EQ(world_deadline, gloo ? 3.0 : 3.0 + sizes.nccl_startup_s);
       EXPECT_TRUE(r.measured.at("timed_out").get<bool>());
       EXPECT_EQ(M(r, "launcher_exit_code"), 124);
       EXPECT_GE(M(r, "world_elapsed_s"), world_deadline);
@@ -140,8 +161,10 @@ TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
     }
     std::printf("%s: %s\n%s\n", variant.c_str(), S(r, "message").c_str(), report.c_str());
   }
-  EXPECT_EQ(controls, 3);       // sampler_padding, uneven_shards N=1003, filtered_batches B=32
-  EXPECT_EQ(deadline_rows, 2);  // uneven_shards N=1025, filtered_batches B=2
+  // sampler_padding, uneven_shards N=1003, filtered_batches B=32
+  EXPECT_EQ(controls, sizes.controls ? 3 : 0);
+  // uneven_shards N=1025, filtered_batches B=2
+  EXPECT_EQ(deadline_rows, sizes.filtered_deadline_row ? 2 : 1);
 }
 
 }  // namespace
