@@ -46,12 +46,12 @@ die() {
 here=""
 for d in "$(dirname "${BASH_SOURCE[0]}")" "${RUNFILES_DIR:-/nonexistent}/ddp_pitfalls/tools/bundle" \
   "${BASH_SOURCE[0]}.runfiles/ddp_pitfalls/tools/bundle" "$PWD/tools/bundle"; do
-  if [[ -f "$d/bundle_lib.sh" && -f "$d/run_all.sh" ]]; then
+  if [[ -f "$d/bundle_lib.sh" && -f "$d/run_all.sh" && -f "$d/shared_gpu_flags.txt" ]]; then
     here="$(cd "$d" && pwd)"
     break
   fi
 done
-[[ -n "$here" ]] || die "cannot find bundle_lib.sh and run_all.sh next to ${BASH_SOURCE[0]}"
+[[ -n "$here" ]] || die "cannot find bundle_lib.sh, run_all.sh and shared_gpu_flags.txt next to ${BASH_SOURCE[0]}"
 # shellcheck source=tools/bundle/bundle_lib.sh
 source "$here/bundle_lib.sh"
 
@@ -177,6 +177,8 @@ versions="$(bundle_check_versions "${elves[@]}")" ||
   die "$(grep '^too new: ' <<<"$versions" | sed "s|$out/||" | head -5 | tr '\n' ';') the bundle would not load on glibc $BUNDLE_MAX_GLIBC"
 
 cp "$here/run_all.sh" "$out/run_all.sh"
+# run_all.sh applies a pair binary's line where fewer than 4 GPUs are visible.
+cp "$here/shared_gpu_flags.txt" "$out/shared_gpu_flags.txt"
 chmod +x "$out/run_all.sh"
 
 commit="$(bundle_commit .)"  # what every record of this bundle will carry
