@@ -6,6 +6,7 @@
 int main(int argc, char** argv) {
   bool sweep = false;
   int raw_runs = 20;
+  bool raw_only = false;
   ddp::harness::PairSpec spec;
   spec.program = "repro_wrong_all_gather";
   spec.summary =
@@ -16,6 +17,9 @@ int main(int argc, char** argv) {
     flags.Bool("sweep", &sweep, "W in {2,4,8}, N in {--n,250W,97,10}, batch in {--batch_size,7,1}");
     flags.Int("raw_runs", &raw_runs,
               "runs of raw_unequal per configuration (undefined behaviour varies by run)", 1, 1000);
+    flags.Bool("raw_only", &raw_only,
+               "only raw_unequal, at --n and --batch_size (per W with --sweep): many runs of "
+               "what one engine does, without the other variants' worlds");
   };
   // raw_unequal aborts ranks on purpose (undefined behaviour in the engine):
   // under a launcher that abort would end the launcher's whole run, so the
@@ -28,7 +32,7 @@ int main(int argc, char** argv) {
     return "";
   };
   spec.run = [&](const ddp::harness::CommonFlags& f) {
-    return ddp::wrong_all_gather::RunRepro(f, sweep, raw_runs);
+    return ddp::wrong_all_gather::RunRepro(f, sweep, raw_runs, raw_only);
   };
   return ddp::harness::PairMain(argc, argv, spec);
 }

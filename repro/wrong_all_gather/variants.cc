@@ -525,9 +525,18 @@ results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row, 
   return rec;
 }
 
-std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep, int raw_runs) {
+std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep, int raw_runs,
+                                      bool raw_only) {
   const std::vector<Row> all_rows = Rows(f, sweep);
   std::vector<results::Record> records;
+  if (raw_only) {  // the post's row only: many runs of one engine's undefined behaviour
+    for (const Row& row : all_rows) {
+      if (row.n == f.n && row.batch_size == f.batch_size) {
+        records.push_back(RawUnequalRecord(f, row, raw_runs));
+      }
+    }
+    return records;
+  }
   for (int w : WorldSizes(all_rows)) {
     const std::vector<Row> rows = RowsOf(all_rows, w);
     std::fprintf(stderr, "wrong_all_gather: W=%d, %zu configurations x %d seeds...\n", w,

@@ -14,8 +14,10 @@ namespace ddp::wrong_all_gather {
 // differ from run to run, so its record counts the runs in which some rank
 // returned from its first all_gather without an error but with values that
 // are not peer data (silent_runs), and what rank 0's first gather held.
+// raw_only: raw_unequal's records at --n and --batch_size only (the post's
+// row, per W), for many runs of one engine (a lent GPU's NCCL) in little time.
 std::vector<results::Record> RunRepro(const harness::CommonFlags& flags, bool sweep,
-                                      int raw_runs = 20);
+                                      int raw_runs = 20, bool raw_only = false);
 
 // raw_unequal on one row (rows.h), `runs` times.
 results::Record RawUnequalRecord(const harness::CommonFlags& flags, const Row& row, int runs);

@@ -116,5 +116,27 @@ TEST(WrongAllGatherRepro, TwoRanksUnequalLengthsFailOrReturnGarbage) {
   }
 }
 
+// --raw_only (what a lent GPU runs 10 times per W): raw_unequal's record at
+// --n and --batch_size only, none of the other rows or variants.
+TEST(WrongAllGatherRepro, RawOnlyRunsThePostsRowAlone) {
+  DDP_REQUIRE_BACKEND();
+  DDP_SKIP_IF_SHARED_GPU(2, kSharedGpuCut);
+  harness::CommonFlags f;
+  f.backend = testing::TestBackend();
+  f.world_size = 2;
+  f.n = 1003;
+  f.batch_size = 32;
+  f.timeout = 5;
+  const auto records = RunRepro(f, /*sweep=*/false, /*raw_runs=*/2, /*raw_only=*/true);
+  ASSERT_EQ(records.size(), 1u);
+  const results::Record& r = records[0];
+  EXPECT_EQ(r.variant, "raw_unequal");
+  EXPECT_EQ(r.world_size, 2);
+  EXPECT_EQ(r.config.at("n").get<double>(), 1003);
+  EXPECT_EQ(r.config.at("batch_size").get<double>(), 32);
+  EXPECT_EQ(M(r, "runs"), 2);
+  EXPECT_EQ(r.verdict, results::Verdict::kReproduced);
+}
+
 }  // namespace
 }  // namespace ddp::wrong_all_gather

@@ -1,13 +1,17 @@
 #!/usr/bin/python3
-"""What PyTorch's gloo all_gather does with per-rank tensors of unequal length.
+"""What PyTorch's all_gather (gloo, or NCCL on a GPU) does with per-rank tensors of unequal length.
 
     /usr/bin/python3 repro/wrong_all_gather/pytorch/unequal_all_gather.py \\
         --out results/vs_pytorch/wrong_all_gather_unequal.torch1.13.json
     .venv-torch2.15/bin/python repro/wrong_all_gather/pytorch/unequal_all_gather.py \\
         --out results/vs_pytorch/wrong_all_gather_unequal.torch2.15.json
+    python3 repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl \
+        --runs 10 --dtypes float32 --out wrong_all_gather_unequal.nccl.json   # on a GPU
 
 Evidence for repro/wrong_all_gather's `raw_unequal` rows (PyTorch 1.13 and
-2.15, gloo, CPU, real processes). N = 1003 validation samples split without padding
+2.15, gloo, CPU, real processes; with --backend nccl, the torch and NCCL of a
+GPU machine: tensors on the GPU, ranks beyond the GPUs share one, each with
+its own NCCL_HOSTID, which NCCL needs to accept two ranks on one GPU). N = 1003 validation samples split without padding
 (rank r holds samples r, r + W, ...: lengths 502/501 at W = 2), and every rank
 runs seed 000's `gather_step_wrong` on its whole share:
 
@@ -72,10 +76,18 @@ def rank_main(args):
     label = labels[mine].to(dtype)  # labels travel as floats (y.float())
     out = evidence.RankLog(args.dir, r)
     out["count"] = len(mine)
-    dist.init_process_group("gloo", init_method=evidence.init_store(args.dir),
+    nccl = args.backend == "nccl"
+    if nccl:
+        gpus = torch.cuda.device_count()
+        if w > gpus:  # NCCL refuses a duplicate GPU unless the ranks look like hosts
+            os.environ["NCCL_HOSTID"] = "ddp-pitfalls-rank%d" % r
+        torch.cuda.set_device(r % gpus)
+        out["gpu"] = r % gpus
+        pred, label = pred.cuda(), label.cuda()
+    dist.init_process_group(args.backend, init_method=evidence.init_store(args.dir),
                             rank=r, world_size=w,
                             timeout=datetime.timedelta(seconds=args.pg_timeout))
-    dist.barrier()
+    dist.barrier(**({"device_ids": [torch.cuda.current_device()]} if nccl else {}))
     pred_list = [torch.zeros_like(pred) for _ in range(w)]
     label_list = [torch.zeros_like(label) for _ in range(w)]
     out["first"] = {"entered": True}
@@ -83,7 +95,9 @@ def rank_main(args):
     t0 = time.monotonic()
     try:
         dist.all_gather(pred_list, pred)
-    except Exception as e:  # a peer died: gloo's connection error
+        if nccl:  # NCCL's all_gather only enqueues: its values exist once the stream is done
+            torch.cuda.synchronize()
+    except Exception as e:  # a peer died: gloo's connection error; NCCL's watchdog
         out["first"] = {"returned": False, "error": evidence.first_line(e),
                         "elapsed_s": time.monotonic() - t0}
         out.dump()
@@ -93,7 +107,7 @@ def rank_main(args):
     not_peer, gathered, auc_scores, auc_labels = 0, 0, [], []
     for s in range(w):
         peer = share(N, w, s)
-        got = pred_list[s].to(torch.float64)
+        got = pred_list[s].cpu().to(torch.float64)
         for i in range(len(mine)):
             gathered += 1
             real = i < len(peer) and got[i].item() == scores[peer[i]].to(dtype).item()
@@ -116,6 +130,8 @@ def rank_main(args):
     t0 = time.monotonic()
     try:
         dist.all_gather(label_list, label)
+        if nccl:
+            torch.cuda.synchronize()
         out["second"] = {"returned": True, "elapsed_s": time.monotonic() - t0}
     except Exception as e:
         out["second"] = {"returned": False, "error": evidence.first_line(e),
@@ -130,10 +146,11 @@ def reference_auc():
     return roc_auc_score(labels.tolist(), scores.tolist())
 
 
-def one_run(w, dtype, pg_timeout, run_timeout):
+def one_run(w, dtype, pg_timeout, run_timeout, backend):
     with tempfile.TemporaryDirectory(prefix="unequal_gather_") as d:
         procs = evidence.spawn_ranks(os.path.abspath(__file__), w,
-                                     ["--dtype", dtype, "--pg_timeout", str(pg_timeout)], d,
+                                     ["--dtype", dtype, "--pg_timeout", str(pg_timeout),
+                                      "--backend", backend], d,
                                      run_timeout)
         ranks = evidence.collect(d, procs)
     for info in ranks:
@@ -166,8 +183,11 @@ def print_table(paths):
                 k = "%s%s" % (run[short].get("exit"), ", gloo::EnforceNotMet"
                               if "EnforceNotMet" in run[short].get("died", "") else "")
                 died[k] = died.get(k, 0) + 1
+            prov = doc["provenance"]
+            engine = "" if prov.get("backend", "gloo") == "gloo" else " (%s %s, %s)" % (
+                prov["backend"], prov.get("nccl", "?"), prov.get("gpu", "?"))
             out.append("| %s | %d | %s | %s | %d | %d | %s | %s | %s |" % (
-                doc["provenance"]["torch_version"], c["world_size"], c["dtype"], c["counts"],
+                prov["torch_version"] + engine, c["world_size"], c["dtype"], c["counts"],
                 c["runs"], c["silent_runs"],
                 "%s of %d" % (bad["min"] if bad["min"] == bad["max"] else
                               "%s-%s" % (bad["min"], bad["max"]), bad["peer_values"])
@@ -181,6 +201,8 @@ def main():
     ap = evidence.parser(__doc__.split("\n\n")[0], pg_timeout=20, worlds="2,4")
     ap.add_argument("--runs", type=int, default=20, help="runs per case (default 20)")
     ap.add_argument("--dtypes", default="float32,float64", help="score dtypes")
+    ap.add_argument("--backend", choices=["gloo", "nccl"], default="gloo",
+                    help="gloo (CPU tensors) or nccl (GPU tensors; needs a GPU)")
     evidence.add_table_flags(ap)
     ap.add_argument("--dtype", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -190,12 +212,18 @@ def main():
         return evidence.emit_table(args, print_table(args.table))
     if args.runs < 1:
         ap.error("--runs must be >= 1")
+    if args.backend == "nccl":
+        import torch
+        if not torch.cuda.is_available():
+            ap.error("--backend nccl needs a GPU; torch %s sees none (use --backend gloo)"
+                     % torch.__version__)
     cases = []
     for w in evidence.worlds(args):
         for dtype in args.dtypes.split(","):
             runs = []
             for k in range(args.runs):
-                runs.append(one_run(w, dtype, args.pg_timeout, 4 * args.pg_timeout + 30))
+                runs.append(one_run(w, dtype, args.pg_timeout, 4 * args.pg_timeout + 30,
+                                    args.backend))
                 print("W=%d %s run %d/%d done" % (w, dtype, k + 1, args.runs), file=sys.stderr)
             silent = [run for run in runs
                       if any(r.get("first", {}).get("returned") and
@@ -215,11 +243,12 @@ def main():
                                         "peer_values": (w - 1) * len(share(N, w, 0))},
                 "rank0_auc": {"min": min(aucs, default=None), "max": max(aucs, default=None)},
                 "per_run": runs})
-    doc = {"what": "gloo all_gather (list API) of per-rank tensors of unequal length, "
-                   "seed 000's gather_step_wrong",
+    doc = {"what": "%s all_gather (list API) of per-rank tensors of unequal length, "
+                   "seed 000's gather_step_wrong" % args.backend,
            "config": {"n": N, "seed": SEED, "pg_timeout_s": args.pg_timeout,
                       "reference_auc": reference_auc()},
-           "provenance": evidence.provenance("repro/wrong_all_gather/pytorch/unequal_all_gather.py"),
+           "provenance": evidence.provenance("repro/wrong_all_gather/pytorch/unequal_all_gather.py",
+                                             args.backend),
            "cases": cases}
     evidence.write_json(args.out, doc)
     for c in cases:
