@@ -2,7 +2,8 @@
 # lease.sh: the whole GPU half in one call of a lent machine (the `device`
 # tool), bounded, and brought back as one archive even when the call is cut.
 #
-#   bash tools/bundle/lease.sh [--bundle TAR] [--budget S] [--jobs N] [--norm-peers S] [-- RUN_ALL_FLAGS...]
+#   bash tools/bundle/lease.sh [--bundle TAR] [--budget S] [--jobs N] [--norm-peers S]
+#                              [--raw-nccl S] [-- RUN_ALL_FLAGS...]
 #
 # Unpacks the bundle (made here by `bazel run //tools:bundle -- --out
 # .gpu/ddp-bundle --tar`, carried as `.gpu`), runs its run_all.sh with the
@@ -15,22 +16,33 @@
 # from this tree drives the bundle's bench/norm_kernels and PyTorch on the
 # same GPU, interleaved (gpu/records/torch_norm_gpu.json and
 # gpu/norm_gpu_table.md). Prints run_all's console as it goes, then
-# "lease: run_all exit N" (and "lease: norm peers exit N").
+# With --raw-nccl S (at most S seconds; issue 44): what NCCL does with the
+# post's raw unequal all_gather, 10 runs at W = 2 and at W = 4, first the
+# bundle's repro/wrong_all_gather --raw_only, then PyTorch's (from this tree:
+# repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl), into
+# gpu/records/. --budget 0 runs only the extra stages.
+# Prints run_all's console as it goes, then "lease: run_all exit N" (and
+# "lease: norm peers exit N", "lease: raw nccl exit N").
 set -uo pipefail
 
 usage() {
   cat <<'USAGE'
-usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS] [-- RUN_ALL_FLAGS...]
+usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
+                [--norm-peers SECONDS] [--raw-nccl SECONDS] [--python PATH] [-- RUN_ALL_FLAGS...]
 
   --bundle TAR       the bundle archive (default .gpu/ddp-bundle.tar.gz)
   --budget SECONDS   run_all.sh's budget (default 420: 7 minutes, leaving the
-                     machine's start and the transfers inside a 15-minute lease)
+                     machine's start and the transfers inside a 15-minute lease;
+                     0: run_all is not run, only the stages asked for below)
   --jobs N           binaries side by side (default 4)
   --timeout SECONDS  per binary (default 120)
   --norm-peers SECONDS  after run_all, the W = 1 norm rows of ours and PyTorch
                      interleaved (bench/peers/torch_norm_gpu.py), at most this
                      long (default 0: not run)
-  --python PATH      the Python with torch for --norm-peers (default: the first
+  --raw-nccl SECONDS  then the post's raw unequal all_gather on NCCL, 10 runs at
+                     W = 2 and 4: ours (repro/wrong_all_gather --raw_only), then
+                     PyTorch's, at most this long in all (default 0: not run)
+  --python PATH      the Python with torch for --norm-peers and --raw-nccl (default: the first
                      of /opt/torch/.venv/bin/python3 and python3 that imports torch)
   -- FLAGS...        passed on to run_all.sh (e.g. --bench, --only REGEX)
 Needs $OUT (the device tool sets it): the archive goes there.
@@ -42,12 +54,12 @@ die_usage() {
   exit 2
 }
 
-bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=120 peers_s=0 python=""
+bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=120 peers_s=0 raw_s=0 python=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bundle) [[ $# -ge 2 ]] || die_usage "--bundle needs a file"; bundle="$2"; shift 2 ;;
     --budget)
-      [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || die_usage "--budget must be a positive whole number of seconds, got '${2:-}'"
+      [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die_usage "--budget must be a whole number of seconds (0: no run_all), got '${2:-}'"
       budget="$2"; shift 2 ;;
     --jobs)
       [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ && "$2" -le 16 ]] || die_usage "--jobs must be a whole number from 1 to 16, got '${2:-}'"
@@ -58,10 +70,13 @@ while [[ $# -gt 0 ]]; do
     --norm-peers)
       [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die_usage "--norm-peers must be a whole number of seconds, got '${2:-}'"
       peers_s="$2"; shift 2 ;;
+    --raw-nccl)
+      [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die_usage "--raw-nccl must be a whole number of seconds, got '${2:-}'"
+      raw_s="$2"; shift 2 ;;
     --python) [[ $# -ge 2 && -x "$2" ]] || die_usage "--python needs an executable, got '${2:-}'"; python="$2"; shift 2 ;;
     --) shift; break ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --python, --, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --raw-nccl, --python, --, --help" ;;
   esac
 done
 [[ -n "${OUT:-}" && -d "$OUT" ]] || die_usage "\$OUT must name a folder (the device tool sets it)"
@@ -80,48 +95,94 @@ pack() {  # the output folder as it is now, whole or not at all
 
 # run_all's own budget ends the run; the outer bound only catches a runner
 # that fails to stop (a minute past the budget, then SIGKILL 10 s later).
-timeout -k 10 $((budget + 60)) "$run_all" --out "$work/gpu" --jobs "$jobs" --budget "$budget" \
-  --timeout "$per_binary" "$@" > >(tee "$work/gpu/console.txt") 2>&1 &
-pid=$!
-while kill -0 "$pid" 2>/dev/null; do
-  for ((i = 0; i < 20; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+rc=0
+if ((budget > 0)); then
+  timeout -k 10 $((budget + 60)) "$run_all" --out "$work/gpu" --jobs "$jobs" --budget "$budget" \
+    --timeout "$per_binary" "$@" > >(tee "$work/gpu/console.txt") 2>&1 &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    for ((i = 0; i < 20; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    pack
+  done
+  wait "$pid"
+  rc=$?
+  sleep 1  # tee's last lines
   pack
-done
-wait "$pid"
-rc=$?
-sleep 1  # tee's last lines
-pack
-echo "lease: run_all exit $rc; archive $OUT/gpu-run.tar.gz ($(stat -c %s "$OUT/gpu-run.tar.gz" 2>/dev/null || echo 0) bytes)"
+  echo "lease: run_all exit $rc; archive $OUT/gpu-run.tar.gz ($(stat -c %s "$OUT/gpu-run.tar.gz" 2>/dev/null || echo 0) bytes)"
+fi
+
+bundle_dir="$(dirname "$run_all")"
+tree="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"  # this tree's scripts
+commit="$(sed -n 's/^commit: \([^ ]*\).*/\1/p' "$bundle_dir/MANIFEST.txt" 2>/dev/null | head -1)"
+nccl=""
+if ((peers_s > 0 || raw_s > 0)); then
+  mkdir -p "$work/gpu/records"
+  nccl="$("$run_all" --find-nccl 2>/dev/null | sed -n 's/^libnccl: \(.*\) (.*$/\1/p')"
+  if [[ -z "$python" ]]; then
+    for py in /opt/torch/.venv/bin/python3 python3; do
+      if "$py" -c 'import torch' 2>/dev/null; then python="$(command -v "$py")"; break; fi
+    done
+  fi
+fi
+say() { echo "lease: $*" | tee -a "$work/gpu/console.txt"; }
 
 # Ours and PyTorch's W = 1 norm rows, interleaved in one run (the driver
 # runs the bundle's binary once per repetition; bench/peers/README.md).
 peers_rc=0
 if ((peers_s > 0)); then
   if [[ -z "$python" ]]; then
-    for py in /opt/torch/.venv/bin/python3 python3; do
-      if "$py" -c 'import torch' 2>/dev/null; then python="$(command -v "$py")"; break; fi
-    done
-  fi
-  bundle_dir="$(dirname "$run_all")"
-  peers="$(dirname "${BASH_SOURCE[0]}")/../../bench/peers"  # this tree's
-  mkdir -p "$work/gpu/records"
-  nccl="$("$run_all" --find-nccl 2>/dev/null | sed -n 's/^libnccl: \(.*\) (.*$/\1/p')"
-  if [[ -z "$python" ]]; then
-    echo "lease: norm peers not run: no python3 with torch here" | tee -a "$work/gpu/console.txt"
+    say "norm peers not run: no python3 with torch here"
     peers_rc=1
   else
-    DDP_PITFALLS_COMMIT="$(sed -n 's/^commit: \([^ ]*\).*/\1/p' "$bundle_dir/MANIFEST.txt" | head -1)" \
-      timeout -k 10 "$peers_s" "$python" "$peers/torch_norm_gpu.py" \
+    DDP_PITFALLS_COMMIT="$commit" \
+      timeout -k 10 "$peers_s" "$python" "$tree/bench/peers/torch_norm_gpu.py" \
       --ours_binary "$bundle_dir/bin/bench/norm_kernels/norm_kernels" --ours_lib_path "$bundle_dir/lib${nccl:+:$nccl}" \
       --require_gpu --json "$work/gpu/records/torch_norm_gpu.json" > >(tee -a "$work/gpu/console.txt") 2>&1
     peers_rc=$?
     if ((peers_rc == 0)); then
-      "$python" "$peers/norm_gpu_table.py" "$work/gpu/records/torch_norm_gpu.json" >"$work/gpu/norm_gpu_table.md" 2>&1
+      "$python" "$tree/bench/peers/norm_gpu_table.py" "$work/gpu/records/torch_norm_gpu.json" >"$work/gpu/norm_gpu_table.md" 2>&1
     fi
     sleep 1
-    echo "lease: norm peers exit $peers_rc ($python)" | tee -a "$work/gpu/console.txt"
+    say "norm peers exit $peers_rc ($python)"
   fi
   pack
 fi
 ((rc == 0)) && rc=$peers_rc
+
+# The post's raw unequal all_gather on this GPU's NCCL (issue 44): ours, each
+# run a world of its own with a 10 s deadline, then PyTorch's with a 10 s
+# process-group timeout; each W and engine gets what is left of S, and what
+# finished is packed after each.
+raw_rc=0
+if ((raw_s > 0)); then
+  raw_end=$((SECONDS + raw_s)) stages=4
+  for engine in ours pytorch; do
+    for w in 2 4; do
+      left=$((raw_end - SECONDS)) share=$(((raw_end - SECONDS) / stages))
+      stages=$((stages - 1))
+      if ((share <= 20)); then say "raw nccl: $engine at W = $w not run (time left ${left} s)"; raw_rc=1; continue; fi
+      if [[ $engine == ours ]]; then
+        LD_LIBRARY_PATH="$bundle_dir/lib${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+          DDP_PITFALLS_COMMIT="$commit" timeout -k 10 "$share" \
+          "$bundle_dir/bin/repro/wrong_all_gather/wrong_all_gather" --backend nccl --world_size "$w" \
+          --raw_only --raw_runs 10 --n 1003 --batch_size 32 --timeout 10 \
+          --json "$work/gpu/records/wrong_all_gather_raw_nccl_w$w.json" > >(tee -a "$work/gpu/console.txt") 2>&1
+      elif [[ -n "$python" ]]; then
+        DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 timeout -k 10 "$share" "$python" \
+          "$tree/repro/wrong_all_gather/pytorch/unequal_all_gather.py" --backend nccl --worlds "$w" \
+          --runs 10 --dtypes float32 --pg_timeout 10 \
+          --out "$work/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.json" > >(tee -a "$work/gpu/console.txt") 2>&1
+      else
+        say "raw nccl: pytorch at W = $w not run: no python3 with torch here"; raw_rc=1; continue
+      fi
+      r=$?
+      say "raw nccl: $engine at W = $w exit $r (${share} s allowed)"
+      ((r == 0)) || raw_rc=$r
+      pack
+    done
+  done
+  say "raw nccl exit $raw_rc"
+  pack
+fi
+((rc == 0)) && rc=$raw_rc
 exit "$rc"

@@ -71,7 +71,43 @@ grep -q '^lease: norm peers exit 0 (' peers.txt || fail "peers exit line"
 listing="$(tar tzf out/gpu-run.tar.gz)"
 grep -q 'gpu/records/torch_norm_gpu.json' <<<"$listing" && grep -q 'gpu/norm_gpu_table.md' <<<"$listing" || fail "peers output not archived: $listing"
 
-for args in "--budget 0" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--python /nonexistent"; do
+# --budget 0 --raw-nccl: no run_all; the bundle's repro at W = 2 and 4
+# (--raw_only, 10 runs, the bundle's lib/ and libnccl's folder, the commit),
+# then PyTorch's script on NCCL, each record archived.
+mkdir -p src/ddp-bundle/bin/repro/wrong_all_gather
+cat >src/ddp-bundle/bin/repro/wrong_all_gather/wrong_all_gather <<'FAKE'
+#!/usr/bin/env bash
+echo "fake repro $* lib=$LD_LIBRARY_PATH commit=$DDP_PITFALLS_COMMIT"
+while [[ $# -gt 0 ]]; do [[ "$1" == --json ]] && echo '[]' >"$2"; shift; done
+FAKE
+chmod +x src/ddp-bundle/bin/repro/wrong_all_gather/wrong_all_gather
+tar czf bundle3.tar.gz -C src ddp-bundle
+cat >fake_python2 <<'FAKE'
+#!/usr/bin/env bash
+echo "fake python $* commit=$DDP_PITFALLS_COMMIT"
+while [[ $# -gt 0 ]]; do [[ "$1" == --out ]] && echo '{}' >"$2"; shift; done
+FAKE
+chmod +x fake_python2
+rm -f out/gpu-run.tar.gz
+OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle3.tar.gz --budget 0 --raw-nccl 100 --python "$PWD/fake_python2" >raw.txt 2>&1 ||
+  fail "--raw-nccl run exited $?: $(cat raw.txt)"
+cat raw.txt
+! grep -q 'fake run_all --out' raw.txt || fail "--budget 0 ran run_all"
+for w in 2 4; do
+  grep -q "^fake repro --backend nccl --world_size $w --raw_only --raw_runs 10 --n 1003 --batch_size 32 --timeout 10 --json /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_raw_nccl_w$w.json lib=/tmp/lease\.[^ ]*/ddp-bundle/lib:/fake/nccl/lib.* commit=0123abc+dirty" raw.txt ||
+    fail "ours at W = $w"
+done
+for w in 2 4; do
+  grep -q "fake python .*/repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl --worlds $w --runs 10 --dtypes float32 --pg_timeout 10 --out /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.json commit=0123abc+dirty" raw.txt ||
+    fail "PyTorch's command line at W = $w"
+done
+grep -q '^lease: raw nccl exit 0$' raw.txt || fail "raw exit line"
+listing="$(tar tzf out/gpu-run.tar.gz)"
+for f in wrong_all_gather_raw_nccl_w2.json wrong_all_gather_raw_nccl_w4.json wrong_all_gather_unequal.torch.nccl_w2.json wrong_all_gather_unequal.torch.nccl_w4.json; do
+  grep -q "gpu/records/$f" <<<"$listing" || fail "$f not archived: $listing"
+done
+
+for args in "--budget -1" "--raw-nccl later" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--python /nonexistent"; do
   set +e
   msg="$(OUT="$TEST_TMPDIR/out" bash "$lease" $args 2>&1)"
   rc=$?

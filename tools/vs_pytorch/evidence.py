@@ -30,7 +30,11 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 def suite_commit():
     """The suite's HEAD, "+dirty" when tracked code outside results/ differs
     from it (as core/results/provenance.h and bench/peers/peers.py), or
-    "unknown" outside a git checkout."""
+    "unknown" outside a git checkout. DDP_PITFALLS_COMMIT, where set, wins:
+    on a GPU runner the tree is a copy without git (tools/bundle/lease.sh
+    sets it to the bundle's commit, as run_all.sh does for the binaries)."""
+    if os.environ.get("DDP_PITFALLS_COMMIT"):
+        return os.environ["DDP_PITFALLS_COMMIT"]
     try:
         head = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], check=True,
                               capture_output=True, text=True).stdout.strip()
@@ -49,8 +53,9 @@ def torch_version():
     return ".".join(torch.__version__.split("+")[0].split(".")[:2])
 
 
-def provenance(script):
-    """Where and with what the evidence was produced."""
+def provenance(script, backend="gloo"):
+    """Where and with what the evidence was produced (with NCCL: the GPU,
+    its driver, CUDA and torch's NCCL too)."""
     import torch
     cpu = ""
     try:
@@ -62,10 +67,20 @@ def provenance(script):
         pass
     out = {"torch": torch.__version__, "torch_version": torch_version(),
            "commit": suite_commit(), "python": platform.python_version(),
-           "interpreter": sys.executable, "backend": "gloo",
+           "interpreter": sys.executable, "backend": backend,
            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
            "host": socket.gethostname(), "cpu": cpu, "script": script,
            "load_1min_at_start": os.getloadavg()[0]}
+    if backend == "nccl":
+        out["gpu"] = torch.cuda.get_device_name(0)
+        out["gpus_visible"] = torch.cuda.device_count()
+        out["cuda"] = torch.version.cuda
+        out["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
+        try:
+            with open("/proc/driver/nvidia/version") as f:
+                out["driver"] = f.readline().strip()
+        except OSError:
+            out["driver"] = "unknown (no /proc/driver/nvidia/version)"
     import importlib.metadata as metadata
     for key, dist in (("sklearn", "scikit-learn"), ("numpy", "numpy"),
                       ("torchmetrics", "torchmetrics"), ("pytorch_lightning", "pytorch-lightning")):
