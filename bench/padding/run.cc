@@ -31,7 +31,8 @@ class Runner {
   Runner(const launch::RankEnv& env, const RunConfig& config, const std::vector<Case>& cases)
       : config_(config),
         cases_(cases),
-        times_(cases.size(), std::vector<double>(static_cast<std::size_t>(config.reps), -1)) {
+        times_(cases.size(), std::vector<double>(static_cast<std::size_t>(config.reps), -1)),
+        shared_gpu_(config.backend == "nccl" && env.share_gpu) {
     for (std::size_t i = 0; i < cases_.size(); ++i) {
       if (IsFloor(cases_[i].method)) floors_[cases_[i].group].push_back(i);
     }
@@ -154,6 +155,12 @@ class Runner {
   // Per case: median and min/max over repetitions of the time and of the
   // ratio over that repetition's floor; per group, which floor won.
   void PrintSummary(std::FILE* out) const {
+    if (shared_gpu_) {
+      std::fprintf(out,
+                   "\nSHARED GPU: these ranks share a GPU (NCCL over sockets between them, "
+                   "contexts time-sliced); the rows below are functional, not performance "
+                   "numbers (ddp_shared_gpu in the JSON)\n");
+    }
     std::fprintf(out,
                  "\nmedian over %d interleaved repetitions [min, max] of each repetition's median "
                  "iteration; ratio = time / the same repetition's floor (the faster floor "
@@ -204,6 +211,7 @@ class Runner {
 #endif
   std::map<int, std::vector<std::size_t>> floors_;  // group -> its floor cases
   std::vector<std::vector<double>> times_;          // [case][rep] mean seconds; -1: not run
+  bool shared_gpu_;  // NCCL ranks on one GPU: functional rows only
 };
 
 }  // namespace
@@ -261,6 +269,11 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
   benchmark::AddCustomContext("ddp_reps", std::to_string(config.reps));
   benchmark::AddCustomContext("ddp_sched", config.sched);
   benchmark::AddCustomContext("ddp_pin_cpus", config.pin_cpus ? "yes" : "no");
+  // Ranks sharing one GPU talk over sockets and time-slice its contexts:
+  // such rows are kept out of performance claims (tables.py, the report).
+  if (config.backend == "nccl") {
+    benchmark::AddCustomContext("ddp_shared_gpu", env.share_gpu ? "yes" : "no");
+  }
   // The Gloo allgatherv's piece size (DDP_GLOO_ALLGATHERV_PIECE_KIB or the default).
   benchmark::AddCustomContext(
       "ddp_gloo_allgatherv_piece_kib",
