@@ -5,7 +5,9 @@
 # GPU: without one the ranks refuse NCCL and the test skips with that reason
 # (fails instead under DDP_PITFALLS_REQUIRE_GPU=1).
 set -euo pipefail
-bin="$1"
+# The binary: the argument (bazel test), else its runfiles path from the
+# runfiles root (tools/bundle/run_all.sh runs gpu tests there, without arguments).
+bin="${1:-bench/sync_bn}"
 out="${TEST_TMPDIR}/sync_bn_nccl.json"
 log="${TEST_TMPDIR}/sync_bn_nccl.log"
 set +e
