@@ -244,10 +244,12 @@ void PrepareOnDevice(comm::Comm& comm, Case& cs, device::Device<S>* dev, int gro
   dev->Download(dx.data.data(), cs.buf->d.get(), size, device::CopyKind::kActivation);
   cs.check_err = std::max(RelErr(y, y_host), RelErr(dx, dx_host));
   if (!(cs.check_err <= device::StepTolerance<S>())) {
-    throw std::runtime_error(std::string(Name(cs.kind)) + " C=" + std::to_string(cs.c) + " N=" +
-                             std::to_string(cs.n) + " on " + dev->kind() + ": forward+backward differs from " +
-                             "core/nn's by " + std::to_string(cs.check_err) + " (normwise), over the tolerance " +
-                             std::to_string(device::StepTolerance<S>()));
+    char text[256];
+    std::snprintf(text, sizeof(text),
+                  "%s C=%d N=%d on %s: forward+backward differs from core/nn's by %.3g (normwise relative), "
+                  "over the tolerance %.3g (core/device/device_tolerance.h)",
+                  Name(cs.kind), cs.c, cs.n, dev->kind().c_str(), cs.check_err, device::StepTolerance<S>());
+    throw std::runtime_error(text);
   }
 }
 
