@@ -16,13 +16,32 @@
 // within one repetition: a burst of load hits the methods of a repetition
 // alike. Rank 0 reports (console table, --benchmark_format /
 // --benchmark_out), the other ranks discard their reports.
+//
+// Where the layers compute (--norm_device, core/device/make_device.h; auto:
+// the GPU under --backend nccl, else the host):
+//  - host: core/nn's Eigen layers on host tensors, collectives on host
+//    buffers (NCCL stages them through the GPU);
+//  - emulated / cuda: core/device's DeviceBatchNorm / DeviceGroupNorm on
+//    device-resident x and dy (uploaded once, before the timed iterations),
+//    writing y and dx to device memory; SyncBN's all-gather and all-reduce
+//    on device buffers (fixes/small_batch_bn's device hooks), the floor too.
+//    Only the layers' parameters cross per call (they live on the host:
+//    gamma, beta, running stats up; running stats, dgamma, dbeta down;
+//    SyncBN: the W counts), counted per step in the JSON. Device<T> exposes
+//    no stream or events, so a step is timed with the steady clock and ends
+//    with Device::Synchronize (the queued kernels are inside the step).
+//    Before timing, each case's device forward + backward is checked
+//    against core/nn's on the same input (core/device/device_tolerance.h);
+//    a rank whose output differs fails the run.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <stdexcept>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +52,10 @@
 #include "core/cli/flags.h"
 #include "core/comm/make_comm.h"
 #include "core/comm/options.h"
+#include "core/device/batch_norm.h"
+#include "core/device/device_tolerance.h"
+#include "core/device/group_norm.h"
+#include "core/device/make_device.h"
 #include "core/launch/spawn.h"
 #include "core/nn/batch_norm.h"
 #include "core/nn/group_norm.h"
@@ -56,6 +79,7 @@ struct Settings {
   int reps = 5;                 // interleaved repetitions of every shape's methods
   std::string sched = "batch";  // scheduling class of the ranks (bench/common/sched.h)
   bool pin_cpus = false;        // rank r on one CPU (PinToCpu, bench/common/sched.h)
+  std::string norm_device = "auto";  // --norm_device (core/device/make_device.h)
 };
 
 double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
@@ -95,6 +119,13 @@ std::vector<std::string> BenchmarkNames(const Settings& s) {
   return names;
 }
 
+// Four device allocations of one case: x, dy, y, dx (the floor: the
+// all-gather's input and output, the all-reduce's buffer).
+struct DeviceBuffers {
+  explicit DeviceBuffers(device::Device<S>* dev) : a(dev), b(dev), c(dev), d(dev) {}
+  device::DeviceArray<S> a, b, c, d;
+};
+
 // One benchmark's state on this rank.
 struct Case {
   Kind kind;
@@ -103,6 +134,12 @@ struct Case {
   nn::Tensor4<S> x, dy;
   double comm_s = 0;  // seconds inside collectives, accumulated by the hooks
   small_batch_bn::SyncBnTraffic traffic;
+  // The device path (--norm_device emulated / cuda); dev == nullptr: host.
+  device::Device<S>* dev = nullptr;
+  device::DeviceBatchNorm<S>* dbn = nullptr;  // = layer, for BN and SyncBN
+  device::DeviceGroupNorm<S>* dgn = nullptr;  // = layer, for GroupNorm
+  std::unique_ptr<DeviceBuffers> buf;
+  double check_err = 0;  // device vs core/nn forward + backward, normwise relative
 };
 
 // One repetition of one benchmark: its median iteration and the median
@@ -113,7 +150,111 @@ struct Summary {
 
 int GroupsFor(int c) { return std::min(32, std::max(1, c / 2)); }
 
-std::unique_ptr<Case> MakeCase(comm::Comm& comm, Kind kind, int c, int n, int spatial) {
+// ||a - b|| / ||b|| (0 when both are 0).
+double RelErr(const nn::Tensor4<S>& a, const nn::Tensor4<S>& b) {
+  double num = 0, den = 0;
+  for (Eigen::Index i = 0; i < b.data.size(); ++i) {
+    const double d = static_cast<double>(a.data[i]) - static_cast<double>(b.data[i]);
+    num += d * d;
+    den += static_cast<double>(b.data[i]) * b.data[i];
+  }
+  return num == 0 ? 0 : std::sqrt(num / den);
+}
+
+// The device layer's forward + backward on the case's device-resident x and
+// dy (y and dx stay on the device), every queued kernel finished.
+void StepOnDevice(Case& cs) {
+  S *x = cs.buf->a.get(), *dy = cs.buf->b.get(), *y = cs.buf->c.get(), *dx = cs.buf->d.get();
+  if (cs.dbn) {
+    cs.dbn->ForwardOnDevice(x, cs.x, y);
+    cs.dbn->BackwardOnDevice(dy, dx);
+  } else {
+    cs.dgn->ForwardOnDevice(x, cs.x, y);
+    cs.dgn->BackwardOnDevice(dy, dx);
+  }
+  cs.dev->Synchronize();
+}
+
+// SyncBN's device hooks, with the time inside them added to cs->comm_s.
+// The device is synchronised first: the kernels queued before a collective
+// are compute, not its time.
+device::DeviceBatchNormHooks<S> TimedDeviceHooks(comm::Comm& comm, Case* cs) {
+  device::DeviceBatchNormHooks<S> inner = small_batch_bn::SyncBatchNormDeviceHooks<S>(comm, &cs->traffic);
+  device::DeviceBatchNormHooks<S> timed;
+  timed.merge_stats = [inner, cs](device::Device<S>& d, device::DeviceArray<S>& scratch, const S* local,
+                                  int64_t local_count, int64_t c, S* mean, S* m2) {
+    d.Synchronize();
+    const auto t0 = Clock::now();
+    const int64_t count = inner.merge_stats(d, scratch, local, local_count, c, mean, m2);
+    cs->comm_s += Seconds(t0, Clock::now());
+    return count;
+  };
+  timed.merge_grad_sums = [inner, cs](device::Device<S>& d, S* sums, int64_t c) {
+    d.Synchronize();
+    const auto t0 = Clock::now();
+    inner.merge_grad_sums(d, sums, c);
+    cs->comm_s += Seconds(t0, Clock::now());
+  };
+  return timed;
+}
+
+// The case on a device: x and dy uploaded once (outside every timed span),
+// y and dx allocated, the device layer built; then one forward + backward
+// checked against core/nn's layer of the same kind on the same x, dy (on
+// every rank, in the same order: SyncBN's collectives match). Throws when
+// they differ by more than core/device's step tolerance.
+void PrepareOnDevice(comm::Comm& comm, Case& cs, device::Device<S>* dev, int groups) {
+  cs.dev = dev;
+  cs.buf = std::make_unique<DeviceBuffers>(dev);
+  const std::size_t c = static_cast<std::size_t>(cs.c);
+  if (cs.kind == Kind::kFloor) {
+    const std::size_t per = 2 * c + 1;
+    const std::vector<S> ones(per, 1.0f);
+    dev->Upload(cs.buf->a.Reserve(per), ones.data(), per, device::CopyKind::kStatistic);
+    cs.buf->b.Reserve(per * static_cast<std::size_t>(comm.world_size()));
+    dev->Upload(cs.buf->c.Reserve(2 * c), ones.data(), 2 * c, device::CopyKind::kStatistic);
+    dev->Synchronize();
+    return;
+  }
+  const std::size_t size = cs.x.Size();
+  dev->Upload(cs.buf->a.Reserve(size), cs.x.data.data(), size, device::CopyKind::kActivation);
+  dev->Upload(cs.buf->b.Reserve(size), cs.dy.data.data(), size, device::CopyKind::kActivation);
+  cs.buf->c.Reserve(size);
+  cs.buf->d.Reserve(size);
+  std::unique_ptr<nn::NormLayer<S>> host;
+  if (cs.kind == Kind::kGroupNorm) {
+    auto layer = std::make_unique<device::DeviceGroupNorm<S>>(dev, cs.c, groups);
+    cs.dgn = layer.get();
+    cs.layer = std::move(layer);
+    host = std::make_unique<nn::GroupNorm<S>>(cs.c, groups);
+  } else {
+    const bool sync = cs.kind == Kind::kSyncBn;
+    auto layer = std::make_unique<device::DeviceBatchNorm<S>>(
+        dev, cs.c, nn::BatchNormOptions{}, sync ? TimedDeviceHooks(comm, &cs) : device::DeviceBatchNormHooks<S>{});
+    cs.dbn = layer.get();
+    cs.layer = std::move(layer);
+    host = sync ? std::make_unique<nn::BatchNorm<S>>(cs.c, nn::BatchNormOptions{},
+                                                      small_batch_bn::SyncBatchNormHooks<S>(comm))
+                : std::make_unique<nn::BatchNorm<S>>(cs.c);
+  }
+  const nn::Tensor4<S> y_host = host->Forward(cs.x), dx_host = host->Backward(cs.dy);
+  StepOnDevice(cs);
+  nn::Tensor4<S> y = nn::EmptyLike(cs.x), dx = nn::EmptyLike(cs.dy);
+  dev->Download(y.data.data(), cs.buf->c.get(), size, device::CopyKind::kActivation);
+  dev->Download(dx.data.data(), cs.buf->d.get(), size, device::CopyKind::kActivation);
+  cs.check_err = std::max(RelErr(y, y_host), RelErr(dx, dx_host));
+  if (!(cs.check_err <= device::StepTolerance<S>())) {
+    char text[256];
+    std::snprintf(text, sizeof(text),
+                  "%s C=%d N=%d on %s: forward+backward differs from core/nn's by %.3g (normwise relative), "
+                  "over the tolerance %.3g (core/device/device_tolerance.h)",
+                  Name(cs.kind), cs.c, cs.n, dev->kind().c_str(), cs.check_err, device::StepTolerance<S>());
+    throw std::runtime_error(text);
+  }
+}
+
+std::unique_ptr<Case> MakeCase(comm::Comm& comm, Kind kind, int c, int n, int spatial,
+                               device::Device<S>* dev) {
   auto cs = std::make_unique<Case>();
   cs->kind = kind;
   cs->c = c;
@@ -124,6 +265,10 @@ std::unique_ptr<Case> MakeCase(comm::Comm& comm, Kind kind, int c, int n, int sp
   for (Eigen::Index i = 0; i < cs->x.data.size(); ++i) {
     cs->x.data[i] = static_cast<S>(rng.Normal(3, 2));
     cs->dy.data[i] = static_cast<S>(rng.Normal());
+  }
+  if (dev != nullptr) {
+    PrepareOnDevice(comm, *cs, dev, GroupsFor(c));
+    return cs;
   }
   if (kind == Kind::kBn) cs->layer = std::make_unique<nn::BatchNorm<S>>(c);
   if (kind == Kind::kGroupNorm) cs->layer = std::make_unique<nn::GroupNorm<S>>(c, GroupsFor(c));
@@ -150,6 +295,18 @@ std::unique_ptr<Case> MakeCase(comm::Comm& comm, Kind kind, int c, int n, int sp
 
 // One forward + backward (or, for the floor, the two collectives alone).
 void Step(comm::Comm& comm, Case& cs, std::vector<S>& gather_in, std::vector<S>& reduce_buf) {
+  if (cs.dev != nullptr && cs.kind == Kind::kFloor) {  // the same two collectives, on device buffers
+    const std::size_t c = static_cast<std::size_t>(cs.c);
+    const auto t0 = Clock::now();
+    comm.Allgather(cs.buf->a.get(), cs.buf->b.get(), 2 * c + 1, comm::DTypeOf<S>());
+    comm.Allreduce(cs.buf->c.get(), 2 * c, comm::DTypeOf<S>(), comm::ReduceOp::kSum);
+    cs.comm_s += Seconds(t0, Clock::now());
+    return;
+  }
+  if (cs.dev != nullptr) {
+    StepOnDevice(cs);
+    return;
+  }
   if (cs.kind == Kind::kFloor) {
     const auto t0 = Clock::now();
     std::vector<S> all = comm.Allgather(std::span<const S>(gather_in));
@@ -222,6 +379,12 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
   opts.timeout = std::chrono::milliseconds(static_cast<int64_t>(s.timeout * 1000));
   auto comm = comm::MakeComm(opts);
   const bool leader = comm->rank() == 0;
+  // After MakeComm: under NCCL the communicator has made its GPU current.
+  const device::Placement placement = device::Resolve(device::ParsePlacement(s.norm_device), comm->backend());
+  const std::unique_ptr<device::Device<S>> dev = device::MakeDevice<S>(placement);
+  // W ranks on fewer GPUs than W (the launcher's rule, core/launch/share_gpu.h):
+  // functional numbers, never performance claims.
+  const bool shared_gpu = env.share_gpu;
   if (!leader) {
     // Only rank 0 writes --benchmark_out / chooses the format.
     std::vector<char*> kept;
@@ -243,7 +406,7 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
   }
   std::vector<int64_t> iters(shapes.size());
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    auto cs = MakeCase(*comm, Kind::kSyncBn, shapes[i].first, shapes[i].second, s.spatial);
+    auto cs = MakeCase(*comm, Kind::kSyncBn, shapes[i].first, shapes[i].second, s.spatial, dev.get());
     std::vector<S> g, r;
     Step(*comm, *cs, g, r);  // warm-up
     comm->Barrier();
@@ -259,7 +422,7 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
   std::vector<std::unique_ptr<Case>> cases;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const auto [c, n] = shapes[i];
-    for (Kind kind : kKinds) cases.push_back(MakeCase(*comm, kind, c, n, s.spatial));
+    for (Kind kind : kKinds) cases.push_back(MakeCase(*comm, kind, c, n, s.spatial, dev.get()));
     // This shape's four cases; a case keeps its layer and data over the
     // repetitions (each repetition resets its counters).
     const std::unique_ptr<Case>* first = &cases[cases.size() - std::size(kKinds)];
@@ -270,11 +433,13 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
         const std::string name = key + "/rep:" + std::to_string(rep);
         comm::Comm* cm = comm.get();
         const int w = comm->world_size();
-        benchmark::RegisterBenchmark(name.c_str(), [cs, cm, w, key, rep, &times](benchmark::State& state) {
+        benchmark::RegisterBenchmark(name.c_str(), [cs, cm, w, key, rep, shared_gpu, &times](
+                                                       benchmark::State& state) {
           std::vector<S> gather_in(2 * cs->c + 1, 1.0f), reduce_buf(2 * cs->c, 1.0f);
           cs->comm_s = 0;
           cs->traffic = {};
           std::vector<double> dts, comms, computes;
+          const device::CopyCount copies_before = cs->dev ? cs->dev->copies() : device::CopyCount{};
           for (auto _ : state) {
             cm->Barrier();  // every rank starts the iteration together
             const double comm_before = cs->comm_s;
@@ -313,6 +478,17 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
           state.counters["comm_us"] = 1e6 * rep_summary.comm_s;
           state.counters["compute_us"] = 1e6 * Median(computes);
           state.counters["collectives"] = collectives;
+          // Rows where the ranks share GPUs are functional only (label and counter).
+          state.counters["shared_gpu"] = shared_gpu ? 1 : 0;
+          if (shared_gpu) state.SetLabel("shared_gpu");
+          if (cs->dev) {
+            // Per step, what crossed between host and device (the parameters;
+            // the activations stay on the device), and the pre-timing check.
+            const device::CopyCount d = cs->dev->copies() - copies_before;
+            state.counters["h2d_bytes"] = static_cast<double>(d.H2d().bytes) / it;
+            state.counters["d2h_bytes"] = static_cast<double>(d.D2h().bytes) / it;
+            if (cs->kind != Kind::kFloor) state.counters["check_rel_err"] = cs->check_err;
+          }
           state.counters["bytes_sent"] = contributed;
           state.counters["bytes_recv"] = received;
           if (const std::vector<double> load = LoadAverages(); !load.empty()) {
@@ -335,6 +511,13 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
     benchmark::AddCustomContext("ddp_reps", std::to_string(s.reps));
     benchmark::AddCustomContext("ddp_sched", s.sched);
     benchmark::AddCustomContext("ddp_pin_cpus", s.pin_cpus ? "yes" : "no");
+    benchmark::AddCustomContext("ddp_norm_device", device::ToString(placement));
+    benchmark::AddCustomContext("ddp_timing", dev ? "steady clock, step ends with Device::Synchronize"
+                                                  : "steady clock (host)");
+    benchmark::AddCustomContext("ddp_shared_gpu",
+                                shared_gpu ? "yes: the ranks share fewer GPUs than ranks (core/launch/share_gpu.h); "
+                                             "functional only, not for performance claims"
+                                           : "no");
     AddRunContext(comm->world_size());
     benchmark::RunSpecifiedBenchmarks();
   } else {
@@ -342,7 +525,18 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
     benchmark::RunSpecifiedBenchmarks(&null_reporter);
   }
   benchmark::Shutdown();
-  if (leader) PrintSummary(s, comm->world_size(), comm->backend(), shapes, times);
+  if (leader) {
+    PrintSummary(s, comm->world_size(), comm->backend(), shapes, times);
+    std::printf("norm_device %s%s\n", device::ToString(placement),
+                dev ? " (device-resident x, dy; collectives and the floor on device buffers; each case checked "
+                      "against core/nn before timing)"
+                    : " (core/nn's Eigen layers on the host)");
+    if (shared_gpu) {
+      std::printf("shared_gpu: the %d ranks share fewer GPUs than ranks (core/launch/share_gpu.h): every row "
+                  "is labelled shared_gpu; functional numbers, not for performance claims\n",
+                  comm->world_size());
+    }
+  }
   comm->Finish();
   return 0;
 }
@@ -387,7 +581,16 @@ int main(int argc, char** argv) {
   flags.Bool("pin_cpus", &s.pin_cpus,
              "pin rank r (and its Gloo threads) to the (r mod n)-th allowed CPU (bench/regen.sh sets it; "
              "off by default, as a rank runs in a job)");
+  flags.Choice("norm_device", &s.norm_device,
+               "where the norm layers compute: auto (the GPU under --backend nccl, else the host), host "
+               "(Eigen), emulated (the device path on the host), cuda",
+               {"auto", "host", "emulated", "cuda"});
   flags.ParseOrExit(static_cast<int>(ours.size()), ours.data());
+  if (const std::string why = ddp::device::PlacementError(ddp::device::ParsePlacement(s.norm_device), s.backend);
+      !why.empty()) {
+    std::fprintf(stderr, "sync_bn: %s\n", why.c_str());
+    return 2;
+  }
   // A filter that selects none of this run's benchmarks would spawn the ranks
   // for an empty table: a usage error instead.
   const std::vector<std::string> names = ddp::bench::BenchmarkNames(s);

@@ -412,6 +412,16 @@ def skew_over_floor(cases):
 SYNC_BN_KINDS = ("bn", "sync_bn", "group_norm", "comm_floor")
 
 
+def sync_bn_where(ctx):
+    """Where the norm layers computed (records from before --norm_device
+    lack it: the host), and whether the ranks shared GPUs (the launcher's
+    rule; such numbers are functional only)."""
+    out = f"; norm layers on {ctx['ddp_norm_device']}" if "ddp_norm_device" in ctx else ""
+    if ctx.get("ddp_shared_gpu", "no").startswith("yes"):
+        out += "; ranks SHARED GPUs: functional numbers, not for performance claims"
+    return out
+
+
 def sync_bn_table(data, path):
     """Per shape: each method's time and SyncBN's time in collectives (median
     over repetitions of each repetition's median iteration), and the ratios
@@ -530,7 +540,8 @@ def main(argv):
         data = load(path)
         blocks.append((os.path.join(root, "bench/README.md"), "sync_bn",
                        context_line(data["context"], f"`{os.path.basename(path)}`") +
-                       f"; {data['context'].get('ddp_backend', '?')}, float\n\n" +
+                       f"; {data['context'].get('ddp_backend', '?')}, float" +
+                       sync_bn_where(data["context"]) + "\n\n" +
                        sync_bn_table(data, path)))
         # Tables of the helper scripts' JSON: (file, README, marker, the
         # heading's middle from the context, the table).

@@ -88,6 +88,16 @@ grep -q '| 2 | peers | rows with ours / PyTorch, SCHED_OTHER (as PyTorch runs by
   "$over" || fail "overview peers row, default class"
 grep -q '| 2 | peers | rows with ours / PyTorch 2.15.0, SCHED_OTHER ≤ 1.0 | 1 of 2; worst 1.5' \
   "$over" || fail "overview peers row, second PyTorch"
+# The sync_bn fixture predates --norm_device: its heading says neither.
+grep 'bench_sync_bn.json`' "$over" | grep -q 'norm layers on\|SHARED' && fail "sync_bn heading: $(grep 'bench_sync_bn' "$over")"
+# A record from the GPU path says where the layers ran, and shared GPUs.
+cp "$root/results/bench_sync_bn.json" "$TEST_TMPDIR/sync_bn_host.json"
+sed -i 's/"ddp_backend": "gloo",/"ddp_backend": "nccl", "ddp_norm_device": "cuda", "ddp_shared_gpu": "yes: shared",/' \
+  "$root/results/bench_sync_bn.json"
+BUILD_WORKSPACE_DIRECTORY="$root" /usr/bin/python3 "$tables" --update || fail "update (cuda record) exited $?"
+grep -q 'bench_sync_bn.json`: .*; nccl, float; norm layers on cuda; ranks SHARED GPUs: functional numbers' "$over" \
+  || fail "sync_bn heading (cuda, shared): $(grep 'bench_sync_bn' "$over")"
+cp "$TEST_TMPDIR/sync_bn_host.json" "$root/results/bench_sync_bn.json"
 
 # Missing marker, missing file: exit 2 with the name.
 printf 'no markers\n' > "$over"

@@ -67,12 +67,27 @@ class DeviceBatchNorm : public nn::BatchNormLayer<S> {
 
   nn::Tensor4<S> Forward(const nn::Tensor4<S>& x) override {
     this->CheckInput(x);
+    return ThroughDevice(*device_, x_, out_, x, [&](const S* xd, S* yd) { ForwardOnDevice(xd, x, yd); });
+  }
+
+  nn::Tensor4<S> Backward(const nn::Tensor4<S>& dy) override {
+    CheckGradShape(dy, shape_, "BatchNorm");
+    return ThroughDevice(*device_, dy_, out_, dy, [&](const S* dyd, S* dxd) { BackwardOnDevice(dyd, dxd); });
+  }
+
+  // Forward on activations already in device memory (bench/sync_bn times
+  // this; Forward is upload + this + download). `x`: `shape`'s values on
+  // this device (shape's own data is not read); it stays the caller's and
+  // must stay valid and unchanged until the next BackwardOnDevice / Backward.
+  // `y`: the output, on this device. The parameters and running statistics
+  // cross as in Forward (they live on the host).
+  void ForwardOnDevice(const S* x, const nn::Tensor4<S>& shape, S* y) {
+    this->CheckInput(shape);
     const int64_t c = this->channels_;
     this->forward_training_ = this->training_;
-    shape_ = ShapeOnly(x);
-    const NchwShape sh = ShapeOf(x);
-    S* xd = x_.Reserve(x.Size());
-    device_->Upload(xd, x.data.data(), x.Size(), CopyKind::kActivation);
+    shape_ = ShapeOnly(shape);
+    x_in_ = x;
+    const NchwShape sh = ShapeOf(shape);
     // gamma, beta, running mean, running var, and the local count.
     std::vector<S> pack(4 * c + 1);
     for (int64_t i = 0; i < c; ++i) {
@@ -87,7 +102,7 @@ class DeviceBatchNorm : public nn::BatchNormLayer<S> {
     device_->Upload(st, pack.data(), this->training_ ? pack.size() : 4 * c, CopyKind::kParameter);
     const nn::BatchNormOptions& o = this->opts_;
     if (this->training_) {
-      device_->BnLocalStats(xd, sh, At(kLocalMean), At(kLocalM2));
+      device_->BnLocalStats(x, sh, At(kLocalMean), At(kLocalM2));
       int64_t count = local_count;
       mean_ = At(kLocalMean);
       if (hooks_.merge_stats) {
@@ -105,10 +120,7 @@ class DeviceBatchNorm : public nn::BatchNormLayer<S> {
       device_->BnInvstdFromVar(At(kRunVar), c, o.eps, At(kInvstd));
       mean_ = At(kRunMean);
     }
-    S* yd = out_.Reserve(x.Size());
-    device_->BnNormalize(xd, sh, mean_, At(kInvstd), At(kGamma), At(kBeta), yd);
-    nn::Tensor4<S> y = nn::EmptyLike(x);
-    device_->Download(y.data.data(), yd, y.Size(), CopyKind::kActivation);
+    device_->BnNormalize(x, sh, mean_, At(kInvstd), At(kGamma), At(kBeta), y);
     if (this->training_) {
       std::vector<S> rs(2 * c);
       device_->Download(rs.data(), At(kRunMean), rs.size(), CopyKind::kParameter);  // running var follows
@@ -117,16 +129,14 @@ class DeviceBatchNorm : public nn::BatchNormLayer<S> {
         this->running_var_(0, i) = rs[c + i];
       }
     }
-    return y;
   }
 
-  nn::Tensor4<S> Backward(const nn::Tensor4<S>& dy) override {
-    CheckGradShape(dy, shape_, "BatchNorm");
+  // Backward on a gradient already in device memory, of the last forward's
+  // shape; `dx` on this device. dbeta, dgamma come to the host as in Backward.
+  void BackwardOnDevice(const S* dy, S* dx) {
     const int64_t c = this->channels_;
-    const NchwShape sh = ShapeOf(dy);
-    S* dyd = dy_.Reserve(dy.Size());
-    device_->Upload(dyd, dy.data.data(), dy.Size(), CopyKind::kActivation);
-    device_->BnLocalGradSums(dyd, x_.get(), sh, mean_, At(kInvstd), At(kSumDy), At(kSumDyXhat));
+    const NchwShape sh = ShapeOf(shape_);
+    device_->BnLocalGradSums(dy, x_in_, sh, mean_, At(kInvstd), At(kSumDy), At(kSumDyXhat));
     // dbeta, dgamma: the local sums (core/nn; DDP averages them afterwards).
     std::vector<S> sums(2 * c);
     device_->Download(sums.data(), At(kSumDy), sums.size(), CopyKind::kParameter);
@@ -134,19 +144,14 @@ class DeviceBatchNorm : public nn::BatchNormLayer<S> {
       this->bias_.grad(0, i) += sums[i];
       this->weight_.grad(0, i) += sums[c + i];
     }
-    S* dxd = out_.Reserve(dy.Size());
     if (this->forward_training_) {
       if (hooks_.merge_grad_sums) hooks_.merge_grad_sums(*device_, At(kSumDy), c);
-      device_->BnInputGrad(dyd, x_.get(), sh, mean_, At(kInvstd), At(kGamma), At(kSumDy), At(kSumDyXhat), count_,
-                           dxd);
+      device_->BnInputGrad(dy, x_in_, sh, mean_, At(kInvstd), At(kGamma), At(kSumDy), At(kSumDyXhat), count_, dx);
     } else {
       // Eval: mean and invstd are constants; zero sums leave dy * gamma * invstd.
       device_->Zero(At(kZeros), 2 * c);
-      device_->BnInputGrad(dyd, x_.get(), sh, mean_, At(kInvstd), At(kGamma), At(kZeros), At(kZeros) + c, 1, dxd);
+      device_->BnInputGrad(dy, x_in_, sh, mean_, At(kInvstd), At(kGamma), At(kZeros), At(kZeros) + c, 1, dx);
     }
-    nn::Tensor4<S> dx = nn::EmptyLike(dy);
-    device_->Download(dx.data.data(), dxd, dx.Size(), CopyKind::kActivation);
-    return dx;
   }
 
   // Downloaded on the first call after a training Forward.
@@ -183,6 +188,7 @@ class DeviceBatchNorm : public nn::BatchNormLayer<S> {
   DeviceArray<S> x_, dy_, out_, state_;
   DeviceArray<S> scratch_;  // the merge hook's
   nn::Tensor4<S> shape_;   // the last Forward's shape (no data)
+  const S* x_in_ = nullptr;  // the last Forward's input (device; x_ or the caller's)
   const S* mean_ = nullptr;  // what the last Forward normalised with (device)
   int64_t count_ = 0;
   const S* stats_mean_ = nullptr;  // the last training Forward's merged mean, M2 after it (device)

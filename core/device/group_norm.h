@@ -35,10 +35,23 @@ class DeviceGroupNorm : public nn::GroupNormLayer<S> {
 
   nn::Tensor4<S> Forward(const nn::Tensor4<S>& x) override {
     this->CheckInput(x);
+    return ThroughDevice(*device_, x_, out_, x, [&](const S* xd, S* yd) { ForwardOnDevice(xd, x, yd); });
+  }
+
+  nn::Tensor4<S> Backward(const nn::Tensor4<S>& dy) override {
+    CheckGradShape(dy, shape_, "GroupNorm");
+    return ThroughDevice(*device_, dy_, out_, dy, [&](const S* dyd, S* dxd) { BackwardOnDevice(dyd, dxd); });
+  }
+
+  // Forward on activations already in device memory (bench/sync_bn times
+  // this; Forward is upload + this + download): as DeviceBatchNorm's. `x`
+  // must stay valid and unchanged until the next backward; gamma, beta cross
+  // as in Forward.
+  void ForwardOnDevice(const S* x, const nn::Tensor4<S>& shape, S* y) {
+    this->CheckInput(shape);
     const int64_t c = this->channels_;
-    shape_ = ShapeOnly(x);
-    S* xd = x_.Reserve(x.Size());
-    device_->Upload(xd, x.data.data(), x.Size(), CopyKind::kActivation);
+    shape_ = ShapeOnly(shape);
+    x_in_ = x;
     std::vector<S> gamma_beta(2 * c);
     for (int64_t i = 0; i < c; ++i) {
       gamma_beta[i] = this->weight_.value(0, i);
@@ -46,35 +59,25 @@ class DeviceGroupNorm : public nn::GroupNormLayer<S> {
     }
     S* p = params_.get();
     device_->Upload(p, gamma_beta.data(), gamma_beta.size(), CopyKind::kParameter);
-    const std::size_t groups = static_cast<std::size_t>(x.n) * this->groups_;
+    const std::size_t groups = static_cast<std::size_t>(shape.n) * this->groups_;
     S* mean = stats_.Reserve(2 * groups);
-    S* yd = out_.Reserve(x.Size());
-    device_->GnForward(xd, ShapeOf(x), this->groups_, this->eps_, p, p + c, yd, mean, mean + groups);
-    nn::Tensor4<S> y = nn::EmptyLike(x);
-    device_->Download(y.data.data(), yd, y.Size(), CopyKind::kActivation);
-    return y;
+    device_->GnForward(x, ShapeOf(shape), this->groups_, this->eps_, p, p + c, y, mean, mean + groups);
   }
 
-  nn::Tensor4<S> Backward(const nn::Tensor4<S>& dy) override {
-    CheckGradShape(dy, shape_, "GroupNorm");
+  // Backward on a gradient already in device memory, of the last forward's
+  // shape; `dx` on this device. dgamma, dbeta come to the host as in Backward.
+  void BackwardOnDevice(const S* dy, S* dx) {
     const int64_t c = this->channels_;
-    S* dyd = dy_.Reserve(dy.Size());
-    device_->Upload(dyd, dy.data.data(), dy.Size(), CopyKind::kActivation);
-    const std::size_t groups = static_cast<std::size_t>(dy.n) * this->groups_;
+    const std::size_t groups = static_cast<std::size_t>(shape_.n) * this->groups_;
     S* p = params_.get();
     S* mean = stats_.get();
-    S* dxd = out_.Reserve(dy.Size());
-    device_->GnBackward(dyd, x_.get(), ShapeOf(dy), this->groups_, mean, mean + groups, p, dxd, p + 2 * c,
-                        p + 3 * c);
-    nn::Tensor4<S> dx = nn::EmptyLike(dy);
-    device_->Download(dx.data.data(), dxd, dx.Size(), CopyKind::kActivation);
+    device_->GnBackward(dy, x_in_, ShapeOf(shape_), this->groups_, mean, mean + groups, p, dx, p + 2 * c, p + 3 * c);
     std::vector<S> grads(2 * c);  // dgamma, dbeta
     device_->Download(grads.data(), p + 2 * c, grads.size(), CopyKind::kParameter);
     for (int64_t i = 0; i < c; ++i) {
       this->weight_.grad(0, i) += grads[i];
       this->bias_.grad(0, i) += grads[c + i];
     }
-    return dx;
   }
 
   Device<S>& device() { return *device_; }
@@ -85,6 +88,7 @@ class DeviceGroupNorm : public nn::GroupNormLayer<S> {
   DeviceArray<S> stats_;   // N x G means, then N x G invstds, of the last Forward
   DeviceArray<S> params_;  // gamma, beta (uploaded each Forward), dgamma, dbeta
   nn::Tensor4<S> shape_;   // the last Forward's shape (no data)
+  const S* x_in_ = nullptr;  // the last Forward's input (device; x_ or the caller's)
 };
 
 template <typename S>

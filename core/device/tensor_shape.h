@@ -34,4 +34,19 @@ void CheckGradShape(const nn::Tensor4<S>& dy, const nn::Tensor4<S>& forward, con
   }
 }
 
+// A layer's host call around its on-device one: uploads `in` into `in_buf`
+// (activation), runs body(in on the device, out on the device) with `out_buf`
+// sized as `in`, downloads the result (activation).
+template <typename S, typename Body>
+nn::Tensor4<S> ThroughDevice(Device<S>& device, DeviceArray<S>& in_buf, DeviceArray<S>& out_buf,
+                             const nn::Tensor4<S>& in, Body&& body) {
+  S* in_d = in_buf.Reserve(in.Size());
+  device.Upload(in_d, in.data.data(), in.Size(), CopyKind::kActivation);
+  S* out_d = out_buf.Reserve(in.Size());
+  body(in_d, out_d);
+  nn::Tensor4<S> out = nn::EmptyLike(in);
+  device.Download(out.data.data(), out_d, out.Size(), CopyKind::kActivation);
+  return out;
+}
+
 }  // namespace ddp::device
