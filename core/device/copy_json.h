@@ -1,6 +1,6 @@
 // The copy counts as records carry them (results::Json):
 //   {"h2d": {"calls", "bytes"}, "d2h": {"calls", "bytes"},
-//    "activation": {"h2d": {...}, "d2h": {...}}, "parameter": {...}, "statistic": {...}}
+//    "activation": {"h2d": {...}, "d2h": {...}}, "parameter": {...}, "statistic": {...}, "prediction": {...}}
 #pragma once
 
 #include "core/device/device.h"

@@ -3,10 +3,12 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <string_view>
 
 #include "core/cli/config_error.h"
 #include "core/cuda/check.h"
 #include "core/cuda/norm_kernels.h"
+#include "core/cuda/varlen_kernels.h"
 
 namespace ddp::device {
 namespace {
@@ -86,7 +88,19 @@ class CudaDevice final : public Device<T> {
     cuda::GnBackward(dy, x, shape, groups, mean, invstd, gamma, dx, dgamma, dbeta, stream_);
   }
 
+  void PadRows(const T* src, int64_t rows, int64_t max_rows, int64_t width, T pad, T* dst) override {
+    cuda::PadRows(src, rows, max_rows, width, pad, dst, stream_);
+  }
+  void TrimRows(const T* gathered, std::span<const int64_t> counts, int64_t max_rows, int64_t width,
+                T* out) override {
+    cuda::TrimRows(gathered, counts, max_rows, width, out, stream_);
+  }
+
  protected:
+  void RawReorderByIndex(const int64_t* index, const T* rows, int64_t m, int64_t width, int64_t n_out,
+                         T* out) override {
+    cuda::ReorderByIndex(index, rows, m, width, n_out, out, stream_);  // synchronises the stream
+  }
   void RawUpload(T* device_dst, const T* host_src, std::size_t n) override {
     DDP_CUDA_CHECK(cudaMemcpyAsync(device_dst, host_src, n * sizeof(T), cudaMemcpyHostToDevice, stream_));
   }
@@ -102,19 +116,20 @@ class CudaDevice final : public Device<T> {
 }  // namespace
 
 template <typename T>
-std::unique_ptr<Device<T>> MakeCudaDevice() {
+std::unique_ptr<Device<T>> MakeCudaDevice(std::string_view flag) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
     cudaGetLastError();
-    throw launch::ConfigError(std::string("--norm_device cuda needs a GPU, but none is usable here (") +
-                              (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") +
-                              "): use --norm_device host or emulated");
+    const std::string f(flag);
+    throw launch::ConfigError(f + " cuda needs a GPU, but none is usable here (" +
+                              (e != cudaSuccess ? cudaGetErrorString(e) : "0 devices") + "): use " + f +
+                              " host or emulated");
   }
   return std::make_unique<CudaDevice<T>>();
 }
 
-template std::unique_ptr<Device<float>> MakeCudaDevice<float>();
-template std::unique_ptr<Device<double>> MakeCudaDevice<double>();
+template std::unique_ptr<Device<float>> MakeCudaDevice<float>(std::string_view);
+template std::unique_ptr<Device<double>> MakeCudaDevice<double>(std::string_view);
 
 }  // namespace ddp::device

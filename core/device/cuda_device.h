@@ -1,4 +1,4 @@
-// The device path on a GPU: cudaMalloc'd memory, core/cuda's norm kernels
+// The device path on a GPU: cudaMalloc'd memory, core/cuda's norm and varlen kernels
 // on one non-blocking stream of the device that is current when it is made
 // (with --backend nccl, the GPU the NCCL communicator selected: NcclEngine
 // sets it at start-up). Uploads are queued on the stream (from pageable
@@ -8,14 +8,15 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "core/device/device.h"
 
 namespace ddp::device {
 
-// float and double. No usable GPU: launch::ConfigError; CUDA failing later:
-// cuda::CudaError.
+// float and double. No usable GPU: launch::ConfigError naming `flag`; CUDA
+// failing later: cuda::CudaError.
 template <typename T>
-std::unique_ptr<Device<T>> MakeCudaDevice();
+std::unique_ptr<Device<T>> MakeCudaDevice(std::string_view flag = "--norm_device");
 
 }  // namespace ddp::device

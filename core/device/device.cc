@@ -19,6 +19,7 @@ const char* ToString(CopyKind k) {
     case CopyKind::kActivation: return "activation";
     case CopyKind::kParameter: return "parameter";
     case CopyKind::kStatistic: return "statistic";
+    case CopyKind::kPrediction: return "prediction";
   }
   return "?";
 }

@@ -1,13 +1,16 @@
 // ddp::device::Device<T>: where a norm layer computes when it is not core/nn's
-// Eigen: memory of its own, the core/cuda norm kernels' API on that memory,
-// and a count of every copy between host and device memory.
+// Eigen, and where a varlen gather pads, trims and reorders its rows when not
+// on the host: memory of its own, the core/cuda norm and varlen kernels' API
+// on that memory, and a count of every copy between host and device memory.
 //
 // Two devices implement it (make_device.h picks one):
 //  - CudaDevice (cuda_device.h, built only where CUDA is): cudaMalloc'd
-//    memory, the kernels of core/cuda/norm_kernels.h on one stream;
+//    memory, the kernels of core/cuda/norm_kernels.h and varlen_kernels.h on
+//    one stream;
 //  - EmulatedDevice (emulated_device.h): host memory standing in for device
 //    memory, and core/cuda/norm_emulation.h, which runs the kernels' own
-//    arithmetic in the kernels' order on the host (the kernels' bits). It
+//    arithmetic in the kernels' order on the host (the kernels' bits), and
+//    core/cuda/varlen_emulation.h (the varlen kernels' copies). It
 //    copies and counts exactly as the CUDA device does, so the whole device
 //    path (layers, collectives on device buffers, copy counts) runs and is
 //    tested where there is no GPU.
@@ -35,9 +38,10 @@ using cuda::NchwShape;
 enum class CopyKind {
   kActivation,  // a layer's input or output: x, y, dy, dx (the Eigen network's hand-over)
   kParameter,   // gamma, beta, running statistics in; parameter gradients, running statistics out
-  kStatistic,   // what a layer needs on the host to go on: SyncBN's per-rank counts, last_stats()
+  kStatistic,   // what the host needs to go on: SyncBN's per-rank counts, last_stats(), ReorderByIndex's check
+  kPrediction,  // a varlen gather's hand-over: a rank's (index, score, label) rows up, the gathered rows down
 };
-inline constexpr int kCopyKinds = 3;
+inline constexpr int kCopyKinds = 4;
 const char* ToString(CopyKind k);
 
 struct CopyTally {
@@ -111,10 +115,29 @@ class Device {
   virtual void GnBackward(const T* dy, const T* x, NchwShape shape, int64_t groups, const T* mean,
                           const T* invstd, const T* gamma, T* dx, T* dgamma, T* dbeta) = 0;
 
+  // core/cuda/varlen_kernels.h's API on this device's memory (see there):
+  // rows of `width` values; every value is copied, never computed on, so
+  // the rows arrive bit for bit (NaN payloads and denormals included).
+  virtual void PadRows(const T* src, int64_t rows, int64_t max_rows, int64_t width, T pad, T* dst) = 0;
+  virtual void TrimRows(const T* gathered, std::span<const int64_t> counts, int64_t max_rows, int64_t width,
+                        T* out) = 0;
+  // `index` is device memory holding m int64_t values. The kernel checks the
+  // indices cover [0, n_out) exactly by downloading two 8-byte counters
+  // (counted here as one 16-byte statistic download, on both devices) and
+  // throws std::runtime_error when they do not.
+  void ReorderByIndex(const int64_t* index, const T* rows, int64_t m, int64_t width, int64_t n_out, T* out) {
+    CopyTally& t = copies_.d2h[static_cast<int>(CopyKind::kStatistic)];
+    ++t.calls;
+    t.bytes += 2 * static_cast<int64_t>(sizeof(int64_t));
+    RawReorderByIndex(index, rows, m, width, n_out, out);
+  }
+
   // Every copy so far.
   const CopyCount& copies() const { return copies_; }
 
  protected:
+  virtual void RawReorderByIndex(const int64_t* index, const T* rows, int64_t m, int64_t width, int64_t n_out,
+                                 T* out) = 0;
   virtual void RawUpload(T* device_dst, const T* host_src, std::size_t n) = 0;
   virtual void RawDownload(T* host_dst, const T* device_src, std::size_t n) = 0;
 

@@ -1,6 +1,7 @@
 // The device path without a GPU: host memory stands in for device memory,
 // and core/cuda/norm_emulation.h computes what the kernels compute, bit for
-// bit (the kernels' functors in the kernels' reduction order, with fma).
+// bit (the kernels' functors in the kernels' reduction order, with fma), and
+// core/cuda/varlen_emulation.h the varlen kernels' copies.
 // Uploads and downloads are real copies between distinct allocations and are
 // counted as the CUDA device counts them, so the layers cannot read host data
 // they did not upload. A Gloo communicator takes its buffers as they are.
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "core/cuda/norm_emulation.h"
+#include "core/cuda/varlen_emulation.h"
 #include "core/device/device.h"
 
 namespace ddp::device {
@@ -67,7 +69,19 @@ class EmulatedDevice final : public Device<T> {
     cuda::emulate::GnBackward(dy, x, shape, groups, mean, invstd, gamma, dx, dgamma, dbeta);
   }
 
+  void PadRows(const T* src, int64_t rows, int64_t max_rows, int64_t width, T pad, T* dst) override {
+    cuda::emulate::PadRows(src, rows, max_rows, width, pad, dst);
+  }
+  void TrimRows(const T* gathered, std::span<const int64_t> counts, int64_t max_rows, int64_t width,
+                T* out) override {
+    cuda::emulate::TrimRows(gathered, counts, max_rows, width, out);
+  }
+
  protected:
+  void RawReorderByIndex(const int64_t* index, const T* rows, int64_t m, int64_t width, int64_t n_out,
+                         T* out) override {
+    cuda::emulate::ReorderByIndex(index, rows, m, width, n_out, out);
+  }
   void RawUpload(T* device_dst, const T* host_src, std::size_t n) override {
     std::memcpy(device_dst, host_src, n * sizeof(T));
   }

@@ -1,6 +1,7 @@
 #include "core/device/make_device.h"
 
 #include <stdexcept>
+#include <string>
 
 #include "core/cli/config_error.h"
 #include "core/device/emulated_device.h"
@@ -28,37 +29,37 @@ Placement ParsePlacement(std::string_view text, std::string_view flag) {
                          std::string(text) + "')");
 }
 
-std::string PlacementError(Placement p, std::string_view backend) {
+std::string PlacementError(Placement p, std::string_view backend, std::string_view flag) {
   if (p == Placement::kCuda && !backend.empty() && backend != "nccl") {
-    return "--norm_device cuda needs --backend nccl (got '" + std::string(backend) +
+    return std::string(flag) + " cuda needs --backend nccl (got '" + std::string(backend) +
            "': its collectives read host memory only); use host or emulated";
   }
   return "";
 }
 
-Placement Resolve(Placement p, std::string_view backend) {
-  if (const std::string why = PlacementError(p, backend); !why.empty()) throw launch::ConfigError(why);
+Placement Resolve(Placement p, std::string_view backend, std::string_view flag) {
+  if (const std::string why = PlacementError(p, backend, flag); !why.empty()) throw launch::ConfigError(why);
   if (p != Placement::kAuto) return p;
   return backend == "nccl" ? Placement::kCuda : Placement::kHost;
 }
 
 template <typename T>
-std::unique_ptr<Device<T>> MakeDevice(Placement resolved) {
+std::unique_ptr<Device<T>> MakeDevice(Placement resolved, std::string_view flag) {
   switch (resolved) {
     case Placement::kAuto: throw std::invalid_argument("MakeDevice: resolve the placement first");
     case Placement::kHost: return nullptr;
     case Placement::kEmulated: return std::make_unique<EmulatedDevice<T>>();
     case Placement::kCuda:
 #ifdef DDP_HAVE_CUDA
-      return MakeCudaDevice<T>();
+      return MakeCudaDevice<T>(flag);
 #else
-      throw launch::ConfigError("--norm_device cuda: this build has no CUDA (use host or emulated)");
+      throw launch::ConfigError(std::string(flag) + " cuda: this build has no CUDA (use host or emulated)");
 #endif
   }
   return nullptr;
 }
 
-template std::unique_ptr<Device<float>> MakeDevice<float>(Placement);
-template std::unique_ptr<Device<double>> MakeDevice<double>(Placement);
+template std::unique_ptr<Device<float>> MakeDevice<float>(Placement, std::string_view);
+template std::unique_ptr<Device<double>> MakeDevice<double>(Placement, std::string_view);
 
 }  // namespace ddp::device

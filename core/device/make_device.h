@@ -1,5 +1,6 @@
-// Where the norm layers of a model compute: the one choice every pair makes
-// the same way.
+// Where the norm layers of a model compute (--norm_device), or a varlen
+// gather pads, trims and reorders (--gather_device): the one choice every
+// pair makes the same way.
 //
 //   auto:     the GPU (CudaDevice) when the communicator's backend is nccl,
 //             else the host (core/nn's Eigen layers, no device at all);
@@ -24,16 +25,17 @@ const char* ToString(Placement p);
 // "auto", "host", "emulated", "cuda"; throws launch::ConfigError naming `flag`
 // and the allowed values otherwise.
 Placement ParsePlacement(std::string_view text, std::string_view flag = "--norm_device");
-// "" or why `p` cannot run with `backend` ("" = no communicator): kCuda
-// needs nccl, since Gloo's collectives cannot read device memory.
-std::string PlacementError(Placement p, std::string_view backend);
+// "" or why `p` cannot run with `backend` ("" = no communicator), naming
+// `flag`: kCuda needs nccl, since Gloo's collectives cannot read device memory.
+std::string PlacementError(Placement p, std::string_view backend, std::string_view flag = "--norm_device");
 // kAuto -> kCuda for backend "nccl", else kHost; the others stay. Throws
 // launch::ConfigError with PlacementError's message.
-Placement Resolve(Placement p, std::string_view backend);
+Placement Resolve(Placement p, std::string_view backend, std::string_view flag = "--norm_device");
 
 // The device of a resolved placement: nullptr for kHost. kCuda in a build
-// without CUDA: launch::ConfigError. float and double.
+// without CUDA or with no usable GPU: launch::ConfigError naming `flag`.
+// float and double.
 template <typename T>
-std::unique_ptr<Device<T>> MakeDevice(Placement resolved);
+std::unique_ptr<Device<T>> MakeDevice(Placement resolved, std::string_view flag = "--norm_device");
 
 }  // namespace ddp::device

@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <vector>
 
+#include "core/device/copy_json.h"
 #include "core/exact/step_check.h"
 #include "core/harness/error_record.h"
 #include "fixes/wrong_all_gather/gather.h"
@@ -26,11 +28,13 @@ struct MethodResult {
   int disagreements = 0;  // seeds where defined-ness or the error message differ
   int undefined = 0;      // seeds where both agree the AUC is undefined
   int count_errors = 0;   // seeds where the gather did not return N predictions
+  Json copies;            // on a device: this rank's copies in the first seed's gather (else null)
 };
 DDP_JSON_FIELDS(MethodResult, auc, reference_auc, max_abs_auc_error, max_abs_ap_error,
-                disagreements, undefined, count_errors)
+                disagreements, undefined, count_errors, copies)
 
-std::vector<MethodResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
+std::vector<MethodResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows, device::Placement placement) {
+  const std::unique_ptr<device::Device<double>> dev = device::MakeDevice<double>(placement, "--gather_device");
   std::vector<MethodResult> out;
   for (const Row& row : rows) {
     for (Sharding s : kShardings) {
@@ -39,8 +43,10 @@ std::vector<MethodResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows
         for (int k = 0; k < row.seeds; ++k) {
           const Config c = row.At(s, k);
           const std::vector<int64_t> known = ShardCounts(c.n, c.world_size, s);
+          const device::CopyCount before = dev ? dev->copies() : device::CopyCount{};
           const std::vector<Prediction> all =
-              GatherPredictions(comm, Flatten(RankShare(c, comm.rank())), m, known);
+              GatherPredictions(comm, Flatten(RankShare(c, comm.rank())), m, known, GatherOn{dev.get(), c.n});
+          if (dev && k == 0) v.copies = device::ToJson(dev->copies() - before);
           if (static_cast<int64_t>(all.size()) != c.n) ++v.count_errors;
           const Metrics got = Compute(all);
           const Metrics ref = Reference(c);
@@ -67,15 +73,16 @@ std::vector<MethodResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows
 
 }  // namespace
 
-std::vector<results::Record> RunFixOnRows(const harness::CommonFlags& f,
-                                          const std::vector<Row>& all_rows) {
+std::vector<results::Record> RunFixOnRows(const harness::CommonFlags& f, const std::vector<Row>& all_rows,
+                                          device::Placement gather_device) {
+  const device::Placement placement = device::Resolve(gather_device, f.backend, "--gather_device");
   std::vector<results::Record> records;
   for (int w : WorldSizes(all_rows)) {
     const std::vector<Row> rows = RowsOf(all_rows, w);
     std::fprintf(stderr, "wrong_all_gather fix: W=%d, %zu configurations x %d seeds...\n", w,
                  rows.size(), rows.empty() ? 0 : rows[0].seeds);
     const harness::WorldResult world =
-        harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return Json(RunRows(comm, rows)); });
+        harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return Json(RunRows(comm, rows, placement)); });
     std::size_t i = 0;
     for (const Row& row : rows) {
       for (Sharding s : kShardings) {
@@ -87,6 +94,7 @@ std::vector<results::Record> RunFixOnRows(const harness::CommonFlags& f,
           rec.backend = f.backend;
           rec.world_size = w;
           rec.config = ConfigJson(row, s);
+          rec.config["gather_device"] = device::ToString(placement);
           if (harness::KeptAsError(world, rec, records)) {
             ++i;
             continue;
@@ -100,6 +108,13 @@ std::vector<results::Record> RunFixOnRows(const harness::CommonFlags& f,
           rec.measured["disagreements"] = v.disagreements;
           rec.measured["count_errors"] = v.count_errors;
           rec.measured["collectives"] = m == Method::kKnownCounts ? 1 : 2;
+          if (placement != device::Placement::kHost) {
+            Json per_rank = Json::array();
+            for (const Json& rank : world.rank_values) {
+              per_rank.push_back(rank.is_array() ? rank.at(i - 1).at("copies") : Json());
+            }
+            rec.measured["device_copies"] = per_rank;
+          }
           const bool exact = v.max_abs_auc_error <= exact::kDoubleTolerance &&
                              v.max_abs_ap_error <= exact::kDoubleTolerance &&
                              v.disagreements == 0 && v.count_errors == 0;
@@ -112,8 +127,8 @@ std::vector<results::Record> RunFixOnRows(const harness::CommonFlags& f,
   return records;
 }
 
-std::vector<results::Record> RunFix(const harness::CommonFlags& f, bool sweep) {
-  return RunFixOnRows(f, Rows(f, sweep));
+std::vector<results::Record> RunFix(const harness::CommonFlags& f, bool sweep, device::Placement gather_device) {
+  return RunFixOnRows(f, Rows(f, sweep), gather_device);
 }
 
 }  // namespace ddp::wrong_all_gather

@@ -14,6 +14,15 @@
 // All three then sort by sample index and keep the first copy of each index, which
 // drops the DistributedSampler's padding repeats (and makes the result
 // independent of which rank held which sample).
+//
+// On a device (GatherOn.device: core/device's CudaDevice under --backend
+// nccl, or its emulation) the same steps run on device buffers: a rank's
+// (index, score, label) rows are uploaded once, padded (PadRows), gathered
+// by the Comm on device memory, trimmed (TrimRows), reordered with the
+// padding repeats dropped (ReorderByIndex: the first copy of each index in
+// gathered order, which is what the host's stable sort + unique keeps), and
+// the result is downloaded once. The lengths exchange stays a host int64
+// collective (TrimRows takes the counts on the host).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +30,7 @@
 #include <vector>
 
 #include "core/comm/comm.h"
+#include "core/device/device.h"
 #include "repro/wrong_all_gather/scenario.h"
 
 namespace ddp::wrong_all_gather {
@@ -33,6 +43,16 @@ const char* Name(Method m);
 // ceil(N/W); the strided split gives rank r len(range(r, N, W)).
 std::vector<int64_t> ShardCounts(int64_t n, int world_size, Sharding sharding);
 
+// Where the pad / trim / reorder run.
+struct GatherOn {
+  device::Device<double>* device = nullptr;  // nullptr: the host, as before the device path
+  // Device only: the predictions' indices cover [0, samples) exactly (the
+  // dataset's length; every rank passes the same). ReorderByIndex needs it;
+  // a gather that loses or invents a sample throws std::runtime_error
+  // there, where the host path returns the wrong count.
+  int64_t samples = 0;
+};
+
 // Collective on every rank. kPadGatherTrim and kAllgatherv make two
 // collectives (lengths, then data) and ignore `known_counts`; kKnownCounts
 // makes one and needs known_counts[r] = rank r's share length for every r.
@@ -41,6 +61,7 @@ std::vector<int64_t> ShardCounts(int64_t n, int world_size, Sharding sharding);
 // collective's deadline instead of a wrong gather).
 std::vector<Prediction> GatherPredictions(comm::Comm& comm, const std::vector<Prediction>& mine,
                                           Method method,
-                                          std::span<const int64_t> known_counts = {});
+                                          std::span<const int64_t> known_counts = {},
+                                          const GatherOn& on = {});
 
 }  // namespace ddp::wrong_all_gather
