@@ -28,16 +28,16 @@ Placement ParsePlacement(std::string_view text, std::string_view flag) {
                          std::string(text) + "')");
 }
 
-std::string PlacementError(Placement p, std::string_view backend) {
+std::string PlacementError(Placement p, std::string_view backend, std::string_view flag) {
   if (p == Placement::kCuda && !backend.empty() && backend != "nccl") {
-    return "--norm_device cuda needs --backend nccl (got '" + std::string(backend) +
+    return std::string(flag) + " cuda needs --backend nccl (got '" + std::string(backend) +
            "': its collectives read host memory only); use host or emulated";
   }
   return "";
 }
 
-Placement Resolve(Placement p, std::string_view backend) {
-  if (const std::string why = PlacementError(p, backend); !why.empty()) throw launch::ConfigError(why);
+Placement Resolve(Placement p, std::string_view backend, std::string_view flag) {
+  if (const std::string why = PlacementError(p, backend, flag); !why.empty()) throw launch::ConfigError(why);
   if (p != Placement::kAuto) return p;
   return backend == "nccl" ? Placement::kCuda : Placement::kHost;
 }

@@ -25,11 +25,13 @@ const char* ToString(Placement p);
 // and the allowed values otherwise.
 Placement ParsePlacement(std::string_view text, std::string_view flag = "--norm_device");
 // "" or why `p` cannot run with `backend` ("" = no communicator): kCuda
-// needs nccl, since Gloo's collectives cannot read device memory.
-std::string PlacementError(Placement p, std::string_view backend);
+// needs nccl, since Gloo's collectives cannot read device memory. The
+// message names `flag` (pairs whose whole step moves to the device call it
+// --device).
+std::string PlacementError(Placement p, std::string_view backend, std::string_view flag = "--norm_device");
 // kAuto -> kCuda for backend "nccl", else kHost; the others stay. Throws
 // launch::ConfigError with PlacementError's message.
-Placement Resolve(Placement p, std::string_view backend);
+Placement Resolve(Placement p, std::string_view backend, std::string_view flag = "--norm_device");
 
 // The device of a resolved placement: nullptr for kHost. kCuda in a build
 // without CUDA: launch::ConfigError. float and double.
