@@ -25,8 +25,10 @@ const char* ToString(Placement p);
 // "auto", "host", "emulated", "cuda"; throws launch::ConfigError naming `flag`
 // and the allowed values otherwise.
 Placement ParsePlacement(std::string_view text, std::string_view flag = "--norm_device");
-// "" or why `p` cannot run with `backend` ("" = no communicator), naming
-// `flag`: kCuda needs nccl, since Gloo's collectives cannot read device memory.
+// "" or why `p` cannot run with `backend` ("" = no communicator): kCuda
+// needs nccl, since Gloo's collectives cannot read device memory. The
+// message names `flag` (--norm_device, --gather_device, or --device for
+// pairs whose gradient and metric all-reduces move to the device).
 std::string PlacementError(Placement p, std::string_view backend, std::string_view flag = "--norm_device");
 // kAuto -> kCuda for backend "nccl", else kHost; the others stay. Throws
 // launch::ConfigError with PlacementError's message.

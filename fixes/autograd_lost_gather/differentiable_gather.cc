@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/device/device_allreduce.h"
 #include "repro/autograd_lost_gather/task.h"
 
 namespace ddp::autograd_lost_gather {
@@ -14,7 +15,9 @@ Mat DifferentiableGather::Backward(comm::Comm& comm, const Mat& d_gathered) {
   }
   if (method_ == AdjointMethod::kAllreduce) {
     Mat sum = d_gathered;
-    comm.Allreduce(std::span<double>(sum.data(), static_cast<std::size_t>(sum.size())));
+    // The gathered gradient is the Eigen network's hand-over (an activation).
+    device::AllreduceOnDevice(comm, device_, std::span<double>(sum.data(), static_cast<std::size_t>(sum.size())),
+                              device::CopyKind::kActivation);
     return sum.middleRows(offset_, rows_);
   }
   const int64_t max_count = *std::max_element(counts_.begin(), counts_.end());

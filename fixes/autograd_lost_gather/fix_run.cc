@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "core/device/device_flag.h"
 #include "fixes/autograd_lost_gather/differentiable_gather.h"
 #include "repro/autograd_lost_gather/buggy_gathers.h"
 #include "repro/autograd_lost_gather/gradient_checks.h"
@@ -33,7 +34,8 @@ PairFlags FixPairFlags(PairFlags p) {
   return p;
 }
 
-std::string ValidateFix(const harness::CommonFlags& f, const PairFlags&) {
+std::string ValidateFix(const harness::CommonFlags& f, const PairFlags& p) {
+  if (std::string why = device::DeviceFlagError(p.device, f.backend); !why.empty()) return why;
   if (static_cast<int64_t>(f.world_size) * f.batch_size < 2) {
     return "--world_size x --batch_size must be at least 2 (allowed: --batch_size 1..1000000): "
            "the global loss needs both classes in a step's rows";

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/device/device_record_check.h"
 #include "core/exact/step_check.h"
+#include "core/nn/param.h"
 #include "core/testing/backend.h"
 #include "fixes/autograd_lost_gather/differentiable_gather.h"
 #include "fixes/autograd_lost_gather/fix_run.h"
@@ -102,6 +104,50 @@ TEST(AutogradLostGatherFix, TrainingEqualsTheOneProcessStepAtEveryStep) {
     }
   }
   EXPECT_EQ(training, 5);
+}
+
+// --device emulated (the GPU in the _nccl twin): the gradient all-reduce and
+// the all-reduce adjoint run on device buffers and every record is the host
+// run's, number for number (the engine sums the same values; one collective
+// each either way), plus the copies of one step: the flat gradient up and
+// down (parameter), and for the all-reduce adjoint the N x D gathered
+// gradient up and down (activation); nothing else.
+TEST(AutogradLostGatherFix, DeviceAllreducesGiveTheHostRecords) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f = Flags();
+  f.seeds = 1;
+  f.world_size = 2;
+  PairFlags p;
+  p.steps = 3;
+  p.device = "host";
+  const auto host = RunFix(f, FixPairFlags(p));
+  const std::string on = testing::TestBackend() == "nccl" ? "cuda" : "emulated";
+  p.device = on;
+  const auto dev = RunFix(f, FixPairFlags(p));
+  ASSERT_EQ(host.size(), dev.size());
+  ASSERT_FALSE(host.empty());
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    const results::Record &h = host[i], &d = dev[i];
+    SCOPED_TRACE(d.variant + " " + Dump(d.config) + " " + Dump(d.measured) + " " + d.error);
+    ASSERT_EQ(d.verdict, results::Verdict::kExact);
+    const results::Json copies = device::ExpectSameAsHost(h, d, on);
+    ASSERT_FALSE(copies.is_null());
+    const bool global = d.config.at("loss") == "global";
+    const int64_t params = nn::FlattenValues(Encoder(EncoderFor(global ? LossKind::kGlobal : LossKind::kPerRank,
+                                                                p.problem, 0)).Params()).size();
+    for (const char* dir : {"h2d", "d2h"}) {
+      EXPECT_EQ(copies.at("parameter").at(dir).at("calls"), 1);
+      EXPECT_EQ(copies.at("parameter").at(dir).at("bytes"), 8 * params);
+      EXPECT_EQ(copies.at("statistic").at(dir).at("calls"), 0);
+      const bool adjoint = d.variant == "differentiable_allreduce";
+      EXPECT_EQ(copies.at("activation").at(dir).at("calls"), adjoint ? 1 : 0);
+      if (adjoint) {
+        int64_t n = 0;
+        for (const auto& c : d.config.at("counts")) n += c.get<int64_t>();
+        EXPECT_EQ(copies.at("activation").at(dir).at("bytes"), 8 * n * (global ? 1 : p.problem.embed_dim));
+      }
+    }
+  }
 }
 
 // The training grid: W in {1,2,3,4,5,8} and per-rank batches {1,2,3,8}, on

@@ -1,11 +1,15 @@
 // fixes/mean_of_means: all-reduce (sum, count), not averages.
 // Runs the (sum, count) fix of sum_count.cc over the rows of sweep.h; see README.md.
+#include <string>
+
+#include "core/device/device_flag.h"
 #include "core/harness/pair_main.h"
 #include "fixes/mean_of_means/sum_count.h"
 
 int main(int argc, char** argv) {
   bool sweep = false;
   bool no_lightning = false;
+  std::string device = "auto";
   ddp::harness::PairSpec spec;
   spec.program = "fix_mean_of_means";
   spec.summary =
@@ -16,9 +20,11 @@ int main(int argc, char** argv) {
     flags.Bool("no_lightning", &no_lightning,
                "skip the W = 16 world of Lightning issues 21838/21859 (16 ranks: oversubscribed on\n"
                 "small machines; what a test of the other rows does not need)");
+    ddp::device::AddDeviceFlag(flags, &device);
   };
+  spec.validate = [&](const ddp::harness::CommonFlags& f) { return ddp::device::DeviceFlagError(device, f.backend); };
   spec.run = [&](const ddp::harness::CommonFlags& f) {
-    return ddp::mean_of_means::RunFix(f, sweep, !no_lightning);
+    return ddp::mean_of_means::RunFix(f, sweep, !no_lightning, device);
   };
   return ddp::harness::PairMain(argc, argv, spec);
 }

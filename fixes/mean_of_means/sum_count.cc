@@ -11,6 +11,9 @@
 #include <vector>
 
 #include "fixes/mean_of_means/sum_count.h"
+#include "core/device/copy_json.h"
+#include "core/device/device_allreduce.h"
+#include "core/device/device_flag.h"
 #include "core/exact/step_check.h"
 #include "core/harness/error_record.h"
 #include "core/harness/pair_main.h"
@@ -22,8 +25,9 @@ namespace {
 
 using results::Json;
 
-// The fix itself: three numbers, one collective.
-Global SumCount(comm::Comm& comm, const RankBatches& mine) {
+// The fix itself: three numbers, one collective (on `dev`'s memory when
+// given: uploaded, reduced there, downloaded).
+Global SumCount(comm::Comm& comm, const RankBatches& mine, device::Device<double>* dev) {
   std::vector<double> v = {0, 0, 0};  // sum correct, sum loss, count
   for (const auto& batch : mine) {
     for (const Outcome& o : batch) {
@@ -33,7 +37,7 @@ Global SumCount(comm::Comm& comm, const RankBatches& mine) {
       v[2] += 1;
     }
   }
-  comm.Allreduce(std::span<double>(v));
+  device::AllreduceOnDevice(comm, dev, std::span<double>(v), device::CopyKind::kStatistic);
   Global g;
   g.count = static_cast<int64_t>(v[2]);
   g.accuracy = v[2] > 0 ? v[0] / v[2] : 0;
@@ -48,11 +52,13 @@ struct SumCountResult {
   double max_abs_error = 0;       // accuracy
   double max_loss_abs_error = 0;
   int64_t count_mismatch = 0;     // summed |count - N| over seeds
+  Json device_copies;             // the first seed's (copy_json.h); null on the host
 };
 DDP_JSON_FIELDS(SumCountResult, accuracy, reference_accuracy, max_abs_error, max_loss_abs_error,
-                count_mismatch)
+                count_mismatch, device_copies)
 
-std::vector<SumCountResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
+std::vector<SumCountResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows, const std::string& device) {
+  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(device, comm.backend()));
   std::vector<SumCountResult> out;
   for (const Row& row : rows) {
     SumCountResult& v = out.emplace_back();
@@ -60,7 +66,9 @@ std::vector<SumCountResult> RunRows(comm::Comm& comm, const std::vector<Row>& ro
       Config c = row.config;
       c.seed = row.first_seed + static_cast<std::uint64_t>(k);
       const int64_t before = comm.next_seq();
-      const Global got = SumCount(comm, RankShare(c, comm.rank()));
+      const device::CopyCount copies = dev ? dev->copies() : device::CopyCount{};
+      const Global got = SumCount(comm, RankShare(c, comm.rank()), dev.get());
+      if (dev && k == 0) v.device_copies = device::ToJson(dev->copies() - copies);
       if (comm.next_seq() - before != 1) throw std::logic_error("sum_count must be one collective");
       const Global ref = Reference(c);
       if (k == 0) {
@@ -80,12 +88,12 @@ std::vector<SumCountResult> RunRows(comm::Comm& comm, const std::vector<Row>& ro
 namespace {
 
 // One world of `w` ranks runs `mine`; one sum_count record per row.
-void AppendWorld(const harness::CommonFlags& f, int w, const std::vector<Row>& mine,
+void AppendWorld(const harness::CommonFlags& f, int w, const std::vector<Row>& mine, const std::string& device,
                  std::vector<results::Record>& records) {
   std::fprintf(stderr, "mean_of_means fix: W=%d, %zu configurations x %d seeds...\n", w,
                mine.size(), f.seeds);
   const harness::WorldResult world =
-      harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return Json(RunRows(comm, mine)); });
+      harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return Json(RunRows(comm, mine, device)); });
   for (std::size_t i = 0; i < mine.size(); ++i) {
     results::Record rec;
     rec.bug = "mean_of_means";
@@ -95,6 +103,7 @@ void AppendWorld(const harness::CommonFlags& f, int w, const std::vector<Row>& m
     rec.world_size = w;
     rec.config = ConfigJson(mine[i]);
     if (w == kLightningWorld) rec.config["source"] = "Lightning issues 21838/21859";
+    rec.config["device"] = device::ToString(device::ResolveDeviceFlag(device, f.backend));
     if (harness::KeptAsError(world, rec, records)) continue;
     const SumCountResult v = world.value[i].get<SumCountResult>();
     rec.reference["accuracy"] = v.reference_accuracy;
@@ -103,6 +112,7 @@ void AppendWorld(const harness::CommonFlags& f, int w, const std::vector<Row>& m
     rec.measured["max_loss_abs_error"] = v.max_loss_abs_error;
     rec.measured["count_mismatch"] = v.count_mismatch;
     rec.measured["collectives"] = 1;
+    if (!v.device_copies.is_null()) rec.measured["device_copies"] = v.device_copies;
     const bool exact = v.max_abs_error <= exact::kDoubleTolerance &&
                        v.max_loss_abs_error <= exact::kDoubleTolerance && v.count_mismatch == 0;
     rec.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;
@@ -112,13 +122,14 @@ void AppendWorld(const harness::CommonFlags& f, int w, const std::vector<Row>& m
 
 }  // namespace
 
-std::vector<results::Record> RunFix(const harness::CommonFlags& f, bool sweep, bool lightning) {
+std::vector<results::Record> RunFix(const harness::CommonFlags& f, bool sweep, bool lightning,
+                                    const std::string& device) {
   const std::vector<Row> rows = Rows(f, sweep);
   std::vector<results::Record> records;
-  for (int w : WorldSizes(rows)) AppendWorld(f, w, RowsOf(rows, w), records);
+  for (int w : WorldSizes(rows)) AppendWorld(f, w, RowsOf(rows, w), device, records);
   // The Lightning split (W = 16, N = 44; repro variant lightning_int_count):
   // the count travels as a float64 in the same allreduce, nothing floors.
-  if (lightning && RunsLightningWorld(f)) AppendWorld(f, kLightningWorld, LightningRows(f), records);
+  if (lightning && RunsLightningWorld(f)) AppendWorld(f, kLightningWorld, LightningRows(f), device, records);
   return records;
 }
 

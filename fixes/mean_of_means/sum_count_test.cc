@@ -2,20 +2,26 @@
 // configuration, with one collective per evaluation.
 #include "fixes/mean_of_means/sum_count.h"
 
+#include "core/device/device_record_check.h"
 #include "core/testing/backend.h"
 #include "gtest/gtest.h"
 
 namespace ddp::mean_of_means {
 namespace {
 
-TEST(MeanOfMeansFix, ExactForEveryRowOfTheSweep) {
-  DDP_REQUIRE_BACKEND();
+harness::CommonFlags Flags(int n, int batch_size) {
   harness::CommonFlags f;
   f.backend = testing::TestBackend();
   f.seeds = 2;
-  f.n = 1003;
-  f.batch_size = 32;
+  f.n = n;
+  f.batch_size = batch_size;
   f.timeout = 10;
+  return f;
+}
+
+TEST(MeanOfMeansFix, ExactForEveryRowOfTheSweep) {
+  DDP_REQUIRE_BACKEND();
+  const harness::CommonFlags f = Flags(1003, 32);
   const auto records = RunFix(f, /*sweep=*/true);
   // W x sharding x N x batch, and on gloo the Lightning split (W = 16, N = 44
   // and its control 48).
@@ -26,6 +32,32 @@ TEST(MeanOfMeansFix, ExactForEveryRowOfTheSweep) {
     EXPECT_LE(r.measured.at("error").get<double>(), 1e-12);
     EXPECT_LE(r.measured.at("max_loss_abs_error").get<double>(), 1e-12);
     EXPECT_EQ(r.measured.at("count_mismatch").get<double>(), 0);
+  }
+}
+
+// --device emulated (the GPU in the _nccl twin): the (sum, count)
+// all-reduce on a device buffer gives every row the host run's numbers
+// exactly, one collective, and the copies are the three sums up and down
+// (statistic), nothing else.
+TEST(MeanOfMeansFix, DeviceAllreduceGivesTheHostRecords) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f = Flags(101, 8);
+  f.world_size = 3;
+  const auto host = RunFix(f, /*sweep=*/false, /*lightning=*/false, "host");
+  const std::string on = testing::TestBackend() == "nccl" ? "cuda" : "emulated";
+  const auto dev = RunFix(f, /*sweep=*/false, /*lightning=*/false, on);
+  ASSERT_FALSE(host.empty());
+  ASSERT_EQ(host.size(), dev.size());
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    SCOPED_TRACE(Dump(dev[i].config) + " " + Dump(dev[i].measured) + " " + dev[i].error);
+    ASSERT_EQ(dev[i].verdict, results::Verdict::kExact);
+    const results::Json copies = device::ExpectSameAsHost(host[i], dev[i], on);
+    ASSERT_FALSE(copies.is_null());
+    for (const char* dir : {"h2d", "d2h"}) {
+      EXPECT_EQ(copies.at("statistic").at(dir).at("calls"), 1);
+      EXPECT_EQ(copies.at("statistic").at(dir).at("bytes"), 3 * 8);
+      EXPECT_EQ(copies.at(dir).at("calls"), 1);  // no other kind
+    }
   }
 }
 

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "core/device/device_flag.h"
 #include "fixes/missing_set_epoch/training_check.h"
 #include "repro/missing_set_epoch/orders.h"
 #include "repro/missing_set_epoch/scenario.h"
@@ -29,6 +30,7 @@ TrainConfig TrainingConfig(const harness::CommonFlags& f, const PairOptions& o, 
   c.order = {.n = f.n, .world_size = w, .seed = f.seed, .epochs = o.epochs};
   c.batch_size = b;
   c.norm = NormFor(f.n, w, b);
+  c.device = device::ResolveDeviceFlag(o.device, f.backend);
   return c;
 }
 
@@ -39,8 +41,9 @@ struct TrainingRow {
   // Rank 0 only (0 on the others): its final parameters vs free-running
   // one-process training.
   double trajectory_rel_err = 0;
+  Json device_copies;  // this rank's in step 0; null on the host
 };
-DDP_JSON_FIELDS(TrainingRow, steps, step_check, trajectory_rel_err)
+DDP_JSON_FIELDS(TrainingRow, steps, step_check, trajectory_rel_err, device_copies)
 
 // What every rank of a world returns: an order row per dataset size (the
 // same on every rank) and a training row per batch size.
@@ -55,6 +58,7 @@ TrainingRow Training(comm::Comm& comm, const TrainConfig& c) {
   TrainingRow row;
   row.steps = run.steps;
   row.step_check = run.check.ToJson();
+  row.device_copies = run.device_copies;
   if (comm.rank() == 0) {
     const Eigen::VectorXd ref = OneProcessTraining(c);
     row.trajectory_rel_err = exact::NormwiseRelError(
@@ -120,6 +124,7 @@ results::Record TrainingRecord(const harness::CommonFlags& f, const TrainConfig&
   rec.config["seed"] = static_cast<long long>(c.order.seed);
   rec.config["lr"] = c.lr;
   rec.config["momentum"] = c.momentum;
+  rec.config["device"] = device::ToString(c.device);
   const int64_t steps = StepsPerEpoch(c) * c.order.epochs;
   rec.reference["steps"] = static_cast<long long>(steps);
   rec.reference["tolerance"] = exact::kDoubleTolerance;
@@ -144,6 +149,7 @@ results::Record TrainingRecord(const harness::CommonFlags& f, const TrainConfig&
   // Over every rank's steps (steps_checked counts rank-steps).
   rec.measured["step_check"] = check.ToJson();
   rec.measured["trajectory_rel_err"] = row.trajectory_rel_err;
+  if (!row.device_copies.is_null()) rec.measured["device_copies"] = row.device_copies;  // rank 0's
   rec.verdict = all_steps && check.exact() ? results::Verdict::kExact : results::Verdict::kInexact;
   return rec;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/data/testing/golden_reader.h"
+#include "core/device/device_record_check.h"
 #include "core/exact/step_check.h"
 #include "core/testing/backend.h"
 #include "fixes/missing_set_epoch/golden_check.h"
@@ -65,13 +66,19 @@ TEST(MissingSetEpochFix, EveryEpochIsTheOneProcessOrderAndEveryStepTheOneProcess
 
 // W in {1, 2, 3, 4, 5, 8} x per-rank batches {1, 2, 3, 8}, small N: every
 // training row per-step exact.
-TEST(MissingSetEpochFix, TrainingPerStepExactAcrossWorldSizesAndBatchSizes) {
-  DDP_REQUIRE_BACKEND();
+// The small training runs (N = 61, one seed, 2 epochs).
+harness::CommonFlags SmallFlags() {
   harness::CommonFlags f;
   f.backend = testing::TestBackend();
   f.seeds = 1;
   f.n = 61;
   f.timeout = 10;
+  return f;
+}
+
+TEST(MissingSetEpochFix, TrainingPerStepExactAcrossWorldSizesAndBatchSizes) {
+  DDP_REQUIRE_BACKEND();
+  const harness::CommonFlags f = SmallFlags();
   PairOptions o;
   o.epochs = 2;
   const FixGrid grid = {GetSizes().grid_worlds, {1, 2, 3, 8}};
@@ -87,6 +94,43 @@ TEST(MissingSetEpochFix, TrainingPerStepExactAcrossWorldSizesAndBatchSizes) {
               r.measured.at("steps").get<double>() * r.world_size);
   }
   EXPECT_EQ(training, static_cast<int>(grid.world_sizes.size() * grid.batch_sizes.size()));
+}
+
+// --device emulated (the GPU in the _nccl twin): DDP's gradient all-reduce on
+// a device buffer gives every record (orders and per-step checked training)
+// the host run's numbers exactly; step 0 copies the gradient (and the loss
+// sum and count riding along) up and down once, as parameter, nothing else.
+TEST(MissingSetEpochFix, DeviceAllreduceGivesTheHostRecords) {
+  DDP_REQUIRE_BACKEND();
+  const harness::CommonFlags f = SmallFlags();
+  PairOptions o;
+  o.epochs = 2;
+  const FixGrid grid = {{3}, {2, 8}};
+  o.device = "host";
+  const auto host = RunFix(f, o, grid);
+  const std::string on = testing::TestBackend() == "nccl" ? "cuda" : "emulated";
+  o.device = on;
+  const auto dev = RunFix(f, o, grid);
+  ASSERT_EQ(host.size(), dev.size());
+  int training = 0;
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    SCOPED_TRACE(Dump(dev[i].config) + " " + Dump(dev[i].measured) + " " + dev[i].error);
+    ASSERT_EQ(dev[i].verdict, results::Verdict::kExact);
+    if (dev[i].config.at("experiment").get<std::string>() != "training") {
+      EXPECT_EQ(dev[i].measured, host[i].measured);
+      continue;
+    }
+    ++training;
+    const results::Json copies = device::ExpectSameAsHost(host[i], dev[i], on);
+    ASSERT_FALSE(copies.is_null());
+    const auto& up = copies.at("parameter").at("h2d");
+    EXPECT_EQ(up.at("calls"), 1);
+    EXPECT_GT(up.at("bytes").get<int64_t>(), 2 * 8);  // the gradient, the loss sum, the count
+    EXPECT_EQ(copies.at("parameter").at("d2h"), up);
+    EXPECT_EQ(copies.at("h2d").at("calls"), 1);  // no other kind
+    EXPECT_EQ(copies.at("d2h").at("calls"), 1);
+  }
+  EXPECT_EQ(training, 2);
 }
 
 // The check fails when the ranks train on other data than the one-process

@@ -1,4 +1,5 @@
 // fixes/missing_set_epoch: shared seed + sampler.set_epoch(epoch) (seed 001).
+#include "core/device/device_flag.h"
 #include "core/harness/pair_main.h"
 #include "fixes/missing_set_epoch/fix_run.h"
 
@@ -18,6 +19,10 @@ int main(int argc, char** argv) {
     flags.Bool("sweep", &options.sweep,
                "W in {1,2,3,4,5,8,--world_size}, N in {--n,10000}, training batch in "
                "{1,2,3,8,--batch_size}");
+    ddp::device::AddDeviceFlag(flags, &options.device);
+  };
+  spec.validate = [&](const ddp::harness::CommonFlags& f) {
+    return ddp::device::DeviceFlagError(options.device, f.backend);
   };
   spec.run = [&](const ddp::harness::CommonFlags& f) {
     return ddp::missing_set_epoch::RunFix(f, options, ddp::missing_set_epoch::Grid(f, options));

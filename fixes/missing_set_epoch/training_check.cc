@@ -62,7 +62,7 @@ TrainingCheck TrainAndCheck(comm::Comm& comm, const TrainConfig& c, Mode mode) {
   TrainingCheck out;
   int order_epoch = -1;
   std::vector<int64_t> order;
-  Train(comm, mode, c, [&](const StepView& v) {
+  out.device_copies = Train(comm, mode, c, [&](const StepView& v) {
     if (v.epoch != order_epoch) {
       order = OneProcessOrder(c.order, v.epoch);
       order_epoch = v.epoch;
@@ -74,7 +74,7 @@ TrainingCheck TrainAndCheck(comm::Comm& comm, const TrainConfig& c, Mode mode) {
                          reference);
     ++out.steps;
     out.final_params = v.model.Params();
-  });
+  }).device_copies;
   return out;
 }
 

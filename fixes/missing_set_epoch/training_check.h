@@ -41,6 +41,7 @@ struct TrainingCheck {
   exact::StepCheck check{exact::kDoubleTolerance};
   int64_t steps = 0;
   Eigen::VectorXd final_params;
+  results::Json device_copies;  // this rank's in step 0 (Curves::device_copies)
 };
 // `mode` is kSetEpoch for the fix; the others show that the check fails
 // when the ranks train on other data than the one-process order.

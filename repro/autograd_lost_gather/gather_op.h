@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/comm/comm.h"
+#include "core/device/device.h"
 #include "repro/autograd_lost_gather/encoder.h"
 
 namespace ddp::autograd_lost_gather {
@@ -26,8 +27,12 @@ class GatherOp {
   Mat Forward(comm::Comm& comm, const Mat& mine, std::span<const int64_t> counts);
   // May be collective (then every rank must call it).
   virtual Mat Backward(comm::Comm& comm, const Mat& d_gathered) = 0;
+  // Where a Backward that all-reduces does it (nullptr: host buffers; see
+  // core/device/device_allreduce.h). RankGrad sets it before Forward.
+  void set_device(device::Device<double>* device) { device_ = device; }
 
  protected:
+  device::Device<double>* device_ = nullptr;
   std::vector<int64_t> counts_;
   int64_t offset_ = 0;  // this rank's first row in the gathered matrix
   int64_t rows_ = 0;    // this rank's rows

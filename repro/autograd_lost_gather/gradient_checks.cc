@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/device/copy_json.h"
+#include "core/device/device_flag.h"
 #include "core/harness/exchange.h"
 
 namespace ddp::autograd_lost_gather {
@@ -38,6 +40,7 @@ SeedStats Compare(const Vec& g, const Vec& truth, const Vec& predicted, int w, d
 Json GradWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags& p,
                const std::vector<VariantSpec>& variants) {
   const int w = comm.world_size();
+  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(p.device, comm.backend()));
   std::vector<GradStats> out;
   for (LossKind loss : kLosses) {
     for (Layout layout : p.layouts) {
@@ -47,13 +50,16 @@ Json GradWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags&
       for (const VariantSpec& v : variants) {
         if (!Runs(v, loss)) continue;
         std::vector<SeedStats> stats;
+        Json copies;
         for (int k = 0; k < f.seeds; ++k) {
           const uint64_t seed = static_cast<uint64_t>(f.seed) + static_cast<uint64_t>(k);
           const Batch global = MakeBatch(seed, kGradCheckStream, Total(counts), p.problem.task);
           const Batch local = Slice(global, offset, counts[static_cast<std::size_t>(comm.rank())]);
           Encoder model(EncoderFor(loss, p.problem, seed));
           auto op = v.make_op();
-          const Vec g = RankGrad(comm, model, local, loss, counts, *op, Scale(v, w), p.problem.tau);
+          const device::CopyCount before = dev ? dev->copies() : device::CopyCount{};
+          const Vec g = RankGrad(comm, model, local, loss, counts, *op, Scale(v, w), p.problem.tau, dev.get());
+          if (dev && k == 0) copies = device::ToJson(dev->copies() - before);
           if (comm.rank() != 0) continue;
           // The one-process computations (rank 0 only; the model is unchanged).
           double objective = 0;
@@ -77,6 +83,7 @@ Json GradWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags&
         result.norm_ratio = stats[0].norm_ratio;
         result.true_grad_norm = stats[0].true_norm;
         result.objective = stats[0].objective;
+        result.device_copies = copies;
         out.push_back(result);
       }
     }
@@ -108,6 +115,7 @@ std::vector<GradCheck> RunGradChecks(const harness::CommonFlags& f, const PairFl
           c.seeds = f.seeds;
           c.first_seed = static_cast<uint64_t>(f.seed);
           c.scale_by_world = v.scale_by_world;
+          c.device = device::ToString(device::ResolveDeviceFlag(p.device, f.backend));
           if (!world.ok) {
             c.error = world.failure;
           } else if (!world.value.is_array() || i >= world.value.size()) {
@@ -137,6 +145,7 @@ results::Record GradRecord(const GradCheck& c, const harness::CommonFlags& f) {
   r.config["seeds"] = c.seeds;
   r.config["first_seed"] = static_cast<long long>(c.first_seed);
   r.config["loss_times_world_size"] = c.scale_by_world;
+  r.config["device"] = c.device;
   if (!c.error.empty()) {
     r.verdict = results::Verdict::kError;
     r.error = c.error;
@@ -149,6 +158,7 @@ results::Record GradRecord(const GradCheck& c, const harness::CommonFlags& f) {
   r.measured["min_cosine"] = c.min_cosine;
   r.measured["closed_form_gap"] = c.closed_form_gap;
   r.measured["max_abs_grad"] = c.max_abs_grad;
+  if (!c.device_copies.is_null()) r.measured["device_copies"] = c.device_copies;
   r.reference["grad_norm"] = c.true_grad_norm;
   r.reference["objective"] = c.objective;
   return r;

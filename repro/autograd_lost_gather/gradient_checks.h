@@ -34,9 +34,12 @@ struct GradStats {
   double norm_ratio = 0;           // |g| / |g*| (first seed)
   double true_grad_norm = 0;       // |g*| (first seed)
   double objective = 0;            // full-batch objective (first seed)
+  // Rank 0's host<->device copies in the first seed's step (copy_json.h);
+  // null on the host. Every rank copies the same sizes in this pair.
+  results::Json device_copies;
 };
 DDP_JSON_FIELDS(GradStats, rel_error, scaled_error, best_scale_residual, min_cosine,
-                closed_form_gap, max_abs_grad, norm_ratio, true_grad_norm, objective)
+                closed_form_gap, max_abs_grad, norm_ratio, true_grad_norm, objective, device_copies)
 
 // One gradient check: its configuration, and what rank 0 measured (the
 // GradStats it is).
@@ -49,6 +52,7 @@ struct GradCheck : GradStats {
   int seeds = 0;
   uint64_t first_seed = 0;
   bool scale_by_world = false;
+  std::string device;  // the resolved --device: host, emulated or cuda
   std::string error;  // the world failed (the measurements are then unset)
 };
 

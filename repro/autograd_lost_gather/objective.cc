@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "core/device/device_allreduce.h"
 #include "core/metrics/binary.h"
 #include "repro/autograd_lost_gather/losses.h"
 
@@ -69,7 +70,9 @@ Vec SerialGrad(Encoder& model, const Batch& global, LossKind loss, std::span<con
 }
 
 Vec RankGrad(comm::Comm& comm, Encoder& model, const Batch& local, LossKind loss,
-             std::span<const int64_t> counts, GatherOp& op, double loss_scale, double tau) {
+             std::span<const int64_t> counts, GatherOp& op, double loss_scale, double tau,
+             device::Device<double>* device) {
+  op.set_device(device);
   const auto params = model.Params();
   nn::ZeroGrads(params);
   const int64_t n_total = Total(counts);
@@ -95,7 +98,8 @@ Vec RankGrad(comm::Comm& comm, Encoder& model, const Batch& local, LossKind loss
   }
   // DDP: all-reduce (sum) the parameter gradients, divide by W.
   Vec flat = nn::FlattenGrads(params);
-  comm.Allreduce(std::span<double>(flat.data(), static_cast<std::size_t>(flat.size())));
+  device::AllreduceOnDevice(comm, device, std::span<double>(flat.data(), static_cast<std::size_t>(flat.size())),
+                            device::CopyKind::kParameter);
   flat /= w;
   nn::UnflattenGrads(flat, params);
   return flat;

@@ -33,6 +33,7 @@
 #include <span>
 
 #include "core/comm/comm.h"
+#include "core/device/device.h"
 #include "repro/autograd_lost_gather/encoder.h"
 #include "repro/autograd_lost_gather/gather_op.h"
 #include "repro/autograd_lost_gather/task.h"
@@ -65,8 +66,12 @@ Vec SerialGrad(Encoder& model, const Batch& global, LossKind loss, std::span<con
 // this rank's loss times loss_scale, backward through `op`, then all-reduce
 // the parameter gradients and divide by W. Leaves the averaged gradient in
 // the model's grads and returns it. Collective on every rank.
+// `device` (--device): where the all-reduces run (nullptr: host buffers, as
+// before; a device: the gradient uploaded, reduced there and downloaded,
+// counted in its copies, one collective either way). `op` gets it too.
 Vec RankGrad(comm::Comm& comm, Encoder& model, const Batch& local, LossKind loss,
-             std::span<const int64_t> counts, GatherOp& op, double loss_scale, double tau);
+             std::span<const int64_t> counts, GatherOp& op, double loss_scale, double tau,
+             device::Device<double>* device = nullptr);
 
 struct Evaluation {
   double loss = 0;      // the full-batch objective on held-out data

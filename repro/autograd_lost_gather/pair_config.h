@@ -68,6 +68,9 @@ struct PairFlags {
   // each, judged per step like the training with curves.
   std::vector<GridCell> grid;
   int grid_steps = 20;
+  // --device (core/device/device_flag.h): where the gradient all-reduce and
+  // the differentiable gather's all-reduce adjoint run.
+  std::string device = "auto";
 };
 
 std::vector<int> WorldSizes(const harness::CommonFlags& f, const PairFlags& p);

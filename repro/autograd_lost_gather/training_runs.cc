@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/device/copy_json.h"
+#include "core/device/device_flag.h"
 #include "core/exact/step_check.h"
 #include "core/harness/exchange.h"
 #include "core/nn/sgd.h"
@@ -154,6 +156,7 @@ Json TrainWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags
   const int w = comm.world_size();
   const uint64_t seed = static_cast<uint64_t>(f.seed);
   const Batch held_out = MakeBatch(seed, kHeldOutStream, f.n, p.problem.task);
+  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(p.device, comm.backend()));
   std::vector<TrainResult> out;
   for (const TrainCase& tc : cases) {
     const auto counts = Counts(tc.layout, w, tc.batch_size);
@@ -172,6 +175,7 @@ Json TrainWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags
         std::unique_ptr<StepJudge> judge;
         if (comm.rank() == 0) judge = std::make_unique<StepJudge>(loss, v, p, seed, counts);
         std::vector<CurvePoint> curve;
+        Json copies;
         for (int t = 0; t <= tc.steps; ++t) {
           if (comm.rank() == 0 && !tc.grid && std::count(checkpoints.begin(), checkpoints.end(), t)) {
             const Evaluation e = Evaluate(model, held_out, loss, p.problem.tau);
@@ -181,7 +185,9 @@ Json TrainWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags
           const Batch global = MakeBatch(seed, static_cast<uint64_t>(t), Total(counts), p.problem.task);
           const Batch local = Slice(global, offset, counts[static_cast<std::size_t>(comm.rank())]);
           if (judge) judge->Before(model, sgd);
-          const Vec g = RankGrad(comm, model, local, loss, counts, *op, Scale(v, w), p.problem.tau);
+          const device::CopyCount before = dev ? dev->copies() : device::CopyCount{};
+          const Vec g = RankGrad(comm, model, local, loss, counts, *op, Scale(v, w), p.problem.tau, dev.get());
+          if (dev && t == 0) copies = device::ToJson(dev->copies() - before);
           sgd.Step();
           if (judge) judge->After(t, global, g, model, sgd);
         }
@@ -198,6 +204,7 @@ Json TrainWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags
         result.step_check = judge->truth().ToJson();
         result.closed_form_gap = judge->closed_form().worst("grad");
         result.deviation = Distance(model, *true_model) / truth_norm;
+        result.device_copies = copies;
         result.param_change =
             Distance(model, initial) / nn::FlattenValues(initial.Params()).norm();
         out.push_back(result);
@@ -284,6 +291,7 @@ results::Record TrainRecord(const TrainRun& t, const harness::CommonFlags& f, co
   r.config["momentum"] = kMomentum;
   r.config["held_out"] = static_cast<long long>(f.n);
   r.config["seed"] = static_cast<long long>(f.seed);
+  r.config["device"] = device::ToString(device::ResolveDeviceFlag(p.device, f.backend));
   r.reference["tolerance"] = exact::kDoubleTolerance;
   if (!t.error.empty()) {
     r.verdict = results::Verdict::kError;
@@ -295,6 +303,7 @@ results::Record TrainRecord(const TrainRun& t, const harness::CommonFlags& f, co
   r.measured["trajectory_rel_err"] = t.deviation;
   r.measured["param_change"] = t.param_change;
   r.measured["step_check"] = t.step_check;
+  if (!t.device_copies.is_null()) r.measured["device_copies"] = t.device_copies;
   if (!t.grid) {
     r.measured["final_loss"] = t.curve.back().loss;
     r.measured["final_accuracy"] = t.curve.back().accuracy;

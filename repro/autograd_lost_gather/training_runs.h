@@ -44,9 +44,11 @@ struct TrainResult {
   double closed_form_gap = 0;  // worst per-step gradient error vs the predicted mechanism
   double deviation = 0;        // trajectory_rel_err: |theta - theta*| / |theta*|, free-running
   double param_change = 0;     // |theta_end - theta_0| / |theta_0|
+  // Rank 0's host<->device copies in step 0 (copy_json.h); null on the host.
+  results::Json device_copies;
 };
 DDP_JSON_FIELDS(TrainResult, curve, reference, step_check, closed_form_gap, deviation,
-                param_change)
+                param_change, device_copies)
 
 // One training run: its configuration, and what rank 0 measured (the
 // TrainResult it is).

@@ -19,6 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/device/copy_json.h"
+#include "core/device/device_allreduce.h"
+#include "core/device/device_flag.h"
 #include "core/exact/step_check.h"
 #include "core/harness/error_record.h"
 #include "repro/mean_of_means/scenario.h"
@@ -36,7 +39,7 @@ struct Synced {
 };
 
 // What every rank's Lightning computes at the end of the epoch.
-Synced LightningMean(comm::Comm& comm, const RankBatches& mine) {
+Synced LightningMean(comm::Comm& comm, const RankBatches& mine, device::Device<double>* dev) {
   std::vector<double> value = {0, 0};  // sum of (batch mean x batch size)
   std::vector<int64_t> count = {0};
   for (const auto& batch : mine) {
@@ -50,8 +53,8 @@ Synced LightningMean(comm::Comm& comm, const RankBatches& mine) {
     value[1] += loss / n * n;
     count[0] += static_cast<int64_t>(batch.size());
   }
-  comm.Allreduce(std::span<double>(value));
-  comm.Allreduce(std::span<int64_t>(count));
+  device::AllreduceOnDevice(comm, dev, std::span<double>(value), device::CopyKind::kStatistic);
+  comm.Allreduce(std::span<int64_t>(count));  // an integer: no Device type, stays a host buffer
   const int w = comm.world_size();
   Synced s;
   s.count = count[0] / w;  // copy_(result / W) into an int64 tensor: truncates
@@ -68,18 +71,22 @@ struct LightningResult {
   double loss_ratio = 0;          // the same for the loss
   int64_t synced_count = 0;       // the floored mean of the counts, first seed
   double closed_form_gap = 0;     // worst |ratio - closed form| over seeds, accuracy and loss
+  Json device_copies;             // the first seed's (copy_json.h); null on the host
 };
 DDP_JSON_FIELDS(LightningResult, accuracy, reference_accuracy, ratio, loss_ratio, synced_count,
-                closed_form_gap)
+                closed_form_gap, device_copies)
 
-std::vector<LightningResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
+std::vector<LightningResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows, const std::string& device) {
+  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(device, comm.backend()));
   std::vector<LightningResult> out;
   for (const Row& row : rows) {
     LightningResult& v = out.emplace_back();
     for (int k = 0; k < row.seeds; ++k) {
       Config c = row.config;
       c.seed = row.first_seed + static_cast<std::uint64_t>(k);
-      const Synced got = LightningMean(comm, RankShare(c, comm.rank()));
+      const device::CopyCount copies = dev ? dev->copies() : device::CopyCount{};
+      const Synced got = LightningMean(comm, RankShare(c, comm.rank()), dev.get());
+      if (dev && k == 0) v.device_copies = device::ToJson(dev->copies() - copies);
       const Global ref = Reference(c);
       const double closed = (static_cast<double>(c.n) / c.world_size) /
                             static_cast<double>(c.n / c.world_size);
@@ -100,7 +107,7 @@ std::vector<LightningResult> RunRows(comm::Comm& comm, const std::vector<Row>& r
 
 }  // namespace
 
-std::vector<results::Record> RunLightning(const harness::CommonFlags& f) {
+std::vector<results::Record> RunLightning(const harness::CommonFlags& f, const std::string& device) {
   if (!RunsLightningWorld(f)) return {};
   const std::vector<Row> rows = LightningRows(f);
   const int w = kLightningWorld;
@@ -108,7 +115,7 @@ std::vector<results::Record> RunLightning(const harness::CommonFlags& f) {
   std::fprintf(stderr, "mean_of_means: Lightning's integer count, W=%d (%u CPUs%s)...\n", w, cpus,
                w > static_cast<int>(cpus) ? ", oversubscribed: values only" : "");
   const harness::WorldResult world =
-      harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return Json(RunRows(comm, rows)); });
+      harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return Json(RunRows(comm, rows, device)); });
   std::vector<results::Record> records;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const Config& c = rows[i].config;
@@ -121,6 +128,7 @@ std::vector<results::Record> RunLightning(const harness::CommonFlags& f) {
     rec.config = ConfigJson(rows[i]);
     rec.config["source"] = "Lightning issues 21838/21859";
     rec.config["oversubscribed"] = w > static_cast<int>(cpus);
+    rec.config["device"] = device::ToString(device::ResolveDeviceFlag(device, f.backend));
     const bool even = c.n % c.world_size == 0;
     rec.control = even;
     if (harness::KeptAsError(world, rec, records)) continue;
@@ -134,6 +142,7 @@ std::vector<results::Record> RunLightning(const harness::CommonFlags& f) {
     rec.measured["loss_inflation"] = v.loss_ratio;
     rec.measured["synced_count"] = v.synced_count;
     rec.measured["closed_form_gap"] = v.closed_form_gap;
+    if (!v.device_copies.is_null()) rec.measured["device_copies"] = v.device_copies;
     if (even) {
       rec.verdict = std::fabs(v.ratio - 1) <= exact::kDoubleTolerance
                         ? results::Verdict::kControl

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/device/device_record_check.h"
 #include "core/testing/backend.h"
 #include "gtest/gtest.h"
 #include "repro/mean_of_means/lightning.h"
@@ -60,6 +61,42 @@ TEST(MeanOfMeansRepro, BiasedWhereCountsDifferExactOnControls) {
   EXPECT_GE(reproduced, 8);
 }
 
+// --device emulated (the GPU in the _nccl twin): the metric all-reduces on
+// device buffers give every record the host run's numbers exactly (one
+// collective per evaluation or per step, as before), and the copies are the
+// two averages up and down (statistic) per all-reduce, nothing else.
+TEST(MeanOfMeansRepro, DeviceAllreducesGiveTheHostRecords) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f = Flags(3);
+  f.n = 101;
+  f.batch_size = 8;
+  const auto host = RunRepro(f, /*sweep=*/false, /*lightning=*/false, "host");
+  const std::string on = testing::TestBackend() == "nccl" ? "cuda" : "emulated";
+  const auto dev = RunRepro(f, /*sweep=*/false, /*lightning=*/false, on);
+  ASSERT_FALSE(host.empty());
+  ASSERT_EQ(host.size(), dev.size());
+  int steps = 0;
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    SCOPED_TRACE(dev[i].variant + " " + Dump(dev[i].config) + " " + Dump(dev[i].measured) + " " + dev[i].error);
+    ASSERT_EQ(dev[i].verdict, host[i].verdict);
+    ASSERT_NE(dev[i].verdict, results::Verdict::kError);
+    const results::Json copies = device::ExpectSameAsHost(host[i], dev[i], on);
+    ASSERT_FALSE(copies.is_null());
+    const int64_t calls = copies.at("h2d").at("calls").get<int64_t>();
+    if (dev[i].variant == "rank_mean") {
+      EXPECT_EQ(calls, 1);
+    }
+    steps += dev[i].variant == "step_mean";
+    EXPECT_GE(calls, 1);
+    for (const char* dir : {"h2d", "d2h"}) {
+      EXPECT_EQ(copies.at("statistic").at(dir).at("calls"), calls);
+      EXPECT_EQ(copies.at("statistic").at(dir).at("bytes"), 16 * calls);
+      EXPECT_EQ(copies.at(dir).at("calls"), calls);  // no other kind
+    }
+  }
+  EXPECT_GT(steps, 0);
+}
+
 // Lightning issues 21838 / 21859: the integer batch-size accumulator floors
 // under the mean-sync, every metric inflated 1.375x at W = 16 with 44
 // samples (16 ranks on a small machine: oversubscribed, values only).
@@ -84,6 +121,19 @@ TEST(MeanOfMeansRepro, LightningIntegerCountInflates1375AtW16With44Samples) {
       EXPECT_EQ(r.verdict, results::Verdict::kControl) << Dump(r.measured);
       EXPECT_NEAR(inflation, 1.0, 1e-12);
     }
+  }
+  // The value sums on the emulated device (the int64 count stays a host
+  // all-reduce): the same records, one upload and one download of the two
+  // sums per evaluation.
+  const auto dev = RunLightning(f, "emulated");
+  ASSERT_EQ(dev.size(), records.size());
+  for (std::size_t i = 0; i < dev.size(); ++i) {
+    const results::Json copies = device::ExpectSameAsHost(records[i], dev[i], "emulated");
+    ASSERT_FALSE(copies.is_null());
+    EXPECT_EQ(copies.at("statistic").at("h2d").at("bytes"), 16);
+    EXPECT_EQ(copies.at("statistic").at("d2h").at("bytes"), 16);
+    EXPECT_EQ(copies.at("h2d").at("calls"), 1);
+    EXPECT_EQ(copies.at("d2h").at("calls"), 1);
   }
 }
 

@@ -18,6 +18,9 @@
 #include <vector>
 
 #include "repro/mean_of_means/variants.h"
+#include "core/device/copy_json.h"
+#include "core/device/device_allreduce.h"
+#include "core/device/device_flag.h"
 #include "core/exact/step_check.h"
 #include "core/harness/error_record.h"
 #include "core/harness/pair_main.h"
@@ -50,10 +53,10 @@ std::vector<Outcome> Flatten(const RankBatches& b) {
 }
 
 // rank_mean through the engine: one allreduce of (mean acc, mean loss).
-Naive RankMeanCollective(comm::Comm& comm, const RankBatches& mine) {
+Naive RankMeanCollective(comm::Comm& comm, const RankBatches& mine, device::Device<double>* dev) {
   const std::vector<Outcome> all = Flatten(mine);
   std::vector<double> v = {Mean(all, &Outcome::correct), Mean(all, &Outcome::loss)};
-  comm.Allreduce(std::span<double>(v));
+  device::AllreduceOnDevice(comm, dev, std::span<double>(v), device::CopyKind::kStatistic);
   const double w = comm.world_size();
   return {v[0] / w, v[1] / w};
 }
@@ -69,11 +72,11 @@ Naive RankMeanClosedForm(const Config& c) {
 }
 
 // step_mean through the engine: one allreduce per step, as the seed does.
-Naive StepMeanCollective(comm::Comm& comm, const RankBatches& mine) {
+Naive StepMeanCollective(comm::Comm& comm, const RankBatches& mine, device::Device<double>* dev) {
   double acc_sum = 0, loss_sum = 0, weight = 0;
   for (const auto& batch : mine) {
     std::vector<double> v = {Mean(batch, &Outcome::correct), Mean(batch, &Outcome::loss)};
-    comm.Allreduce(std::span<double>(v));
+    device::AllreduceOnDevice(comm, dev, std::span<double>(v), device::CopyKind::kStatistic);
     const double n = static_cast<double>(batch.size());
     acc_sum += v[0] / comm.world_size() * n;
     loss_sum += v[1] / comm.world_size() * n;
@@ -121,16 +124,18 @@ struct VariantResult {
   double mean_abs_error = 0;      // accuracy
   double max_loss_abs_error = 0;
   double closed_form_gap = 0;     // engine vs the serial closed form, accuracy and loss
+  Json device_copies;             // the first seed's (copy_json.h); null on the host
 };
 DDP_JSON_FIELDS(VariantResult, skipped, accuracy, reference_accuracy, max_abs_error,
-                mean_abs_error, max_loss_abs_error, closed_form_gap)
+                mean_abs_error, max_loss_abs_error, closed_form_gap, device_copies)
 
 // A row's results per variant, by variant name.
 using RowResult = std::map<std::string, VariantResult>;
 
 // Runs every row of world size `w` on one world of ranks; rank 0 returns,
 // per row and variant, the worst errors over the seeds.
-std::vector<RowResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
+std::vector<RowResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows, const std::string& device) {
+  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(device, comm.backend()));
   std::vector<RowResult> out;
   for (const Row& row : rows) {
     RowResult per_variant;
@@ -146,7 +151,9 @@ std::vector<RowResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
           break;
         }
         const RankBatches mine = RankShare(c, comm.rank());
-        const Naive got = step ? StepMeanCollective(comm, mine) : RankMeanCollective(comm, mine);
+        const device::CopyCount copies = dev ? dev->copies() : device::CopyCount{};
+        const Naive got = step ? StepMeanCollective(comm, mine, dev.get()) : RankMeanCollective(comm, mine, dev.get());
+        if (dev && k == 0) v.device_copies = device::ToJson(dev->copies() - copies);
         const Naive formula = step ? StepMeanClosedForm(c, comm.rank()) : RankMeanClosedForm(c);
         const Global ref = Reference(c);
         const double err = got.accuracy - ref.accuracy;
@@ -169,7 +176,9 @@ std::vector<RowResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows) {
 
 }  // namespace
 
-std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep, bool lightning) {
+std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep, bool lightning,
+                                      const std::string& device) {
+  const std::string placed = device::ToString(device::ResolveDeviceFlag(device, f.backend));
   const std::vector<Row> rows = Rows(f, sweep);
   std::vector<results::Record> records;
   for (int w : WorldSizes(rows)) {
@@ -177,7 +186,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
     std::fprintf(stderr, "mean_of_means: W=%d, %zu configurations x %d seeds...\n", w,
                  mine.size(), f.seeds);
     const harness::WorldResult world =
-        harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return Json(RunRows(comm, mine)); });
+        harness::RunWorld(f.World(w), [&](comm::Comm& comm) { return Json(RunRows(comm, mine, device)); });
     for (std::size_t i = 0; i < mine.size(); ++i) {
       const bool even = EvenSplit(mine[i].config);
       for (const char* variant : kVariants) {
@@ -189,6 +198,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
         rec.world_size = w;
         rec.config = ConfigJson(mine[i]);
         rec.control = even;
+        rec.config["device"] = placed;
         if (harness::KeptAsError(world, rec, records)) continue;
         const VariantResult v = world.value[i].get<RowResult>().at(variant);
         if (v.skipped) continue;  // unequal steps: see drop_last_hang
@@ -198,6 +208,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
         rec.measured["mean_abs_error"] = v.mean_abs_error;
         rec.measured["max_loss_abs_error"] = v.max_loss_abs_error;
         rec.measured["closed_form_gap"] = v.closed_form_gap;
+        if (!v.device_copies.is_null()) rec.measured["device_copies"] = v.device_copies;
         // The symptom: a bias, of exactly the size the closed form predicts.
         // The control: no padding, equal splits -> exact.
         if (even) {
@@ -215,7 +226,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
   }
   // Lightning's integer batch-size accumulator (lightning.cc): W = 16, Gloo.
   if (lightning) {
-    for (results::Record& rec : RunLightning(f)) records.push_back(std::move(rec));
+    for (results::Record& rec : RunLightning(f, device)) records.push_back(std::move(rec));
   }
   return records;
 }

@@ -1,5 +1,6 @@
 // repro/missing_set_epoch: no sampler.set_epoch(epoch) (seed 001).
 // Runs the variants of variants.cc; see README.md.
+#include "core/device/device_flag.h"
 #include "core/harness/pair_main.h"
 #include "repro/missing_set_epoch/variants.h"
 
@@ -15,6 +16,10 @@ int main(int argc, char** argv) {
     flags.Int("epochs", &options.epochs, "epochs per seed", 2, 1000);
     flags.Bool("sweep", &options.sweep, "W in {2,4,8,--world_size}, N in {--n,10000}");
     flags.Bool("train", &options.train, "also train the MLP both ways (the curves)");
+    ddp::device::AddDeviceFlag(flags, &options.device);
+  };
+  spec.validate = [&](const ddp::harness::CommonFlags& f) {
+    return ddp::device::DeviceFlagError(options.device, f.backend);
   };
   spec.run = [&](const ddp::harness::CommonFlags& f) {
     return ddp::missing_set_epoch::RunRepro(f, options);

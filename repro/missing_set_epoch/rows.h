@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/harness/pair_main.h"
@@ -13,6 +14,9 @@ struct PairOptions {
   int epochs = 5;
   bool sweep = false;
   bool train = true;  // the training curves (repro only)
+  // --device (core/device/device_flag.h): where training's gradient
+  // all-reduce runs.
+  std::string device = "auto";
 };
 
 // World sizes: {2, --world_size} (2 is where the closed form reads 75%);

@@ -5,6 +5,8 @@
 
 #include "core/data/data_loader.h"
 #include "core/data/synthetic.h"
+#include "core/device/copy_json.h"
+#include "core/device/device_allreduce.h"
 #include "core/exact/replica.h"
 
 namespace ddp::missing_set_epoch {
@@ -42,6 +44,7 @@ Curves Train(comm::Comm& comm, Mode mode, const TrainConfig& c, const StepObserv
                                                  .init_seed = seed,
                                                  .lr = c.lr,
                                                  .momentum = c.momentum});
+  const auto dev = device::MakeDevice<double>(c.device);
   Curves out;
   out.same_order_every_epoch = true;
   std::vector<int64_t> first_order;
@@ -66,7 +69,9 @@ Curves Train(comm::Comm& comm, Mode mode, const TrainConfig& c, const StepObserv
       std::vector<double> buf(g.grad.data(), g.grad.data() + g.grad.size());
       buf.push_back(g.loss_sum);
       buf.push_back(static_cast<double>(g.count));
-      comm.Allreduce(std::span<double>(buf));
+      const device::CopyCount copies = dev ? dev->copies() : device::CopyCount{};
+      device::AllreduceOnDevice(comm, dev.get(), std::span<double>(buf), device::CopyKind::kParameter);
+      if (dev && step == 0) out.device_copies = device::ToJson(dev->copies() - copies);
       Eigen::VectorXd avg = Eigen::Map<Eigen::VectorXd>(buf.data(), g.grad.size());
       avg /= comm.world_size();
       model.Apply(avg);

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "core/comm/comm.h"
+#include "core/device/make_device.h"
 #include "core/exact/replica.h"
+#include "core/results/json.h"
 #include "repro/missing_set_epoch/scenario.h"
 
 namespace ddp::missing_set_epoch {
@@ -22,6 +24,9 @@ struct TrainConfig {
   // Local BatchNorm (DDP's default); GroupNorm where a batch of one sample
   // would make BatchNorm refuse to train.
   replica::Norm norm = replica::Norm::kBatchNorm;
+  // Where DDP's gradient all-reduce runs (resolved --device; host: a host
+  // buffer, as before; core/device/device_allreduce.h).
+  device::Placement device = device::Placement::kHost;
 };
 
 // What one training step did on this rank: the state it started from, the
@@ -45,6 +50,8 @@ struct Curves {
   // epoch (the symptom, observed inside the training loop).
   bool same_order_every_epoch = false;
   int64_t collectives = 0;
+  // This rank's host<->device copies in step 0 (copy_json.h); null on the host.
+  results::Json device_copies;
 };
 
 // Every rank calls this with the same config; one allreduce per step

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/device/device_flag.h"
 #include "core/harness/error_record.h"
 #include "repro/missing_set_epoch/orders.h"
 #include "repro/missing_set_epoch/scenario.h"
@@ -49,10 +50,11 @@ struct TrainingResult {
   double final_accuracy_diff_se = 0;
   double final_loss_diff = 0;
   double final_loss_diff_se = 0;
+  Json device_copies;  // rank 0's in step 0 of the first seed without set_epoch; null on the host
 };
 DDP_JSON_FIELDS(TrainingResult, same_order_every_epoch_all_ranks, fixed_order_varies_all_ranks,
                 no_set_epoch, set_epoch, final_accuracy_diff, final_accuracy_diff_se,
-                final_loss_diff, final_loss_diff_se)
+                final_loss_diff, final_loss_diff_se, device_copies)
 
 // What a world measured at one dataset size (rank 0's value is an array of
 // these, one per size).
@@ -89,6 +91,7 @@ TrainingResult Training(comm::Comm& comm, const TrainConfig& base, int64_t first
                         int seeds) {
   std::vector<std::vector<double>> acc[2], loss[2], train[2];
   int same_order = 1, fixed_differs = 1;
+  Json device_copies;
   for (int k = 0; k < seeds; ++k) {
     TrainConfig c = base;
     c.order.seed = first_seed + k;
@@ -98,6 +101,7 @@ TrainingResult Training(comm::Comm& comm, const TrainConfig& base, int64_t first
       loss[m].push_back(cv.test_loss);
       train[m].push_back(cv.train_loss);
       if (m == 0) same_order &= cv.same_order_every_epoch;
+      if (m == 0 && k == 0) device_copies = cv.device_copies;
       if (m == 1) fixed_differs &= !cv.same_order_every_epoch;
     }
   }
@@ -105,6 +109,7 @@ TrainingResult Training(comm::Comm& comm, const TrainConfig& base, int64_t first
   std::vector<int32_t> flags = {same_order, fixed_differs};
   comm.Allreduce(std::span<int32_t>(flags), comm::ReduceOp::kMin);
   TrainingResult t;
+  t.device_copies = device_copies;
   t.same_order_every_epoch_all_ranks = flags[0] == 1;
   t.fixed_order_varies_all_ranks = flags[1] == 1;
   MeanCurves* curves[2] = {&t.no_set_epoch, &t.set_epoch};
@@ -139,6 +144,7 @@ std::vector<OrderRow> RunWorldRows(comm::Comm& comm, const harness::CommonFlags&
       TrainConfig t;
       t.order = c;
       t.batch_size = f.batch_size;
+      t.device = device::ResolveDeviceFlag(o.device, comm.backend());
       row.training.push_back(Training(comm, t, f.seed, f.seeds));
     }
     rows.push_back(row);
@@ -214,6 +220,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
           const TrainingResult& t = row.training.at(0);
           rec.config["model"] = "mlp";
           rec.config["batch_size"] = f.batch_size;
+          rec.config["device"] = device::ToString(device::ResolveDeviceFlag(o.device, f.backend));
           rec.reference["final_test_accuracy"] = t.set_epoch.test_accuracy.back();
           rec.reference["final_test_loss"] = t.set_epoch.test_loss.back();
           rec.measured["final_test_accuracy"] = t.no_set_epoch.test_accuracy.back();
@@ -223,6 +230,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
           rec.measured["final_loss_diff"] = t.final_loss_diff;
           rec.measured["final_loss_diff_se"] = t.final_loss_diff_se;
           rec.measured["curves"] = t.no_set_epoch;
+          if (!t.device_copies.is_null()) rec.measured["device_copies"] = t.device_copies;
           rec.reference["curves"] = t.set_epoch;
           // The verdict is about the mechanism (the order really replayed
           // inside training, on every rank, and varied when fixed); the

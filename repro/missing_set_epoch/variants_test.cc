@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/data/testing/golden_reader.h"
+#include "core/device/device_record_check.h"
 #include "core/testing/backend.h"
 #include "fixes/missing_set_epoch/golden_check.h"
 #include "gtest/gtest.h"
@@ -65,6 +66,44 @@ TEST(MissingSetEpochRepro, ReplaysOrderAndPerRankSeedsLoseAQuarter) {
                   M(r, "final_accuracy_diff_se"));
     }
   }
+}
+
+// --device emulated (the GPU in the _nccl twin): the training's gradient
+// all-reduce on a device buffer leaves every record as the host run's; the
+// training record carries step 0's copies (the gradient up and down).
+TEST(MissingSetEpochRepro, DeviceAllreduceGivesTheHostRecords) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f;
+  f.backend = testing::TestBackend();
+  f.world_size = 2;
+  f.seeds = 1;
+  f.n = 200;
+  f.batch_size = 16;
+  f.timeout = 10;
+  PairOptions o;
+  o.epochs = 2;
+  o.device = "host";
+  const auto host = RunRepro(f, o);
+  const std::string on = testing::TestBackend() == "nccl" ? "cuda" : "emulated";
+  o.device = on;
+  const auto dev = RunRepro(f, o);
+  ASSERT_EQ(host.size(), dev.size());
+  int training = 0;
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    SCOPED_TRACE(dev[i].variant + " " + Dump(dev[i].measured) + " " + dev[i].error);
+    ASSERT_EQ(dev[i].verdict, host[i].verdict);
+    if (dev[i].variant != "no_set_epoch_training") {
+      EXPECT_EQ(dev[i].measured, host[i].measured);
+      continue;
+    }
+    ++training;
+    const results::Json copies = device::ExpectSameAsHost(host[i], dev[i], on);
+    ASSERT_FALSE(copies.is_null());
+    EXPECT_EQ(copies.at("parameter").at("h2d").at("calls"), 1);
+    EXPECT_EQ(copies.at("parameter").at("d2h"), copies.at("parameter").at("h2d"));
+    EXPECT_EQ(copies.at("h2d").at("calls"), 1);
+  }
+  EXPECT_EQ(training, 1);
 }
 
 TEST(MissingSetEpochRepro, PyTorchAlsoReplaysWithoutSetEpoch) {
