@@ -22,4 +22,11 @@ results::Json ToJson(const CopyCount& c) {
   return j;
 }
 
+results::Json StagingJson(const comm::Comm::StagedCopies& before, const comm::Comm::StagedCopies& after) {
+  results::Json j = results::Json::object();
+  j["h2d"] = ToJson(CopyTally{after.h2d_calls - before.h2d_calls, after.h2d_bytes - before.h2d_bytes});
+  j["d2h"] = ToJson(CopyTally{after.d2h_calls - before.d2h_calls, after.d2h_bytes - before.d2h_bytes});
+  return j;
+}
+
 }  // namespace ddp::device

@@ -9,6 +9,10 @@
 //   prediction d2h: 1 call of N x 3 doubles (the gathered, ordered result);
 //   statistic  d2h: 1 call of 16 bytes (ReorderByIndex's coverage check);
 //   nothing else (activation, parameter: 0).
+// And what the Comm staged in that gather (comm_staging): nothing on Gloo;
+// on NCCL the host int64 lengths exchange of pad_gather_trim and allgatherv,
+// 1 call of 8 bytes up and 1 of 8 W bytes down (as nccl_staging_test's host
+// all_gather), nothing for known_counts.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -29,6 +33,7 @@ bool OnNccl() { return testing::TestBackend() == "nccl"; }
 int64_t Get(const Json& copies, const char* kind, const char* dir, const char* what) {
   return copies.at(kind).at(dir).at(what).get<int64_t>();
 }
+int64_t Get(const Json& staged, const char* dir, const char* what) { return staged.at(dir).at(what).get<int64_t>(); }
 
 Sharding ShardingOf(const results::Record& r) {
   return r.config.at("sharding").get<std::string>() == "strided" ? Sharding::kStrided : Sharding::kPaddedSampler;
@@ -63,6 +68,7 @@ TEST(WrongAllGatherDeviceFix, ExactWithKnownCopiesOnTheDevice) {
     EXPECT_EQ(r.config.at("gather_device"), OnNccl() ? "cuda" : "emulated") << at;
     EXPECT_EQ(host[i].config.at("gather_device"), "host");
     EXPECT_EQ(host[i].measured.find("device_copies"), host[i].measured.end()) << "the host gather copies nothing";
+    EXPECT_EQ(host[i].measured.contains("comm_staging"), OnNccl()) << "staging is recorded on NCCL only";
     // The same AUC as the host gather, to the bit (the same predictions).
     EXPECT_EQ(r.measured.at("auc").get<double>(), host[i].measured.at("auc").get<double>()) << at;
     EXPECT_EQ(r.measured.at("error").get<double>(), host[i].measured.at("error").get<double>()) << at;
@@ -84,6 +90,12 @@ TEST(WrongAllGatherDeviceFix, ExactWithKnownCopiesOnTheDevice) {
       EXPECT_EQ(Get(k, "statistic", "d2h", "bytes"), 16) << who;
       EXPECT_EQ(k.at("h2d").at("calls").get<int64_t>(), mine > 0 ? 1 : 0) << who;
       EXPECT_EQ(k.at("d2h").at("calls").get<int64_t>(), 2) << who;
+      const Json& staged = r.measured.at("comm_staging").at(rank);
+      const bool lengths = OnNccl() && r.variant != "known_counts";
+      EXPECT_EQ(Get(staged, "h2d", "calls"), lengths ? 1 : 0) << who << Dump(staged);
+      EXPECT_EQ(Get(staged, "h2d", "bytes"), lengths ? 8 : 0) << who << Dump(staged);
+      EXPECT_EQ(Get(staged, "d2h", "calls"), lengths ? 1 : 0) << who << Dump(staged);
+      EXPECT_EQ(Get(staged, "d2h", "bytes"), lengths ? 8 * r.world_size : 0) << who << Dump(staged);
     }
   }
 }

@@ -29,9 +29,10 @@ struct MethodResult {
   int undefined = 0;      // seeds where both agree the AUC is undefined
   int count_errors = 0;   // seeds where the gather did not return N predictions
   Json copies;            // on a device: this rank's copies in the first seed's gather (else null)
+  Json staging;           // what the Comm staged in that gather (host buffers on NCCL)
 };
 DDP_JSON_FIELDS(MethodResult, auc, reference_auc, max_abs_auc_error, max_abs_ap_error,
-                disagreements, undefined, count_errors, copies)
+                disagreements, undefined, count_errors, copies, staging)
 
 std::vector<MethodResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows, device::Placement placement) {
   const std::unique_ptr<device::Device<double>> dev = device::MakeDevice<double>(placement, "--gather_device");
@@ -44,9 +45,11 @@ std::vector<MethodResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows
           const Config c = row.At(s, k);
           const std::vector<int64_t> known = ShardCounts(c.n, c.world_size, s);
           const device::CopyCount before = dev ? dev->copies() : device::CopyCount{};
+          const comm::Comm::StagedCopies staged_before = comm.staged_copies();
           const std::vector<Prediction> all =
               GatherPredictions(comm, Flatten(RankShare(c, comm.rank())), m, known, GatherOn{dev.get(), c.n});
           if (dev && k == 0) v.copies = device::ToJson(dev->copies() - before);
+          if (k == 0) v.staging = device::StagingJson(staged_before, comm.staged_copies());
           if (static_cast<int64_t>(all.size()) != c.n) ++v.count_errors;
           const Metrics got = Compute(all);
           const Metrics ref = Reference(c);
@@ -108,12 +111,18 @@ std::vector<results::Record> RunFixOnRows(const harness::CommonFlags& f, const s
           rec.measured["disagreements"] = v.disagreements;
           rec.measured["count_errors"] = v.count_errors;
           rec.measured["collectives"] = m == Method::kKnownCounts ? 1 : 2;
-          if (placement != device::Placement::kHost) {
-            Json per_rank = Json::array();
-            for (const Json& rank : world.rank_values) {
-              per_rank.push_back(rank.is_array() ? rank.at(i - 1).at("copies") : Json());
-            }
-            rec.measured["device_copies"] = per_rank;
+          // Each rank's value of `key` for this record (null where a rank has none).
+          const auto per_rank = [&](const char* key) {
+            Json out = Json::array();
+            for (const Json& rank : world.rank_values) out.push_back(rank.is_array() ? rank.at(i - 1).at(key) : Json());
+            return out;
+          };
+          if (placement != device::Placement::kHost) rec.measured["device_copies"] = per_rank("copies");
+          // The host int64 lengths exchange stays staged under NCCL (and the
+          // whole host gather is); Gloo stages nothing, so its records keep
+          // their fields.
+          if (placement != device::Placement::kHost || f.backend == "nccl") {
+            rec.measured["comm_staging"] = per_rank("staging");
           }
           const bool exact = v.max_abs_auc_error <= exact::kDoubleTolerance &&
                              v.max_abs_ap_error <= exact::kDoubleTolerance &&
