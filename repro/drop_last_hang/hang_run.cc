@@ -67,7 +67,7 @@ int RankMain(const launch::RankEnv& env, const Config& c, const HangOptions& o) 
   co.timeout = std::chrono::milliseconds(static_cast<long long>(o.collective_deadline_s * 1000));
   co.checked = false;  // raw: what the engine does with an unmatched call
   auto comm = comm::MakeComm(co);
-  const auto dev = device::MakeDevice<double>(o.device, device::kDeviceFlag);  // the Comm picked the GPU
+  const auto dev = device::MakeDevice<double>(o.device, device::kDeviceFlag);  // after the Comm: it set the GPU
   auto ds = MakeDataset(c);
   const Batches batches = RankBatches(c, env.rank);
   replica::Replica model(ModelOptions(*ds, c));
