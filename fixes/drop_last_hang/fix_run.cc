@@ -5,6 +5,8 @@
 #include <span>
 #include <vector>
 
+#include "core/device/copy_json.h"
+#include "core/device/device_flag.h"
 #include "core/exact/step_check.h"
 #include "core/harness/error_record.h"
 #include "fixes/drop_last_hang/fixes.h"
@@ -66,14 +68,17 @@ struct RowResult {
   // steps, and its distance to rank 0's final parameters.
   int64_t reference_steps = 0;
   double trajectory_rel_err = 0;
+  Json device_copies;  // on a device: this rank's copies over the row (copy_json.h); else null
 };
 DDP_JSON_FIELDS(RowResult, collectives, steps, contributors_min, step_check, reference_steps,
-                trajectory_rel_err)
+                trajectory_rel_err, device_copies)
 
-RowResult RankRow(comm::Comm& comm, const Row& row) {
+RowResult RankRow(comm::Comm& comm, const Row& row, device::Device<double>* dev) {
   const int64_t seq0 = comm.next_seq();
-  const RankRun run = TrainWithFix(comm, row.fix, row.config);
+  const device::CopyCount copies = dev ? dev->copies() : device::CopyCount{};
+  const RankRun run = TrainWithFix(comm, row.fix, row.config, dev);
   RowResult out;
+  if (dev) out.device_copies = device::ToJson(dev->copies() - copies);
   out.collectives = comm.next_seq() - seq0;
   out.steps = run.steps;
   out.contributors_min = run.contributors_min;
@@ -90,7 +95,7 @@ RowResult RankRow(comm::Comm& comm, const Row& row) {
   return out;
 }
 
-results::Record RecordOf(const harness::CommonFlags& f, const Row& row) {
+results::Record RecordOf(const harness::CommonFlags& f, const Row& row, device::Placement placement) {
   const Config& c = row.config;
   results::Record rec;
   rec.bug = "drop_last_hang";
@@ -105,6 +110,7 @@ results::Record RecordOf(const harness::CommonFlags& f, const Row& row) {
   rec.config["empty_rank"] = row.empty_rank;
   rec.config["seed"] = static_cast<long long>(c.seed);
   rec.config["checked"] = true;
+  rec.config["device"] = device::ToString(placement);
   rec.config["torch_counterpart"] = TorchCounterpart(row.fix);
   const int fewest = PredictedContributorsMin(row);
   if (row.fix == Fix::kJoinInitialWorldSize) {
@@ -146,6 +152,7 @@ void Judge(const std::vector<std::vector<RowResult>>& ranks, const std::vector<R
   // Over every rank's steps (steps_checked counts rank-steps).
   rec.measured["step_check"] = check.ToJson();
   rec.measured["trajectory_rel_err"] = v.trajectory_rel_err;
+  if (!v.device_copies.is_null()) rec.measured["device_copies"] = v.device_copies;
   const bool exact = equal && check.exact() && v.steps == v.reference_steps;
   rec.verdict = exact ? results::Verdict::kExact : results::Verdict::kInexact;
 }
@@ -161,7 +168,9 @@ std::vector<Cell> Cells(const harness::CommonFlags& f, bool sweep) {
   return cells;
 }
 
-std::vector<results::Record> RunFix(const harness::CommonFlags& f, const std::vector<Cell>& cells) {
+std::vector<results::Record> RunFix(const harness::CommonFlags& f, const std::vector<Cell>& cells,
+                                    const std::string& device) {
+  const device::Placement placement = device::ResolveDeviceFlag(device, f.backend);
   std::vector<results::Record> records;
   for (const Cell& cell : cells) {
     const std::vector<Row> rows = RowsOf(f, cell);
@@ -170,8 +179,9 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const std::ve
     harness::WorldOptions wo = f.World(cell.world_size);
     wo.checked = true;  // a step-count mismatch would throw CheckError
     const harness::WorldResult world = harness::RunWorld(wo, [&](comm::Comm& comm) {
+      const auto dev = device::MakeDevice<double>(placement, device::kDeviceFlag);
       std::vector<RowResult> out;
-      for (const Row& row : rows) out.push_back(RankRow(comm, row));
+      for (const Row& row : rows) out.push_back(RankRow(comm, row, dev.get()));
       return Json(out);
     });
     // Every rank's results (all of them came back when the world is ok).
@@ -184,7 +194,7 @@ std::vector<results::Record> RunFix(const harness::CommonFlags& f, const std::ve
     const std::vector<RowResult> value =
         world.ok ? world.value.get<std::vector<RowResult>>() : std::vector<RowResult>{};
     for (std::size_t i = 0; i < rows.size(); ++i) {
-      results::Record rec = RecordOf(f, rows[i]);
+      results::Record rec = RecordOf(f, rows[i], placement);
       if (harness::KeptAsError(world, rec, records)) continue;
       Judge(ranks, value, i, rec);
       records.push_back(rec);

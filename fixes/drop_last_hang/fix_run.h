@@ -1,6 +1,7 @@
 // Running the fixes (fixes.h) over the repro's unequal-step pipelines.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/harness/pair_main.h"
@@ -36,7 +37,11 @@ std::vector<Cell> Cells(const harness::CommonFlags& f, bool sweep);
 // 1 - c_min/W, recorded as reference.expected_grad_rel_err) and `exact`
 // otherwise. The free-running one-process epoch's distance to rank 0's
 // final parameters is measured.trajectory_rel_err (information only).
+// `device` (--device: auto, host, emulated, cuda): where the gradient
+// allreduce runs; every record has config.device, and on a device
+// measured.device_copies holds rank 0's copies over the row's epoch.
 std::vector<results::Record> RunFix(const harness::CommonFlags& flags,
-                                    const std::vector<Cell>& cells);
+                                    const std::vector<Cell>& cells,
+                                    const std::string& device = "auto");
 
 }  // namespace ddp::drop_last_hang

@@ -10,9 +10,12 @@
 #include <set>
 #include <vector>
 
+#include "core/device/device_record_check.h"
+#include "core/exact/replica.h"
 #include "core/exact/step_check.h"
 #include "core/testing/backend.h"
 #include "gtest/gtest.h"
+#include "repro/drop_last_hang/scenario.h"
 
 namespace ddp::drop_last_hang {
 namespace {
@@ -122,6 +125,42 @@ TEST(DropLastHangFix, DefaultsPerStepExactAndJoinDefaultOffByOneMinusCOverW) {
   }
   EXPECT_EQ(inexact, 3);
   EXPECT_EQ(results::ExitStatus(records), 0);  // inexact is what that variant expects
+}
+
+// --device emulated (the GPU in the _nccl twin): the gradient allreduce on a
+// device buffer gives every row the host run's numbers exactly (the engine
+// sums the same values; the same collectives, checked mode), and rank 0's
+// copies are one gradient up and one down per step it ran (a join rank's
+// zero-gradient shadow steps included), parameter kind only; the int64
+// flag and count allreduces stay host buffers.
+TEST(DropLastHangFix, DeviceGradientAllreduceGivesTheHostRecords) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f = Flags(61);
+  const std::vector<Cell> cells = {{3, 3, 2}};
+  const auto host = RunFix(f, cells, "host");
+  const std::string on = testing::TestBackend() == "nccl" ? "cuda" : "emulated";
+  const auto dev = RunFix(f, cells, on);
+  ASSERT_EQ(host.size(), 9u);
+  ASSERT_EQ(host.size(), dev.size());
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    const results::Record &h = host[i], &d = dev[i];
+    SCOPED_TRACE(d.variant + " " + Dump(d.config) + " " + Dump(d.measured) + " " + d.error);
+    CheckRow(d);
+    if (::testing::Test::HasFatalFailure()) return;
+    const results::Json copies = device::ExpectSameAsHost(h, d, on);
+    ASSERT_FALSE(copies.is_null());
+    Config c{.sharding = d.config.at("sharding") == "uneven_shards" ? Sharding::kUnevenShards
+                                                                   : Sharding::kFilteredBatches,
+             .n = d.config.at("n").get<int64_t>(), .world_size = d.world_size,
+             .batch_size = d.config.at("batch_size").get<int>(), .seed = d.config.at("seed").get<uint64_t>()};
+    const int64_t params = replica::Replica(ModelOptions(*MakeDataset(c), c)).NumParams();
+    const int64_t steps = d.measured.at("steps").get<int64_t>();
+    for (const char* dir : {"h2d", "d2h"}) {
+      EXPECT_EQ(copies.at("parameter").at(dir).at("calls"), steps);
+      EXPECT_EQ(copies.at("parameter").at(dir).at("bytes"), 8 * params * steps);
+      EXPECT_EQ(copies.at(dir).at("calls"), steps);  // no other kind
+    }
+  }
 }
 
 // W in {1, 2, 3, 5, 8} (4 above) and per-rank batches {1, 2, 3, 8} on both

@@ -4,6 +4,8 @@
 #include <span>
 #include <stdexcept>
 
+#include "core/device/device_allreduce.h"
+
 namespace ddp::drop_last_hang {
 
 const char* Name(Fix f) {
@@ -76,7 +78,7 @@ std::vector<Batches> AllFixedBatches(Fix fix, const Config& c) {
   return all;
 }
 
-RankRun TrainWithFix(comm::Comm& comm, Fix fix, const Config& c) {
+RankRun TrainWithFix(comm::Comm& comm, Fix fix, const Config& c, device::Device<double>* device) {
   const Config e = Effective(fix, c);
   auto ds = MakeDataset(e);
   replica::Replica model(ModelOptions(*ds, e));
@@ -106,7 +108,7 @@ RankRun TrainWithFix(comm::Comm& comm, Fix fix, const Config& c) {
     const data::Batch batch = has_data ? data::Materialize(*ds, mine[s]) : data::Batch{};
     const replica::LocalGradient g = model.Gradient(batch);  // zeros when no data
     std::vector<double> buf(g.grad.data(), g.grad.data() + p);
-    comm.Allreduce(std::span<double>(buf));
+    device::AllreduceOnDevice(comm, device, std::span<double>(buf), device::CopyKind::kParameter);
     const int divisor = fix == Fix::kJoinInitialWorldSize ? comm.world_size() : contributors;
     const Eigen::VectorXd average =
         Eigen::Map<const Eigen::VectorXd>(buf.data(), static_cast<Eigen::Index>(p)) / divisor;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/comm/comm.h"
+#include "core/device/device.h"
 #include "core/exact/step_check.h"
 #include "repro/drop_last_hang/scenario.h"
 #include "core/exact/replica.h"
@@ -64,7 +65,12 @@ struct RankRun {
 // collective of its own (checked mode compares the fix's collectives only)
 // and every rank judges itself: a rank whose state went astray is caught at
 // the step where it did.
-RankRun TrainWithFix(comm::Comm& comm, Fix fix, const Config& c);
+// `device` (--device): where the gradient allreduce runs (nullptr: the host
+// buffer; a device: uploaded, reduced there and downloaded, counted in its
+// copies; one collective either way). The flag and count allreduces
+// (int64) stay host buffers.
+RankRun TrainWithFix(comm::Comm& comm, Fix fix, const Config& c,
+                     device::Device<double>* device = nullptr);
 
 // The same epoch in one process, free-running (every step the mean over the
 // contributing ranks' batch gradients, then SGD). Its distance to a rank's

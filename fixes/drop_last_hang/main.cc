@@ -1,10 +1,14 @@
 // fixes/drop_last_hang: equal step counts by drop_last, even batches or a
 // join protocol (seed 001); see README.md.
+#include <string>
+
+#include "core/device/device_flag.h"
 #include "core/harness/pair_main.h"
 #include "fixes/drop_last_hang/fix_run.h"
 
 int main(int argc, char** argv) {
   bool sweep = false;
+  std::string device = "auto";
   ddp::harness::PairSpec spec;
   spec.program = "fix_drop_last_hang";
   spec.summary =
@@ -15,9 +19,11 @@ int main(int argc, char** argv) {
       "parameters, momentum; 1e-12 relative). join_initial_world_size expects `inexact`.";
   spec.add_flags = [&](ddp::cli::Flags& flags) {
     flags.Bool("sweep", &sweep, "W in {1,2,3,4,5,8} x per-rank batch in {1,2,3,8}");
+    ddp::device::AddDeviceFlag(flags, &device);
   };
+  spec.validate = [&](const ddp::harness::CommonFlags& f) { return ddp::device::DeviceFlagError(device, f.backend); };
   spec.run = [&](const ddp::harness::CommonFlags& f) {
-    return ddp::drop_last_hang::RunFix(f, ddp::drop_last_hang::Cells(f, sweep));
+    return ddp::drop_last_hang::RunFix(f, ddp::drop_last_hang::Cells(f, sweep), device);
   };
   return ddp::harness::PairMain(argc, argv, spec);
 }

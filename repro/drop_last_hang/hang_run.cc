@@ -10,6 +10,7 @@
 
 #include "core/comm/errors.h"
 #include "core/comm/make_comm.h"
+#include "core/device/device_allreduce.h"
 #include "core/exact/replica.h"
 #include "core/launch/spawn.h"
 #include "core/store/store.h"
@@ -21,8 +22,7 @@ using results::Json;
 using Clock = std::chrono::steady_clock;
 
 constexpr char kMarker[] = "@@hang ";
-// The line of DDP's gradient allreduce in RankMain: the call site every
-// desync report of this repro names (checked at compile time below).
+// DDP's gradient allreduce in RankMain: the line every desync report names (asserted below).
 constexpr int kGradientAllreduceLine = 79;
 
 void Emit(const Json& j) {
@@ -47,8 +47,7 @@ FailureReport Failure(const char* kind, const comm::FailureContext& ctx, int64_t
   return r;
 }
 
-// Out of band (no collective): mark this rank finished, then wait until
-// every rank has. Bounded by the supervisor (fail-fast or its deadline).
+// Out of band (no collective): wait until every rank has finished; the supervisor bounds it.
 void WaitForJobEnd(const launch::RankEnv& env) {
   auto store = store::PrefixedStore(store::OpenStore(env.rdzv), env.run_id + "/job_end");
   store->Put("finished/" + std::to_string(env.rank), "1");
@@ -68,6 +67,7 @@ int RankMain(const launch::RankEnv& env, const Config& c, const HangOptions& o) 
   co.timeout = std::chrono::milliseconds(static_cast<long long>(o.collective_deadline_s * 1000));
   co.checked = false;  // raw: what the engine does with an unmatched call
   auto comm = comm::MakeComm(co);
+  const auto dev = device::MakeDevice<double>(o.device, device::kDeviceFlag);  // after the Comm: it set the GPU
   auto ds = MakeDataset(c);
   const Batches batches = RankBatches(c, env.rank);
   replica::Replica model(ModelOptions(*ds, c));
@@ -76,7 +76,7 @@ int RankMain(const launch::RankEnv& env, const Config& c, const HangOptions& o) 
     for (; step < static_cast<int64_t>(batches.size()); ++step) {
       const replica::LocalGradient g = model.Gradient(data::Materialize(*ds, batches[step]));
       std::vector<double> buf(g.grad.data(), g.grad.data() + g.grad.size());
-      comm->Allreduce(std::span<double>(buf));  // DDP's gradient allreduce
+      device::AllreduceOnDevice(*comm, dev.get(), std::span<double>(buf), device::CopyKind::kParameter);
       static_assert(__LINE__ - 1 == kGradientAllreduceLine, "kGradientAllreduceLine: the line above");
       model.Apply(Eigen::Map<Eigen::VectorXd>(buf.data(), g.grad.size()) / comm->world_size());
     }
@@ -93,6 +93,7 @@ int RankMain(const launch::RankEnv& env, const Config& c, const HangOptions& o) 
   finished.rank = env.rank;
   finished.steps = step;
   finished.collectives = collectives;
+  if (dev) finished.device_copies = device::ToJson(dev->copies());
   Emit(Json(finished));
   if (o.early == EarlyRanks::kWaitForJob) WaitForJobEnd(env);
   return 0;

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "core/device/copy_json.h"
+#include "core/device/device_flag.h"
 #include "core/launch/supervise.h"
 #include "core/results/json.h"
 #include "repro/drop_last_hang/scenario.h"
@@ -39,6 +41,11 @@ struct HangOptions {
   // has installed core/launch/interrupt.h's handlers and reports it), as in
   // every other pair's worlds.
   bool forward_signals = false;
+  // The resolved --device (core/device/device_flag.h): where each step's
+  // gradient allreduce runs (host: the host buffer; emulated or cuda: a
+  // device buffer, core/device/device_allreduce.h). One collective either
+  // way, at the same line of hang_run.cc.
+  device::Placement device = device::Placement::kHost;
 };
 
 // The report line of a rank that finished its epoch (kind "finished").
@@ -47,8 +54,11 @@ struct FinishedReport {
   int rank = 0;
   int64_t steps = 0;
   int64_t collectives = 0;  // collectives it called
+  // On a device: the rank's host<->device copies over its epoch
+  // (core/device/copy_json.h; one gradient up and down per step); else null.
+  results::Json device_copies;
 };
-DDP_JSON_FIELDS(FinishedReport, kind, rank, steps, collectives)
+DDP_JSON_FIELDS(FinishedReport, kind, rank, steps, collectives, device_copies)
 
 // The report line of a rank whose collective failed (kind "deadline" or
 // "peer").

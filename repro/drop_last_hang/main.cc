@@ -1,5 +1,6 @@
 // repro/drop_last_hang: ranks with different step counts (seed 001).
 // Runs the rows of variants.cc; see README.md.
+#include "core/device/device_flag.h"
 #include "core/harness/pair_main.h"
 #include "repro/drop_last_hang/variants.h"
 
@@ -26,13 +27,14 @@ int main(int argc, char** argv) {
                "only)");
     flags.Bool("filtered_deadline_row", &options.filtered_deadline_row,
                "run the filtered_batches row of batch 2 (its deadline error at allreduce #120)");
+    ddp::device::AddDeviceFlag(flags, &options.device);
   };
-  spec.validate = [](const ddp::harness::CommonFlags&) -> std::string {
+  spec.validate = [&](const ddp::harness::CommonFlags& f) -> std::string {
     if (ddp::harness::LaunchedAsRank()) {
       return "this repro spawns its own ranks (its rows hang or kill ranks on purpose): run it "
              "without a launcher";
     }
-    return "";
+    return ddp::device::DeviceFlagError(options.device, f.backend);
   };
   spec.run = [&](const ddp::harness::CommonFlags& f) {
     return ddp::drop_last_hang::RunRepro(f, options);

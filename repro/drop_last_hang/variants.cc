@@ -24,6 +24,7 @@
 #include <functional>
 #include <sstream>
 
+#include "core/device/device_flag.h"
 #include "core/launch/interrupt.h"
 #include "core/trace/analyze.h"
 #include "repro/drop_last_hang/hang_run.h"
@@ -67,6 +68,7 @@ std::vector<Row> Rows(const harness::CommonFlags& f, const PairOptions& o) {
     deadline.forward_signals = launch::InterruptHandlersInstalled();
     deadline.collective_deadline_s = f.timeout;
     deadline.world_deadline_s = 2 * f.timeout + 30;
+    deadline.device = device::ResolveDeviceFlag(o.device, f.backend);
     auto add = [&](const char* variant, Sharding s, int64_t n, int b, HangOptions ho) {
       Row r;
       r.variant = variant;
@@ -123,6 +125,7 @@ results::Record RunRow(const harness::CommonFlags& f, const Row& row) {
   rec.config["collective_deadline_s"] = row.options.collective_deadline_s;
   rec.config["world_deadline_s"] = row.options.world_deadline_s;
   rec.config["early_ranks"] = row.options.early == EarlyRanks::kExit ? "exit" : "wait";
+  rec.config["device"] = device::ToString(row.options.device);
   rec.reference["steps_per_rank"] = IntArray(steps);
   rec.reference["expected"] = min_steps == max_steps ? "equal steps: completes"
                               : row.options.early == EarlyRanks::kExit
@@ -168,6 +171,11 @@ results::Record RunRow(const harness::CommonFlags& f, const Row& row) {
     }
   }
   rec.measured["finished_ranks"] = RankList(finished);
+  // On a device: the first finished rank's copies over its epoch (a failed
+  // rank reports none: its last upload has no download).
+  if (!finished.empty() && !hr.finished[finished[0]]->device_copies.is_null()) {
+    rec.measured["device_copies"] = hr.finished[finished[0]]->device_copies;
+  }
   bool ok = false;
   if (min_steps == max_steps) {
     rec.control = true;

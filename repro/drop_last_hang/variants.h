@@ -1,6 +1,7 @@
 // The drop_last hang repro variants (see variants.cc).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/harness/pair_main.h"
@@ -24,6 +25,8 @@ struct PairOptions {
   // seconds (NCCL ranks sharing a GPU: core/testing/README.md).
   bool controls = true;
   bool filtered_deadline_row = true;
+  // --device (core/device/device_flag.h): where the gradient allreduce runs.
+  std::string device = "auto";
 };
 
 // The allowed lateness of the deadline error: it must arrive within the

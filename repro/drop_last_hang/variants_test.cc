@@ -14,6 +14,7 @@
 #include <string>
 
 #include "core/comm/comm.h"
+#include "core/exact/replica.h"
 #include "core/testing/backend.h"
 #include "gtest/gtest.h"
 #include "repro/drop_last_hang/hang_run.h"
@@ -55,15 +56,21 @@ Sizes GetSizes() {
                             "(not 60)");
 }
 
-TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
-  DDP_REQUIRE_BACKEND();
-  const Sizes sizes = GetSizes();
+// W = 4, N = 1003, B = 32, a collective deadline of 1.5 s.
+harness::CommonFlags Flags() {
   harness::CommonFlags f;
   f.backend = testing::TestBackend();
   f.world_size = 4;
   f.n = 1003;
   f.batch_size = 32;
   f.timeout = 1.5;  // the collective deadline
+  return f;
+}
+
+TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
+  DDP_REQUIRE_BACKEND();
+  const Sizes sizes = GetSizes();
+  const harness::CommonFlags f = Flags();
   const bool gloo = f.backend == "gloo";
   PairOptions o;
   o.hang_world_deadline_s = 3;
@@ -165,6 +172,42 @@ TEST(DropLastHangRepro, ExtraStepBecomesDeadlineErrorWithReport) {
   EXPECT_EQ(controls, sizes.controls ? 3 : 0);
   // uneven_shards N=1025, filtered_batches B=2
   EXPECT_EQ(deadline_rows, sizes.filtered_deadline_row ? 2 : 1);
+}
+
+// --device emulated (cuda on NCCL): the gradient allreduce on a device
+// buffer, the call still on GradientAllreduceLine(). The uneven split's
+// three hang rows keep their verdicts and their reports keep naming that
+// line; a finished rank's copies are one gradient up and down per step.
+TEST(DropLastHangRepro, DeviceGradientAllreduceKeepsTheHangsAndTheirLine) {
+  DDP_REQUIRE_BACKEND();
+  const harness::CommonFlags f = Flags();
+  PairOptions o;
+  o.hang_world_deadline_s = 3;
+  o.controls = false;
+  o.filtered_deadline_row = false;
+  o.nccl_startup_s = 15;
+  const std::string on = f.backend == "nccl" ? "cuda" : "emulated";
+  o.device = on;
+  const auto records = RunRepro(f, o);
+  const std::string site = "repro/drop_last_hang/hang_run.cc:" + std::to_string(GradientAllreduceLine());
+  const Config c{.sharding = Sharding::kUnevenShards, .n = 1025, .world_size = 4, .batch_size = 32};
+  const int64_t params = replica::Replica(ModelOptions(*MakeDataset(c), c)).NumParams();
+  ASSERT_EQ(records.size(), 3u);  // deadline, no deadline, early exit
+  for (const auto& r : records) {
+    SCOPED_TRACE(r.variant + " " + Dump(r.config) + " " + Dump(r.measured) + " " + r.error);
+    ASSERT_EQ(r.verdict, results::Verdict::kReproduced);
+    EXPECT_EQ(r.config.at("device"), on);
+    EXPECT_EQ(S(r, "finished_ranks"), "[1, 2, 3]");
+    if (r.variant != "uneven_shards_no_deadline") {
+      EXPECT_NE(S(r, "verdict").find(" at " + site), std::string::npos);
+    }
+    const results::Json& copies = r.measured.at("device_copies");  // rank 1's 8 steps
+    for (const char* dir : {"h2d", "d2h"}) {
+      EXPECT_EQ(copies.at("parameter").at(dir).at("calls"), 8);
+      EXPECT_EQ(copies.at("parameter").at(dir).at("bytes"), 8 * params * 8);
+      EXPECT_EQ(copies.at(dir).at("calls"), 8);  // no other kind
+    }
+  }
 }
 
 }  // namespace
