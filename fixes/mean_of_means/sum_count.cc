@@ -58,7 +58,7 @@ DDP_JSON_FIELDS(SumCountResult, accuracy, reference_accuracy, max_abs_error, max
                 count_mismatch, device_copies)
 
 std::vector<SumCountResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows, const std::string& device) {
-  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(device, comm.backend()));
+  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(device, comm.backend()), device::kDeviceFlag);
   std::vector<SumCountResult> out;
   for (const Row& row : rows) {
     SumCountResult& v = out.emplace_back();

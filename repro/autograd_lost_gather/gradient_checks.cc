@@ -40,7 +40,7 @@ SeedStats Compare(const Vec& g, const Vec& truth, const Vec& predicted, int w, d
 Json GradWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags& p,
                const std::vector<VariantSpec>& variants) {
   const int w = comm.world_size();
-  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(p.device, comm.backend()));
+  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(p.device, comm.backend()), device::kDeviceFlag);
   std::vector<GradStats> out;
   for (LossKind loss : kLosses) {
     for (Layout layout : p.layouts) {

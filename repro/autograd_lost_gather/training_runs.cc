@@ -156,7 +156,7 @@ Json TrainWorld(comm::Comm& comm, const harness::CommonFlags& f, const PairFlags
   const int w = comm.world_size();
   const uint64_t seed = static_cast<uint64_t>(f.seed);
   const Batch held_out = MakeBatch(seed, kHeldOutStream, f.n, p.problem.task);
-  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(p.device, comm.backend()));
+  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(p.device, comm.backend()), device::kDeviceFlag);
   std::vector<TrainResult> out;
   for (const TrainCase& tc : cases) {
     const auto counts = Counts(tc.layout, w, tc.batch_size);

@@ -77,7 +77,7 @@ DDP_JSON_FIELDS(LightningResult, accuracy, reference_accuracy, ratio, loss_ratio
                 closed_form_gap, device_copies)
 
 std::vector<LightningResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows, const std::string& device) {
-  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(device, comm.backend()));
+  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(device, comm.backend()), device::kDeviceFlag);
   std::vector<LightningResult> out;
   for (const Row& row : rows) {
     LightningResult& v = out.emplace_back();

@@ -135,7 +135,7 @@ using RowResult = std::map<std::string, VariantResult>;
 // Runs every row of world size `w` on one world of ranks; rank 0 returns,
 // per row and variant, the worst errors over the seeds.
 std::vector<RowResult> RunRows(comm::Comm& comm, const std::vector<Row>& rows, const std::string& device) {
-  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(device, comm.backend()));
+  const auto dev = device::MakeDevice<double>(device::ResolveDeviceFlag(device, comm.backend()), device::kDeviceFlag);
   std::vector<RowResult> out;
   for (const Row& row : rows) {
     RowResult per_variant;

@@ -7,6 +7,7 @@
 #include "core/data/synthetic.h"
 #include "core/device/copy_json.h"
 #include "core/device/device_allreduce.h"
+#include "core/device/device_flag.h"
 #include "core/exact/replica.h"
 
 namespace ddp::missing_set_epoch {
@@ -44,7 +45,7 @@ Curves Train(comm::Comm& comm, Mode mode, const TrainConfig& c, const StepObserv
                                                  .init_seed = seed,
                                                  .lr = c.lr,
                                                  .momentum = c.momentum});
-  const auto dev = device::MakeDevice<double>(c.device);
+  const auto dev = device::MakeDevice<double>(c.device, device::kDeviceFlag);
   Curves out;
   out.same_order_every_epoch = true;
   std::vector<int64_t> first_order;
