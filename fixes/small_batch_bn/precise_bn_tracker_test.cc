@@ -48,6 +48,32 @@ std::vector<double> RunningStats(Model& m) {
   return out;
 }
 
+// Rank r's batches (batches[r] of them).
+std::vector<Images> RankBatches(const Images& train, const std::vector<int>& batches, int r) {
+  std::vector<Images> out;
+  for (int k = 0; k < batches[r]; ++k) out.push_back(Batch(train, r, k));
+  return out;
+}
+
+// The one-process PreciseBN (host) over every rank's batches in rank order.
+std::vector<double> OneProcessStats(const Images& train, const std::vector<int>& batches) {
+  std::vector<Images> all;
+  for (int r = 0; r < static_cast<int>(batches.size()); ++r) {
+    for (Images& b : RankBatches(train, batches, r)) all.push_back(std::move(b));
+  }
+  Model one(Task::kDigits, NormKind::kBatchNorm, 0, nullptr);
+  PreciseBn(nullptr, one, all);
+  return RunningStats(one);
+}
+
+harness::WorldOptions World(const std::vector<int>& batches) {
+  harness::WorldOptions o;
+  o.world_size = static_cast<int>(batches.size());
+  o.backend = testing::TestBackend();
+  o.timeout_s = 30;
+  return o;
+}
+
 double RelError(const std::vector<double>& got, const std::vector<double>& want) {
   double d = 0, s = 0;
   for (std::size_t i = 0; i < want.size(); ++i) {
@@ -73,21 +99,9 @@ TEST(PreciseBnTrackerCases, Fvcore152BatchCountsSynchronised) {
   const TaskConfig task;
   const Images train = TrainImages(task, 0);
   for (const std::vector<int>& batches : {std::vector<int>{1, 3}, std::vector<int>{2, 0, 3}}) {
-    const int w = static_cast<int>(batches.size());
-    std::vector<Images> all;
-    for (int r = 0; r < w; ++r) {
-      for (int k = 0; k < batches[r]; ++k) all.push_back(Batch(train, r, k));
-    }
-    Model one(Task::kDigits, NormKind::kBatchNorm, 0, nullptr);
-    PreciseBn(nullptr, one, all);
-    const std::vector<double> want = RunningStats(one);
-    harness::WorldOptions o;
-    o.world_size = w;
-    o.backend = testing::TestBackend();
-    o.timeout_s = 30;
-    const auto world = harness::RunWorld(o, [&](comm::Comm& comm) {
-      std::vector<Images> mine;
-      for (int k = 0; k < batches[comm.rank()]; ++k) mine.push_back(Batch(train, comm.rank(), k));
+    const std::vector<double> want = OneProcessStats(train, batches);
+    const auto world = harness::RunWorld(World(batches), [&](comm::Comm& comm) {
+      const std::vector<Images> mine = RankBatches(train, batches, comm.rank());
       Model ours(Task::kDigits, NormKind::kBatchNorm, 0, nullptr);
       PreciseBn(&comm, ours, mine);
       TrackerResult out;
@@ -149,21 +163,9 @@ TEST(PreciseBnOnDevice, MetricAllreduceOnTheModelsDevice) {
   // channels), then the batch count: 2 * (8 + 16) + 1 = 49 doubles = 392 B.
   constexpr int64_t kPackedBytes = (2 * (8 + 16) + 1) * 8;
   for (const std::vector<int>& batches : {std::vector<int>{1, 3}, std::vector<int>{2, 0, 3}}) {
-    const int w = static_cast<int>(batches.size());
-    std::vector<Images> all;
-    for (int r = 0; r < w; ++r) {
-      for (int k = 0; k < batches[r]; ++k) all.push_back(Batch(train, r, k));
-    }
-    Model one(Task::kDigits, NormKind::kBatchNorm, 0, nullptr);
-    PreciseBn(nullptr, one, all);
-    const std::vector<double> want = RunningStats(one);
-    harness::WorldOptions o;
-    o.world_size = w;
-    o.backend = testing::TestBackend();
-    o.timeout_s = 30;
-    const auto world = harness::RunWorld(o, [&](comm::Comm& comm) {
-      std::vector<Images> mine;
-      for (int k = 0; k < batches[comm.rank()]; ++k) mine.push_back(Batch(train, comm.rank(), k));
+    const std::vector<double> want = OneProcessStats(train, batches);
+    const auto world = harness::RunWorld(World(batches), [&](comm::Comm& comm) {
+      const std::vector<Images> mine = RankBatches(train, batches, comm.rank());
       Model ours(Task::kDigits, NormKind::kBatchNorm, 0, &comm, 4, nullptr, on);
       if (ours.device() == nullptr) throw std::runtime_error("the model has no device");
       const device::CopyCount before = ours.device_copies();
