@@ -4,8 +4,11 @@
 // (Gloo; the kernels' arithmetic on the host) or the GPU (the _nccl twin,
 // --norm_device auto). Each record says where the layers ran and carries,
 // per rank, the copies of one training step, which for the digits TinyCnn
-// are known exactly: asserted here. The default host run records what it
-// did too.
+// are known exactly: asserted here. The same device carries DDP's gradient
+// all-reduce (AverageGradients: core/device/device_allreduce.h), so on a
+// device that all-reduce adds one parameter upload and one download of the
+// flat gradient (W > 1) and the Comm stages nothing for it. The default host
+// run records what it did too.
 #include <string>
 #include <vector>
 
@@ -44,6 +47,15 @@ int64_t Get(const Json& copies, const char* kind, const char* dir, const char* w
 // The digits TinyCnn's norm layers: 8 channels of 8 x 8, then 16 of 4 x 4.
 constexpr int64_t kC1 = 8, kC2 = 16, kValuesPerSample = kC1 * 64 + kC2 * 16;
 
+// The digits TinyCnn's flat gradient and buffers, in bytes (double), from
+// the model itself: gradient 1442 values (conv1 72, norms 2 x (8 + 16),
+// conv2 1152, linear 170) = 11536 B; BN buffers 48 values = 384 B.
+int64_t GradBytes(NormKind kind) { return nn::NumElements(Model(Task::kDigits, kind, 0, nullptr).Params()) * 8; }
+int64_t BufferBytes() { return nn::NumElements(Model(Task::kDigits, NormKind::kBatchNorm, 0, nullptr).Buffers()) * 8; }
+NormKind KindOf(const results::Record& rec) {
+  return rec.variant == "group_norm" ? NormKind::kGroupNorm : NormKind::kBatchNorm;
+}
+
 // What one training step of rank r must copy (double), by fix.
 void ExpectStepCopies(const results::Record& rec, int rank, int batch, int world) {
   const Json& k = rec.measured.at("device_copies").at(rank);
@@ -60,10 +72,15 @@ void ExpectStepCopies(const results::Record& rec, int rank, int batch, int world
   // gradient sums down. GroupNorm: gamma, beta up; dgamma, dbeta down.
   const int64_t up = bn ? (4 * kC1 + 1 + 4 * kC2 + 1) * 8 : 2 * (kC1 + kC2) * 8;
   const int64_t down = bn ? 4 * (kC1 + kC2) * 8 : 2 * (kC1 + kC2) * 8;
-  EXPECT_EQ(Get(k, "parameter", "h2d", "calls"), runs ? 2 : 0) << at;
-  EXPECT_EQ(Get(k, "parameter", "h2d", "bytes"), runs ? up : 0) << at;
-  EXPECT_EQ(Get(k, "parameter", "d2h", "calls"), runs ? (bn ? 4 : 2) : 0) << at;
-  EXPECT_EQ(Get(k, "parameter", "d2h", "bytes"), runs ? down : 0) << at;
+  // DDP's gradient all-reduce on the device (W > 1; every rank, an empty one
+  // too, which joins with zeros): the flat gradient up once and down once.
+  // E.g. W = 4 x 2, sync_bn: parameter up 2 + 1 calls, 784 + 11536 B; down
+  // 4 + 1 calls, 768 + 11536 B. W = 1 has no all-reduce: nothing added.
+  const int64_t ar_calls = world > 1 ? 1 : 0, ar_bytes = world > 1 ? GradBytes(KindOf(rec)) : 0;
+  EXPECT_EQ(Get(k, "parameter", "h2d", "calls"), (runs ? 2 : 0) + ar_calls) << at;
+  EXPECT_EQ(Get(k, "parameter", "h2d", "bytes"), (runs ? up : 0) + ar_bytes) << at;
+  EXPECT_EQ(Get(k, "parameter", "d2h", "calls"), (runs ? (bn ? 4 : 2) : 0) + ar_calls) << at;
+  EXPECT_EQ(Get(k, "parameter", "d2h", "bytes"), (runs ? down : 0) + ar_bytes) << at;
   // SyncBN: each layer downloads the W gathered counts.
   const bool sync = rec.variant == "sync_bn";
   EXPECT_EQ(Get(k, "statistic", "d2h", "calls"), sync ? 2 : 0) << at;
@@ -72,20 +89,21 @@ void ExpectStepCopies(const results::Record& rec, int rank, int batch, int world
 }
 
 // What the Comm staged for host buffers in that step: nothing on Gloo; on
-// NCCL, DDP's host-buffer collectives (the gradient all-reduce, and the
-// buffer broadcasts of the BN fixes), and not one byte for SyncBN's
-// collectives, which run on device buffers.
+// NCCL, DDP's host-buffer collectives: the buffer broadcasts of the BN fixes
+// (sync_bn 1, precise_bn 2, group_norm 0, each 384 B) and, only when the
+// layers run on the host, the gradient all-reduce (11536 B; on a device it
+// runs on a device buffer: 0). Not one byte for SyncBN's collectives, which
+// run on device buffers. E.g. W = 4 x 2 on the GPU: sync_bn 1 call, 384 B
+// each way (before the gradient moved: 2 calls, 11920 B); group_norm 0.
 void ExpectStaging(const results::Record& rec, int rank, int world) {
   const Json& s = rec.measured.at("comm_staging").at(rank);
   const std::string at = rec.variant + " rank " + std::to_string(rank) + ": " + Dump(s);
   int64_t calls = 0, bytes = 0;
   if (OnNccl() && world > 1) {
-    const NormKind kind = rec.variant == "group_norm" ? NormKind::kGroupNorm : NormKind::kBatchNorm;
-    Model m(Task::kDigits, kind, 0, nullptr);
-    const int64_t grads = nn::NumElements(m.Params()) * 8, buffers = nn::NumElements(m.Buffers()) * 8;
+    const bool grads_on_host = rec.config.at("norm_device") == "host";
     const int broadcasts = rec.variant == "sync_bn" ? 1 : rec.variant == "precise_bn" ? 2 : 0;
-    calls = 1 + broadcasts;
-    bytes = grads + broadcasts * buffers;
+    calls = (grads_on_host ? 1 : 0) + broadcasts;
+    bytes = (grads_on_host ? GradBytes(KindOf(rec)) : 0) + broadcasts * BufferBytes();
   }
   for (const char* dir : {"h2d", "d2h"}) {
     EXPECT_EQ(Get(s, "", dir, "calls"), calls) << at;

@@ -20,14 +20,15 @@
 // "emulated" (the device path on the host, --norm_device emulated). Every
 // record measures, per rank, for one training step (step_exact.h):
 //   comm_staging   what the Comm copied to stage host buffers through device
-//                  memory (NCCL: DDP's gradient all-reduce and buffer
-//                  broadcast, which take the Eigen network's host buffers;
-//                  zero on Gloo);
-//   device_copies  on a device only: the norm layers' host<->device copies
+//                  memory (NCCL: DDP's buffer broadcasts, and the gradient
+//                  all-reduce when the layers are on the host; on a device
+//                  that all-reduce runs on a device buffer; zero on Gloo);
+//   device_copies  on a device only: the model device's host<->device copies
 //                  by kind (core/device/device.h): activations (each layer's
 //                  x, y, dy, dx: where the Eigen network hands over),
 //                  parameters (gamma, beta, running stats, parameter
-//                  gradients), statistics (SyncBN: the W gathered counts).
+//                  gradients; DDP's flat gradient up and down for its
+//                  all-reduce), statistics (SyncBN: the W gathered counts).
 // On a device the reference is still core/nn's one process, to the same
 // tolerance; reference.tolerance_basis says why it holds.
 //

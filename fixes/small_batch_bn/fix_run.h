@@ -15,7 +15,8 @@ struct FixOptions {
   int precise_batches = 4;    // PreciseBN: batches per rank in each check
   double lr = 0.05;
   double noise = 0.3;
-  // Where the ranks' norm layers compute (--norm_device): auto = the GPU
+  // Where the ranks' norm layers compute (--norm_device), and with them
+  // DDP's gradient and PreciseBN all-reduces: auto = the GPU
   // under --backend nccl, the host (core/nn's Eigen) otherwise.
   device::Placement placement = device::Placement::kAuto;
 };

@@ -28,8 +28,8 @@ int main(int argc, char** argv) {
     flags.Double("lr", &o.lr, "SGD learning rate (momentum 0.9)", 1e-6, 10);
     flags.Double("noise", &o.noise, "digits: pixel noise sd", 0, 10);
     flags.Choice("norm_device", &norm_device,
-                 "where the ranks' norm layers compute: auto (the GPU under --backend nccl, else the host), host "
-                 "(Eigen), emulated (the device path on the host), cuda",
+                 "where the ranks' norm layers and gradient / PreciseBN all-reduces compute: auto (the GPU under "
+                 "--backend nccl, else the host), host (Eigen), emulated (the device path on the host), cuda",
                  {"auto", "host", "emulated", "cuda"});
   };
   spec.validate = [&](const ddp::harness::CommonFlags& f) -> std::string {

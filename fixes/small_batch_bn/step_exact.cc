@@ -69,7 +69,7 @@ void DdpStep(comm::Comm& comm, Trainee& t, const Images& mine, int global) {
   if (t.model.kind() != NormKind::kGroupNorm) BroadcastBuffers(&comm, t.model);  // broadcast_buffers=True
   const double weight = static_cast<double>(comm.world_size()) * static_cast<double>(mine.size()) / global;
   ForwardBackward(t.model, mine, weight);
-  AverageGradients(&comm, t.model.Params());
+  AverageGradients(&comm, t.model);
   t.sgd.Step();
 }
 
@@ -169,7 +169,7 @@ PreciseBnRankResult CheckPreciseBn(comm::Comm& comm, const StepExactConfig& c, c
     // An empty rank has nothing to normalise (per-rank BN cannot run on no
     // samples): it joins the gradient average with zeros.
     if (mine.size() > 0) ForwardBackward(ranks.model, mine, 1.0);
-    AverageGradients(&comm, ranks.model.Params());
+    AverageGradients(&comm, ranks.model);
     ranks.sgd.Step();
     BroadcastBuffers(&comm, ranks.model);
     if (s == 0) {

@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
                "what SyncBN computes)");
     flags.Int("precise_batches", &o.precise_batches, "PreciseBN: batches averaged per rank (M)", 1, 100000);
     flags.Choice("norm_device", &norm_device,
-                 "where the norm layers compute: auto (the GPU under --backend nccl, else the host), host "
-                 "(Eigen), emulated (the device path on the host), cuda",
+                 "where the norm layers and the gradient / PreciseBN all-reduces compute: auto (the GPU under "
+                 "--backend nccl, else the host), host (Eigen), emulated (the device path on the host), cuda",
                  {"auto", "host", "emulated", "cuda"});
   };
   spec.validate = [&](const ddp::harness::CommonFlags& f) -> std::string {

@@ -8,6 +8,7 @@
 #include "core/data/digits.h"
 #include "core/data/synthetic.h"
 #include "core/device/copy_json.h"
+#include "core/device/device_allreduce.h"
 #include "core/device/group_norm.h"
 #include "core/nn/group_norm.h"
 #include "core/nn/loss.h"
@@ -213,10 +214,17 @@ double ForwardBackward(Model& m, const Images& batch, double loss_scale) {
   return lg.loss;
 }
 
-void AverageGradients(comm::Comm* comm, const nn::ParamList<double>& params) {
+namespace {
+
+std::span<double> Span(Vector<double>& v) { return {v.data(), static_cast<std::size_t>(v.size())}; }
+
+}  // namespace
+
+void AverageGradients(comm::Comm* comm, Model& m) {
   if (!comm || comm->world_size() == 1) return;
+  const nn::ParamList<double> params = m.Params();
   Vector<double> g = nn::FlattenGrads(params);
-  comm->Allreduce(std::span<double>(g.data(), g.size()));
+  device::AllreduceOnDevice(*comm, m.device(), Span(g), device::CopyKind::kParameter);
   nn::UnflattenGrads(Vector<double>(g / static_cast<double>(comm->world_size())), params);
 }
 
@@ -238,7 +246,7 @@ void AverageGradientsAndBroadcastBuffers(comm::Comm* comm, Model& m) {
   flat.head(g.size()) = g;
   flat.tail(flat.size() - g.size()) =
       comm->rank() == 0 ? nn::FlattenBuffers(buffers) : Vector<double>::Zero(flat.size() - g.size());
-  comm->Allreduce(std::span<double>(flat.data(), flat.size()));
+  device::AllreduceOnDevice(*comm, m.device(), Span(flat), device::CopyKind::kParameter);
   nn::UnflattenGrads(Vector<double>(flat.head(g.size()) / static_cast<double>(comm->world_size())), params);
   nn::UnflattenBuffers(Vector<double>(flat.tail(flat.size() - g.size())), buffers);
 }
@@ -282,7 +290,9 @@ void PreciseBn(comm::Comm* comm, Model& m, std::span<const Images> batches) {
     }
     packed.back() += 1;
   }
-  if (comm && comm->world_size() > 1) comm->Allreduce(std::span<double>(packed));
+  if (comm && comm->world_size() > 1) {
+    device::AllreduceOnDevice(*comm, m.device(), std::span<double>(packed), device::CopyKind::kStatistic);
+  }
   const double batches_seen = packed.back();
   if (batches_seen == 0) throw std::invalid_argument("PreciseBn: no batch on any rank");
   std::size_t at = 0;

@@ -19,7 +19,9 @@
 // the GPU under --backend nccl (core/device's layers, the SyncBN collectives
 // on device buffers), else with core/nn's Eigen; the rest of the network is
 // Eigen on the host either way, so each norm layer's input and output cross
-// between host and device (counted: device_copies()).
+// between host and device (counted: device_copies()). The same device carries
+// DDP's gradient all-reduces and PreciseBN's metric all-reduce
+// (core/device/device_allreduce.h): one placement, one device per rank.
 #pragma once
 
 #include <cstdint>
@@ -95,6 +97,9 @@ class Model {
   device::Placement placement() const { return placement_; }
   // Every host<->device copy of the norm layers so far (zero on the host).
   device::CopyCount device_copies() const { return device_ ? device_->copies() : device::CopyCount{}; }
+  // The norm layers' device, which DDP's double all-reduces of this model
+  // also use (AverageGradients & co.); null on the host.
+  device::Device<double>* device() const { return device_.get(); }
 
   // Start / stop merging the statistics of each norm layer's inputs.
   void StartProbe();
@@ -109,9 +114,10 @@ class Model {
 };
 
 // What a model's step copied between host and device memory, from
-// construction to the calls below: the norm layers' copies (core/device) and
-// what the Comm staged through device memory for host buffers (NCCL; none on
-// Gloo). Per rank; the records carry them as measured.device_copies and
+// construction to the calls below: the model device's copies (the norm
+// layers' and, on a device, the gradient all-reduce's upload and download)
+// and what the Comm staged through device memory for host buffers (NCCL;
+// none on Gloo, and none for the double all-reduces on a device). Per rank; the records carry them as measured.device_copies and
 // measured.comm_staging.
 class StepCopies {
  public:
@@ -135,7 +141,11 @@ class StepCopies {
 double ForwardBackward(Model& m, const Images& batch, double loss_scale);
 
 // DDP's gradient average: all-reduce (sum) the flat gradient, divide by W.
-void AverageGradients(comm::Comm* comm, const nn::ParamList<double>& params);
+// On m's device (m.device(), the --norm_device placement) the flat gradient
+// is uploaded, all-reduced on the device buffer and downloaded (two counted
+// kParameter copies); on the host it is the host all-reduce as before. One
+// collective either way (none when W = 1).
+void AverageGradients(comm::Comm* comm, Model& m);
 // DDP's broadcast_buffers=True: rank 0's running statistics to every rank.
 void BroadcastBuffers(comm::Comm* comm, Model& m);
 // Both in one all-reduce: the gradients (then / W) and the buffers, which
@@ -143,6 +153,7 @@ void BroadcastBuffers(comm::Comm* comm, Model& m);
 // for bit. After a step's backward nothing changes the buffers before the
 // next forward, so this is the broadcast DDP does before that forward, one
 // collective earlier (per-rank BN training then needs one collective per step).
+// On m's device the packed buffer travels as AverageGradients' does (kParameter).
 void AverageGradientsAndBroadcastBuffers(comm::Comm* comm, Model& m);
 
 // Error rate (0-1) in eval mode.
@@ -153,7 +164,9 @@ double ErrorRate(Model& m, const Images& data);
 // batch's mean and unbiased variance (train-mode forwards), i.e. the
 // one-process average over the same batches. The ranks' sums and batch counts
 // travel in one all-reduce, so a rank with fewer batches, or none, weighs
-// exactly its share. comm == nullptr: this process's batches only.
+// exactly its share. comm == nullptr: this process's batches only. On m's
+// device the packed sums (and the batch count, a double) are all-reduced on a
+// device buffer: one kStatistic upload and download.
 void PreciseBn(comm::Comm* comm, Model& m, std::span<const Images> batches);
 
 // The (mean error, variance error) of the running statistics against the

@@ -133,7 +133,7 @@ TrainResult Train(comm::Comm* comm, const TrainConfig& c) {
       if (per_rank_bn) {
         AverageGradientsAndBroadcastBuffers(comm, m);
       } else {
-        AverageGradients(comm, params);
+        AverageGradients(comm, m);
       }
       sgd.Step();
       if (copies) {

@@ -27,7 +27,8 @@ struct PairOptions {
   // Train the SyncBN reference on the ranks too; default: one process
   // replaying the ranks' batches (what SyncBN computes, without its collectives).
   bool sync_bn_ddp = false;
-  // Where the norm layers compute (--norm_device): auto = the GPU under
+  // Where the norm layers compute (--norm_device), and with them DDP's
+  // gradient and PreciseBN all-reduces (one device per rank): auto = the GPU under
   // --backend nccl (the one-process SyncBN reference stays on the host),
   // else the host.
   device::Placement placement = device::Placement::kAuto;
