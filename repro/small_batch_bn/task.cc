@@ -194,13 +194,7 @@ results::Json StepCopies::Layers() const {
   return device::ToJson(m_.device_copies() - layers_);
 }
 
-results::Json StepCopies::Staging() const {
-  const comm::Comm::StagedCopies now = comm_.staged_copies();
-  results::Json j = results::Json::object();
-  j["h2d"] = device::ToJson(device::CopyTally{now.h2d_calls - staged_.h2d_calls, now.h2d_bytes - staged_.h2d_bytes});
-  j["d2h"] = device::ToJson(device::CopyTally{now.d2h_calls - staged_.d2h_calls, now.d2h_bytes - staged_.d2h_bytes});
-  return j;
-}
+results::Json StepCopies::Staging() const { return device::StagingJson(staged_, comm_.staged_copies()); }
 
 double ForwardBackward(Model& m, const Images& batch, double loss_scale) {
   m.net().SetTraining(true);
