@@ -457,10 +457,18 @@ report_item() {
     test)
       ok=$(grep -cE '^\[       OK \] ' "$log")
       skips=$(grep -cE '^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)$' "$log")
-      if [[ $rc -eq 0 && $ok -eq 0 && $skips -gt 0 ]]; then
+      # A shell test (no gtest lines) says "skipped, no GPU: ..." instead.
+      sh_skip=""
+      ((ok == 0 && skips == 0)) && sh_skip="$(grep -m1 -E '^skipped, no GPU' "$log" | head -c 160)"
+      if [[ $rc -eq 0 && $ok -eq 0 && ($skips -gt 0 || -n "$sh_skip") ]]; then
         skipped=$((skipped + 1))
-        reason="$(awk 'found { print; exit } /: Skipped$/ { found = 1 }' "$log" | head -c 160)"
-        echo "SKIP  $rel ($skips skipped${reason:+: $reason})"
+        if [[ -n "$sh_skip" ]]; then
+          reason="$sh_skip"
+          echo "SKIP  $rel ($reason)"
+        else
+          reason="$(awk 'found { print; exit } /: Skipped$/ { found = 1 }' "$log" | head -c 160)"
+          echo "SKIP  $rel ($skips skipped${reason:+: $reason})"
+        fi
         tsv test "$rel" skip "$secs" "$reason"
       elif [[ $rc -eq 0 ]]; then
         passed=$((passed + 1))

@@ -27,6 +27,8 @@ make_bin pkg/pass_test 'echo "[       OK ] A.One (1 ms)"; echo "[       OK ] A.T
 make_bin pkg/skip_test 'echo "x.cc:3: Skipped"; echo "skipped, no GPU: fake reason"; echo "[  SKIPPED ] A.One (0 ms)"'
 make_bin pkg/fail_test 'echo "[  FAILED  ] A.One (1 ms)"; exit 1'
 make_bin pkg/hang_test 'sleep 60'
+# A shell test (no gtest lines) that skips as bench/sync_bn_nccl_test does.
+make_bin pkg/sh_skip_test 'echo "skipped, no GPU: fake sh reason"'
 # Passes only if it runs as Bazel would run it.
 mkdir -p "$root/bin/pkg/env_test.runfiles/ddp_pitfalls"
 make_bin pkg/env_test '
@@ -36,7 +38,7 @@ make_bin pkg/env_test '
 [[ "$DDP_PITFALLS_REQUIRE_GPU" == 1 ]] || { echo "GPU not required"; exit 1; }
 [[ "$LD_LIBRARY_PATH" == */lib:*/nccl* ]] || { echo "bad LD_LIBRARY_PATH $LD_LIBRARY_PATH"; exit 1; }
 echo "[       OK ] Env.AsBazel (0 ms)"'
-printf '%s\n' pkg/pass_test pkg/skip_test pkg/fail_test pkg/hang_test pkg/env_test >"$root/tests.txt"
+printf '%s\n' pkg/pass_test pkg/skip_test pkg/fail_test pkg/hang_test pkg/env_test pkg/sh_skip_test >"$root/tests.txt"
 # A repro that writes its records when given --backend nccl; a fix with an
 # unexpected verdict.
 make_bin repro/bug/bug '
@@ -52,7 +54,8 @@ rc=$?
 set -e
 echo "$output"
 [[ $rc -eq 1 ]] || fail "exit $rc, want 1 (failures)"
-grep -qx '2 passed, 2 failed, 1 skipped' <<<"$output" || fail "summary line"
+grep -qx '2 passed, 2 failed, 2 skipped' <<<"$output" || fail "summary line"
+grep -q '^SKIP  pkg/sh_skip_test (skipped, no GPU: fake sh reason)' <<<"$output" || fail "shell test skip line"
 grep -q '^PASS  pkg/pass_test (2 ok, ' <<<"$output" || fail "pass line"
 grep -q '^PASS  pkg/env_test ' <<<"$output" || fail "env_test did not see Bazel's environment"
 grep -q '^SKIP  pkg/skip_test (1 skipped: skipped, no GPU: fake reason)' <<<"$output" || fail "skip line"
@@ -65,7 +68,7 @@ grep -q '"verdict": "reproduced"' "$TEST_TMPDIR/out/records/repro_bug.json" || f
 [[ -f "$TEST_TMPDIR/out/environment.txt" ]] || fail "no environment.txt"
 
 # --only selects; nothing failing -> exit 0.
-"$root/run_all.sh" --only 'pass|skip' --no-pairs --nccl-lib "$TEST_TMPDIR/nccl" --out "$TEST_TMPDIR/out2" >"$TEST_TMPDIR/only.txt" 2>&1 ||
+"$root/run_all.sh" --only 'pass_test|/skip_test' --no-pairs --nccl-lib "$TEST_TMPDIR/nccl" --out "$TEST_TMPDIR/out2" >"$TEST_TMPDIR/only.txt" 2>&1 ||
   fail "--only run exited $?: $(cat "$TEST_TMPDIR/only.txt")"
 grep -qx '1 passed, 0 failed, 1 skipped' "$TEST_TMPDIR/only.txt" || fail "--only summary"
 
