@@ -55,10 +55,12 @@ exit 0
 FAKE
 chmod +x src/ddp-bundle/run_all.sh
 tar czf bundle2.tar.gz -C src ddp-bundle
+# Prints its command line and writes the JSON it is asked for (--json:
+# the norm peers' driver; --out: the PyTorch evidence script).
 cat >fake_python <<'FAKE'
 #!/usr/bin/env bash
 echo "fake python $* commit=$DDP_PITFALLS_COMMIT"
-while [[ $# -gt 0 ]]; do [[ "$1" == --json ]] && echo '{"fake": true}' >"$2"; shift; done
+while [[ $# -gt 0 ]]; do [[ "$1" == --json || "$1" == --out ]] && echo '{"fake": true}' >"$2"; shift; done
 FAKE
 chmod +x fake_python
 rm -f out/gpu-run.tar.gz
@@ -82,14 +84,8 @@ while [[ $# -gt 0 ]]; do [[ "$1" == --json ]] && echo '[]' >"$2"; shift; done
 FAKE
 chmod +x src/ddp-bundle/bin/repro/wrong_all_gather/wrong_all_gather
 tar czf bundle3.tar.gz -C src ddp-bundle
-cat >fake_python2 <<'FAKE'
-#!/usr/bin/env bash
-echo "fake python $* commit=$DDP_PITFALLS_COMMIT"
-while [[ $# -gt 0 ]]; do [[ "$1" == --out ]] && echo '{}' >"$2"; shift; done
-FAKE
-chmod +x fake_python2
 rm -f out/gpu-run.tar.gz
-OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle3.tar.gz --budget 0 --raw-nccl 100 --python "$PWD/fake_python2" >raw.txt 2>&1 ||
+OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle3.tar.gz --budget 0 --raw-nccl 100 --python "$PWD/fake_python" >raw.txt 2>&1 ||
   fail "--raw-nccl run exited $?: $(cat raw.txt)"
 cat raw.txt
 ! grep -q 'fake run_all --out' raw.txt || fail "--budget 0 ran run_all"
