@@ -27,9 +27,12 @@
 //    on device buffers (fixes/small_batch_bn's device hooks), the floor too.
 //    Only the layers' parameters cross per call (they live on the host:
 //    gamma, beta, running stats up; running stats, dgamma, dbeta down;
-//    SyncBN: the W counts), counted per step in the JSON. Device<T> exposes
-//    no stream or events, so a step is timed with the steady clock and ends
-//    with Device::Synchronize (the queued kernels are inside the step).
+//    SyncBN: the W counts), counted per step in the JSON. A step is timed
+//    with the steady clock and ends with Device::Synchronize (the queued
+//    kernels are inside the step), as the collectives are (the Comm API
+//    returns when they are done); the kernels between the collectives are
+//    also timed on the device itself (Device spans: CUDA events on the
+//    device's stream; the emulation's steady clock), the JSON's kernel_us.
 //    Before timing, each case's device forward + backward is checked
 //    against core/nn's on the same input (core/device/device_tolerance.h);
 //    a rank whose output differs fails the run.
@@ -133,6 +136,7 @@ struct Case {
   std::unique_ptr<nn::NormLayer<S>> layer;
   nn::Tensor4<S> x, dy;
   double comm_s = 0;  // seconds inside collectives, accumulated by the hooks
+  double kernel_s = 0;  // the last device step's kernel time (Device spans)
   small_batch_bn::SyncBnTraffic traffic;
   // The device path (--norm_device emulated / cuda); dev == nullptr: host.
   device::Device<S>* dev = nullptr;
@@ -162,9 +166,12 @@ double RelErr(const nn::Tensor4<S>& a, const nn::Tensor4<S>& b) {
 }
 
 // The device layer's forward + backward on the case's device-resident x and
-// dy (y and dx stay on the device), every queued kernel finished.
+// dy (y and dx stay on the device), every queued kernel finished; the
+// kernels' device time in cs.kernel_s (SyncBN's hooks close the span before
+// each collective and open the next after it).
 void StepOnDevice(Case& cs) {
   S *x = cs.buf->a.get(), *dy = cs.buf->b.get(), *y = cs.buf->c.get(), *dx = cs.buf->d.get();
+  cs.dev->BeginSpan();
   if (cs.dbn) {
     cs.dbn->ForwardOnDevice(x, cs.x, y);
     cs.dbn->BackwardOnDevice(dy, dx);
@@ -172,28 +179,35 @@ void StepOnDevice(Case& cs) {
     cs.dgn->ForwardOnDevice(x, cs.x, y);
     cs.dgn->BackwardOnDevice(dy, dx);
   }
+  cs.dev->EndSpan();
   cs.dev->Synchronize();
+  cs.kernel_s = cs.dev->TakeSpanSeconds();
 }
 
 // SyncBN's device hooks, with the time inside them added to cs->comm_s.
 // The device is synchronised first: the kernels queued before a collective
-// are compute, not its time.
+// are compute, not its time; the kernels' span ends there and the next
+// begins after the collective.
 device::DeviceBatchNormHooks<S> TimedDeviceHooks(comm::Comm& comm, Case* cs) {
   device::DeviceBatchNormHooks<S> inner = small_batch_bn::SyncBatchNormDeviceHooks<S>(comm, &cs->traffic);
   device::DeviceBatchNormHooks<S> timed;
   timed.merge_stats = [inner, cs](device::Device<S>& d, device::DeviceArray<S>& scratch, const S* local,
                                   int64_t local_count, int64_t c, S* mean, S* m2) {
+    d.EndSpan();
     d.Synchronize();
     const auto t0 = Clock::now();
     const int64_t count = inner.merge_stats(d, scratch, local, local_count, c, mean, m2);
     cs->comm_s += Seconds(t0, Clock::now());
+    d.BeginSpan();
     return count;
   };
   timed.merge_grad_sums = [inner, cs](device::Device<S>& d, S* sums, int64_t c) {
+    d.EndSpan();
     d.Synchronize();
     const auto t0 = Clock::now();
     inner.merge_grad_sums(d, sums, c);
     cs->comm_s += Seconds(t0, Clock::now());
+    d.BeginSpan();
   };
   return timed;
 }
@@ -438,21 +452,23 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
           std::vector<S> gather_in(2 * cs->c + 1, 1.0f), reduce_buf(2 * cs->c, 1.0f);
           cs->comm_s = 0;
           cs->traffic = {};
-          std::vector<double> dts, comms, computes;
+          std::vector<double> dts, comms, computes, kernels;
           const device::CopyCount copies_before = cs->dev ? cs->dev->copies() : device::CopyCount{};
           for (auto _ : state) {
             cm->Barrier();  // every rank starts the iteration together
             const double comm_before = cs->comm_s;
+            cs->kernel_s = 0;
             const auto t0 = Clock::now();
             Step(*cm, *cs, gather_in, reduce_buf);
-            // The slowest rank's step and time in collectives, outside the
-            // timed span (the hooks time SyncBN's own collectives only).
-            double v[2] = {Seconds(t0, Clock::now()), cs->comm_s - comm_before};
-            cm->Allreduce(std::span<double>(v, 2), comm::ReduceOp::kMax);
+            // The slowest rank's step, time in collectives and kernel time,
+            // outside the timed span (the hooks time SyncBN's own collectives only).
+            double v[3] = {Seconds(t0, Clock::now()), cs->comm_s - comm_before, cs->kernel_s};
+            cm->Allreduce(std::span<double>(v, 3), comm::ReduceOp::kMax);
             state.SetIterationTime(v[0]);
             dts.push_back(v[0]);
             comms.push_back(v[1]);
             computes.push_back(v[0] - v[1]);  // >= 0: the slowest rank's step covers its own comm
+            kernels.push_back(v[2]);
           }
           const double it = static_cast<double>(state.iterations());
           const bool sync = cs->kind == Kind::kSyncBn || cs->kind == Kind::kFloor;
@@ -487,7 +503,13 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
             const device::CopyCount d = cs->dev->copies() - copies_before;
             state.counters["h2d_bytes"] = static_cast<double>(d.H2d().bytes) / it;
             state.counters["d2h_bytes"] = static_cast<double>(d.D2h().bytes) / it;
-            if (cs->kind != Kind::kFloor) state.counters["check_rel_err"] = cs->check_err;
+            if (cs->kind != Kind::kFloor) {
+              state.counters["check_rel_err"] = cs->check_err;
+              // The kernels alone, on the device's own clock (the slowest rank's
+              // median); compute_us beside it also holds the host's launches
+              // and the synchronisations around the collectives.
+              state.counters["kernel_us"] = 1e6 * Median(kernels);
+            }
           }
           state.counters["bytes_sent"] = contributed;
           state.counters["bytes_recv"] = received;
@@ -512,8 +534,13 @@ int RankMain(const launch::RankEnv& env, const Settings& s, std::vector<char*> g
     benchmark::AddCustomContext("ddp_sched", s.sched);
     benchmark::AddCustomContext("ddp_pin_cpus", s.pin_cpus ? "yes" : "no");
     benchmark::AddCustomContext("ddp_norm_device", device::ToString(placement));
-    benchmark::AddCustomContext("ddp_timing", dev ? "steady clock, step ends with Device::Synchronize"
-                                                  : "steady clock (host)");
+    benchmark::AddCustomContext(
+        "ddp_timing",
+        !dev ? "steady clock (host)"
+             : std::string("steady clock, step ends with Device::Synchronize; kernel_us: ") +
+                   (dev->kind() == "cuda" ? "CUDA events on the device's stream around the kernels between "
+                                            "collectives"
+                                          : "steady clock around the emulated kernels between collectives"));
     benchmark::AddCustomContext("ddp_shared_gpu",
                                 shared_gpu ? "yes: the ranks share fewer GPUs than ranks (core/launch/share_gpu.h); "
                                              "functional only, not for performance claims"

@@ -32,6 +32,13 @@ grep -q "^norm_device cuda (device-resident" "$log" || { echo "summary lacks nor
 errs="$(grep -o '"check_rel_err": [0-9.e+-]*' "$out" | sed 's/.*: //')"
 [ "$(echo "$errs" | wc -l)" = 12 ] || { echo "expected 12 check_rel_err, got: $errs"; exit 1; }
 echo "$errs" | awk '{ if (!($1 >= 0 && $1 <= 1e-5)) { print "check_rel_err over 1e-5: " $1; bad = 1 } } END { exit bad }'
+# The kernels' own time (Device spans) on every norm row: positive and
+# within the step that holds it (both the slowest rank's median).
+awk -F': ' '/"kernel_us"/ { k = $2 + 0; have = 1 }
+  /"median_us"/ { if (have) { n++; if (!(k > 0 && k <= $2 + 0)) { print "kernel_us " k " not in (0, median_us " $2 "]"; bad = 1 } } have = 0 }
+  END { if (n != 12) { print "expected 12 kernel_us, got " n; bad = 1 } exit bad }' "$out" || exit 1
+grep -q '"ddp_timing": "steady clock, step ends with Device::Synchronize; kernel_us: CUDA events' "$out" ||
+  { echo "JSON does not say kernel_us comes from CUDA events"; exit 1; }
 grep -q '"bytes_recv": 3.92' "$out" || { echo "JSON lacks bytes_recv 392"; exit 1; }
 # Shared GPUs (the launcher's rule) are said in the context, the rows and the summary, alike.
 if grep -q '"ddp_shared_gpu": "yes' "$out"; then

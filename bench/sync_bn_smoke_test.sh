@@ -50,6 +50,11 @@ grep -q '"bytes_recv": 3.92' "$dout" || { echo "emulated JSON lacks bytes_recv 3
 errs="$(grep -o '"check_rel_err": [0-9.e+-]*' "$dout" | sed 's/.*: //')"
 [ "$(echo "$errs" | wc -l)" = 12 ] || { echo "expected 12 check_rel_err, got: $errs"; exit 1; }
 echo "$errs" | awk '{ if (!($1 >= 0 && $1 <= 1e-5)) { print "check_rel_err over 1e-5: " $1; bad = 1 } } END { exit bad }'
+# The kernels' own time (Device spans) on every norm row: positive and
+# within the step that holds it (both the slowest rank's median).
+awk -F': ' '/"kernel_us"/ { k = $2 + 0; have = 1 }
+  /"median_us"/ { if (have) { n++; if (!(k > 0 && k <= $2 + 0)) { print "kernel_us " k " not in (0, median_us " $2 "]"; bad = 1 } } have = 0 }
+  END { if (n != 12) { print "expected 12 kernel_us, got " n; bad = 1 } exit bad }' "$dout" || exit 1
 # What crosses per step is the parameters only: at C = 16, BN's forward
 # uploads gamma, beta, running stats, count (4C + 1 = 65 floats = 260 B).
 grep -q '"h2d_bytes": 2.6' "$dout" || { echo "emulated JSON lacks h2d_bytes 260"; grep h2d_bytes "$dout"; exit 1; }

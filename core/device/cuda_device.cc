@@ -2,8 +2,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/cli/config_error.h"
 #include "core/cuda/check.h"
@@ -22,6 +25,10 @@ class CudaDevice final : public Device<T> {
   ~CudaDevice() override {
     // A destructor cannot throw; a failure here means the context is broken.
     cudaStreamSynchronize(stream_);
+    for (auto& [begin, end] : events_) {
+      cudaEventDestroy(begin);
+      cudaEventDestroy(end);
+    }
     cudaStreamDestroy(stream_);
   }
 
@@ -52,6 +59,40 @@ class CudaDevice final : public Device<T> {
     DDP_CUDA_CHECK(cudaMemsetAsync(p, 0, n * sizeof(T), stream_));  // all bits 0: +0.0
   }
   void Synchronize() override { DDP_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+  // One event pair per span since the last TakeSpanSeconds, kept for reuse:
+  // recording never allocates after the first step of a loop.
+  void BeginSpan() override {
+    if (open_) throw std::logic_error("Device::BeginSpan inside an open span");
+    if (spans_ == events_.size()) {
+      cudaEvent_t begin = nullptr, end = nullptr;
+      DDP_CUDA_CHECK(cudaEventCreate(&begin));
+      DDP_CUDA_CHECK(cudaEventCreate(&end));
+      events_.emplace_back(begin, end);
+    }
+    DDP_CUDA_CHECK(cudaEventRecord(events_[spans_].first, stream_));
+    open_ = true;
+  }
+  void EndSpan() override {
+    if (!open_) throw std::logic_error("Device::EndSpan without BeginSpan");
+    DDP_CUDA_CHECK(cudaEventRecord(events_[spans_].second, stream_));
+    open_ = false;
+    ++spans_;
+  }
+  double TakeSpanSeconds() override {
+    if (open_) throw std::logic_error("Device::TakeSpanSeconds inside an open span");
+    if (spans_ == 0) return 0;
+    // Spans are recorded in stream order: the last one's end is the last event.
+    DDP_CUDA_CHECK(cudaEventSynchronize(events_[spans_ - 1].second));
+    double s = 0;
+    for (std::size_t i = 0; i < spans_; ++i) {
+      float ms = 0;
+      DDP_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[i].first, events_[i].second));
+      s += ms * 1e-3;
+    }
+    spans_ = 0;
+    return s;
+  }
 
   void BnLocalStats(const T* x, NchwShape shape, T* mean, T* m2) override {
     cuda::BnLocalStats(x, shape, mean, m2, stream_);
@@ -111,6 +152,9 @@ class CudaDevice final : public Device<T> {
 
  private:
   cudaStream_t stream_ = nullptr;
+  std::vector<std::pair<cudaEvent_t, cudaEvent_t>> events_;
+  std::size_t spans_ = 0;  // ended since the last TakeSpanSeconds
+  bool open_ = false;
 };
 
 }  // namespace

@@ -135,6 +135,23 @@ class Device {
   // Every copy so far.
   const CopyCount& copies() const { return copies_; }
 
+  // The time the device spends on the work queued between BeginSpan and
+  // EndSpan, summed over the spans ended since the last TakeSpanSeconds. On
+  // the CUDA device: a pair of CUDA events recorded on its stream per span
+  // (the GPU's clock; launch gaps inside a span count, work queued on other
+  // streams, such as an NCCL collective's, does not); the host is not
+  // blocked until TakeSpanSeconds, which waits for the last span's end. On
+  // the emulation: the host's steady clock between the two calls (its calls
+  // complete on return). Spans do not nest: BeginSpan inside a span or
+  // EndSpan outside one throws std::logic_error. Why: a benchmark separates
+  // the kernels' time from the collectives' between them without a
+  // Synchronize ending every span (bench/sync_bn).
+  virtual void BeginSpan() = 0;
+  virtual void EndSpan() = 0;
+  // Seconds over the ended spans (0 if none); they are forgotten. Throws
+  // std::logic_error inside an open span.
+  virtual double TakeSpanSeconds() = 0;
+
  protected:
   virtual void RawReorderByIndex(const int64_t* index, const T* rows, int64_t m, int64_t width, int64_t n_out,
                                  T* out) = 0;

@@ -7,8 +7,10 @@
 // they did not upload. A Gloo communicator takes its buffers as they are.
 #pragma once
 
+#include <chrono>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 #include <string>
 
 #include "core/cuda/norm_emulation.h"
@@ -33,6 +35,23 @@ class EmulatedDevice final : public Device<T> {
     for (std::size_t i = 0; i < n; ++i) p[i] = T(0);
   }
   void Synchronize() override {}
+
+  void BeginSpan() override {
+    if (open_) throw std::logic_error("Device::BeginSpan inside an open span");
+    open_ = true;
+    begin_ = std::chrono::steady_clock::now();
+  }
+  void EndSpan() override {
+    if (!open_) throw std::logic_error("Device::EndSpan without BeginSpan");
+    open_ = false;
+    spans_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count();
+  }
+  double TakeSpanSeconds() override {
+    if (open_) throw std::logic_error("Device::TakeSpanSeconds inside an open span");
+    const double s = spans_s_;
+    spans_s_ = 0;
+    return s;
+  }
 
   void BnLocalStats(const T* x, NchwShape shape, T* mean, T* m2) override {
     cuda::emulate::BnLocalStats(x, shape, mean, m2);
@@ -88,6 +107,11 @@ class EmulatedDevice final : public Device<T> {
   void RawDownload(T* host_dst, const T* device_src, std::size_t n) override {
     std::memcpy(host_dst, device_src, n * sizeof(T));
   }
+
+ private:
+  bool open_ = false;
+  std::chrono::steady_clock::time_point begin_;
+  double spans_s_ = 0;
 };
 
 }  // namespace ddp::device
