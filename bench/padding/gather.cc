@@ -122,15 +122,14 @@ class PadGatherTrim final : public CommGather {
     const std::size_t max = Size(*std::max_element(sizes.begin(), sizes.end()));
     const std::size_t mine = Size(sizes[Size(comm_.rank())]);
     if (max > padded_.size()) throw std::runtime_error("pad_gather_trim: sizes grew");
-    memory_.Copy(padded_.data(), input_.data(), mine);
-    memory_.Zero(padded_.data() + mine, max - mine);
+    memory_.BeginSpan();
+    memory_.Pad(padded_.data(), input_.data(), mine, max);
+    memory_.EndSpan();
     memory_.Sync();
     comm_.Allgather(padded_.data(), gathered_.data(), max, comm::DType::kFloat64);
-    std::size_t offset = 0;
-    for (std::size_t r = 0; r < sizes.size(); ++r) {
-      memory_.Copy(output_.data() + offset, gathered_.data() + r * max, Size(sizes[r]));
-      offset += Size(sizes[r]);
-    }
+    memory_.BeginSpan();
+    memory_.Trim(output_.data(), gathered_.data(), sizes, max);
+    memory_.EndSpan();
     memory_.Sync();
   }
 
@@ -211,7 +210,8 @@ class BoundedPad final : public CommGather {
         bound_(Size(*std::max_element(lengths_.begin(), lengths_.end()))),
         block_(memory, bound_ + 1),
         gathered_(memory, (bound_ + 1) * lengths_.size()),
-        headers_(lengths_.size()) {
+        headers_(lengths_.size()),
+        counts_(lengths_.size()) {
     memory_.Zero(block_.data(), block_.size());
     memory_.Sync();
   }
@@ -220,22 +220,28 @@ class BoundedPad final : public CommGather {
     const std::size_t mine = input_.size();
     const double header = static_cast<double>(mine);
     memory_.Upload(block_.data(), &header, 1);
+    memory_.BeginSpan();
     memory_.Copy(block_.data() + 1, input_.data(), mine);
+    memory_.EndSpan();
     memory_.Sync();
     comm_.Allgather(block_.data(), gathered_.data(), block_.size(), comm::DType::kFloat64);
     const std::size_t stride = block_.size();
     for (std::size_t r = 0; r < headers_.size(); ++r) {
       memory_.Download(&headers_[r], gathered_.data() + r * stride, 1);
     }
-    std::size_t offset = 0;
+    std::size_t total = 0;
     for (std::size_t r = 0; r < headers_.size(); ++r) {
       const std::size_t n = static_cast<std::size_t>(headers_[r]);
-      if (n > bound_ || offset + n > output_.size()) {
+      if (n > bound_ || total + n > output_.size()) {
         throw std::runtime_error("bounded_pad: a share exceeds the bound");
       }
-      memory_.Copy(output_.data() + offset, gathered_.data() + r * stride + 1, n);
-      offset += n;
+      counts_[r] = static_cast<std::int64_t>(n);
+      total += n;
     }
+    // Each block's values start after its header.
+    memory_.BeginSpan();
+    memory_.Trim(output_.data(), gathered_.data() + 1, counts_, stride);
+    memory_.EndSpan();
     memory_.Sync();
   }
 
@@ -244,6 +250,7 @@ class BoundedPad final : public CommGather {
   Buffer block_;
   Buffer gathered_;
   std::vector<double> headers_;
+  std::vector<std::int64_t> counts_;
 };
 
 }  // namespace

@@ -11,68 +11,13 @@
 
 #include "core/comm/nccl_engine.h"
 #include "core/comm/options.h"
+#include "core/device/make_device.h"
 #include "core/store/store.h"
 
 namespace ddp::bench {
 namespace {
 
-void Cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + ": " +
-                             cudaGetErrorString(e));
-  }
-}
-
 std::size_t Size(std::int64_t n) { return static_cast<std::size_t>(n); }
-
-class Device final : public Memory {
- public:
-  explicit Device(int device) : device_(device) {
-    Cuda(cudaSetDevice(device_), "cudaSetDevice");
-    Cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  }
-  ~Device() override { cudaStreamDestroy(stream_); }
-  double* Alloc(std::size_t n) override {
-    if (n == 0) return nullptr;
-    void* p = nullptr;
-    Cuda(cudaMalloc(&p, n * sizeof(double)), "cudaMalloc");
-    return static_cast<double*>(p);
-  }
-  void Free(double* p) override { cudaFree(p); }
-  void Copy(double* dst, const double* src, std::size_t n) override {
-    if (n > 0) {
-      Cuda(cudaMemcpyAsync(dst, src, n * sizeof(double), cudaMemcpyDeviceToDevice, stream_),
-           "cudaMemcpyAsync");
-    }
-  }
-  void Zero(double* dst, std::size_t n) override {
-    if (n > 0) Cuda(cudaMemsetAsync(dst, 0, n * sizeof(double), stream_), "cudaMemsetAsync");
-  }
-  // On this memory's own stream, then waited for: cudaMemcpy from pageable
-  // memory runs on the legacy default stream and may return before its DMA
-  // has landed, and a cudaStreamNonBlocking stream (this one, the NCCL
-  // communicator's) does not wait for the default stream; queued on stream_
-  // the copies also come after the Copy/Zero queued there before them.
-  void Upload(double* dst, const double* host, std::size_t n) override {
-    if (n == 0) return;
-    Cuda(cudaMemcpyAsync(dst, host, n * sizeof(double), cudaMemcpyHostToDevice, stream_),
-         "upload");
-    Sync();
-  }
-  void Download(double* host, const double* src, std::size_t n) override {
-    if (n == 0) return;
-    Cuda(cudaMemcpyAsync(host, src, n * sizeof(double), cudaMemcpyDeviceToHost, stream_),
-         "download");
-    Sync();
-  }
-  void Sync() override { Cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
-
-  cudaStream_t stream() const { return stream_; }
-
- private:
-  int device_;
-  cudaStream_t stream_ = nullptr;
-};
 
 }  // namespace
 
@@ -238,7 +183,13 @@ int SelectGpu(const launch::RankEnv& env) {
   return env.local_rank % count;
 }
 
-std::unique_ptr<Memory> DeviceMemory(int device) { return std::make_unique<Device>(device); }
+std::unique_ptr<Memory> DeviceMemory(int device) {
+  // core/device's CUDA device takes the current GPU (its stream and memory).
+  if (const cudaError_t e = cudaSetDevice(device); e != cudaSuccess) {
+    throw std::runtime_error(std::string("cudaSetDevice: ") + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+  }
+  return DeviceMemoryOf(device::MakeDevice<double>(device::Placement::kCuda, "--backend nccl"));
+}
 
 std::shared_ptr<RawNccl> ConnectRawNccl(const launch::RankEnv& env, int device,
                                         std::int64_t timeout_ms) {

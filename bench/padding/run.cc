@@ -65,14 +65,19 @@ class Runner {
     return MakeCommGather(c.method, *comm_, *memory_, c.lengths);
   }
 
-  // One iteration: the slowest rank's time, the same on every rank.
-  double TimedRun(Gather& g) {
+  // One iteration: the slowest rank's time and the slowest rank's pad and
+  // trim time (Memory spans: CUDA events on a GPU; 0 for the methods that
+  // neither pad nor trim), the same on every rank.
+  struct Timed {
+    double wall_s, pad_trim_s;
+  };
+  Timed TimedRun(Gather& g) {
     comm_->Barrier();
     const auto t0 = Clock::now();
     g.Run();
-    double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-    comm_->Allreduce(std::span<double>(&dt, 1), comm::ReduceOp::kMax);
-    return dt;
+    double v[2] = {std::chrono::duration<double>(Clock::now() - t0).count(), memory_->TakeSpanSeconds()};
+    comm_->Allreduce(std::span<double>(v, 2), comm::ReduceOp::kMax);
+    return {v[0], v[1]};
   }
 
   // Every rank checks its output; any mismatch anywhere fails every rank.
@@ -93,7 +98,7 @@ class Runner {
     std::unique_ptr<Gather> g = Make(c);
     g->Run();
     Verify(c, *g);
-    const double t = (TimedRun(*g) + TimedRun(*g)) / 2;
+    const double t = (TimedRun(*g).wall_s + TimedRun(*g).wall_s) / 2;
     std::int64_t n = static_cast<std::int64_t>(std::ceil(config_.min_time_s / std::max(t, 1e-9)));
     n = std::clamp(n, config_.min_iters, config_.max_iters);
     comm_->Broadcast(std::span<std::int64_t>(&n, 1), 0);
@@ -115,12 +120,14 @@ class Runner {
     const Case& c = cases_[index];
     std::unique_ptr<Gather> g = Make(c);
     g->Run();  // first touch of fresh buffers stays out of the timing
-    std::vector<double> dts;
+    memory_->TakeSpanSeconds();
+    std::vector<double> dts, pad_trims;
     dts.reserve(static_cast<std::size_t>(state.max_iterations));
     for (auto _ : state) {
-      const double dt = TimedRun(*g);
-      state.SetIterationTime(dt);
-      dts.push_back(dt);
+      const Timed t = TimedRun(*g);
+      state.SetIterationTime(t.wall_s);
+      dts.push_back(t.wall_s);
+      pad_trims.push_back(t.pad_trim_s);
     }
     // The repetition's typical iteration: the median is what the ratios use,
     // because one descheduled iteration in a few hundred moves the mean by
@@ -138,6 +145,11 @@ class Runner {
     state.counters["wasted_bytes"] = cost.wasted_bytes;
     state.counters["eff_bandwidth"] = cost.useful_bytes / median;  // bytes/s of data gathered
     state.counters["median_us"] = median * 1e6;
+    // The pad and trim alone (inside median_us), by the memory's own clock:
+    // CUDA events around core/cuda's varlen kernels on a GPU.
+    if (c.method == Method::kPadGatherTrim || c.method == Method::kBoundedPad) {
+      state.counters["pad_trim_us"] = Median(pad_trims) * 1e6;
+    }
     // The machine's load as this entry ended: a number to judge it by.
     if (const std::vector<double> load = LoadAverages(); !load.empty()) {
       state.counters["load1"] = load[0];
@@ -274,6 +286,12 @@ int RunRank(const launch::RankEnv& env, const RunConfig& config, const std::vect
   if (config.backend == "nccl") {
     benchmark::AddCustomContext("ddp_shared_gpu", env.share_gpu ? "yes" : "no");
   }
+  benchmark::AddCustomContext(
+      "ddp_timing", config.backend == "nccl"
+                        ? "steady clock per gather, the slowest rank's; pad_trim_us: CUDA events around "
+                          "core/cuda's PadRows/TrimRows on the device's stream"
+                        : "steady clock per gather, the slowest rank's; pad_trim_us: steady clock around the "
+                          "host copies");
   // The Gloo allgatherv's piece size (DDP_GLOO_ALLGATHERV_PIECE_KIB or the default).
   benchmark::AddCustomContext(
       "ddp_gloo_allgatherv_piece_kib",

@@ -19,7 +19,7 @@ two=(--world_size 2 --profiles equal,straggler)
 # "name key value" for every counter of every benchmark entry.
 flat=$(awk -F': ' '
   /"name":/ { gsub(/[",]/, "", $2); name = $2 }
-  /"(W|rep|bytes_per_rank|max_bytes|wire_bytes_per_rank|wasted_bytes|eff_bandwidth|median_us|ratio_over_floor|floor_us|load1|iterations)":/ {
+  /"(W|rep|bytes_per_rank|max_bytes|wire_bytes_per_rank|wasted_bytes|eff_bandwidth|median_us|pad_trim_us|ratio_over_floor|floor_us|load1|iterations)":/ {
     key = $1; gsub(/[" ]/, "", key); v = $2; gsub(/,/, "", v); printf "%s %s %s\n", name, key, v + 0 }
 ' "$out")
 echo "$flat"
@@ -48,6 +48,24 @@ for p in equal straggler; do
     done
   done
 done
+# The pad and trim's own time (Memory spans) on the two methods that pad or
+# trim, within their gather's time; on no other method.
+for p in equal straggler; do
+  for m in $methods; do
+    for rep in 0 1; do
+      n="padding/gloo/W2/$p/1KiB/$m/rep:$rep/iterations:2/manual_time"
+      pt=$(echo "$flat" | awk -v n="$n" '$1 == n && $2 == "pad_trim_us" { print $3 }')
+      med=$(echo "$flat" | awk -v n="$n" '$1 == n && $2 == "median_us" { print $3 }')
+      case $m in
+        pad_gather_trim|bounded_pad)
+          [ -n "$pt" ] || fail "$n lacks pad_trim_us"
+          awk -v a="$pt" -v b="$med" 'BEGIN { exit !(a >= 0 && a <= b) }' || fail "$n: pad_trim_us $pt not in [0, median_us $med]" ;;
+        *) [ -z "$pt" ] || fail "$n has pad_trim_us $pt but neither pads nor trims" ;;
+      esac
+    done
+  done
+done
+grep -q '"ddp_timing": "steady clock per gather, the slowest rank' "$out" || fail "JSON lacks ddp_timing"
 # Interleaved: within a group, repetition 0 of every method, then repetition 1.
 order=$(grep -o '"name": "padding/gloo/W2/straggler/1KiB/[a-z_]*/rep:[0-9]' "$out" \
   | sed 's/.*1KiB\///' | tr '\n' ' ')

@@ -7,15 +7,14 @@
 // they did not upload. A Gloo communicator takes its buffers as they are.
 #pragma once
 
-#include <chrono>
 #include <cstring>
 #include <new>
-#include <stdexcept>
 #include <string>
 
 #include "core/cuda/norm_emulation.h"
 #include "core/cuda/varlen_emulation.h"
 #include "core/device/device.h"
+#include "core/device/steady_spans.h"
 
 namespace ddp::device {
 
@@ -36,22 +35,9 @@ class EmulatedDevice final : public Device<T> {
   }
   void Synchronize() override {}
 
-  void BeginSpan() override {
-    if (open_) throw std::logic_error("Device::BeginSpan inside an open span");
-    open_ = true;
-    begin_ = std::chrono::steady_clock::now();
-  }
-  void EndSpan() override {
-    if (!open_) throw std::logic_error("Device::EndSpan without BeginSpan");
-    open_ = false;
-    spans_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin_).count();
-  }
-  double TakeSpanSeconds() override {
-    if (open_) throw std::logic_error("Device::TakeSpanSeconds inside an open span");
-    const double s = spans_s_;
-    spans_s_ = 0;
-    return s;
-  }
+  void BeginSpan() override { spans_.Begin(); }
+  void EndSpan() override { spans_.End(); }
+  double TakeSpanSeconds() override { return spans_.Take(); }
 
   void BnLocalStats(const T* x, NchwShape shape, T* mean, T* m2) override {
     cuda::emulate::BnLocalStats(x, shape, mean, m2);
@@ -109,9 +95,7 @@ class EmulatedDevice final : public Device<T> {
   }
 
  private:
-  bool open_ = false;
-  std::chrono::steady_clock::time_point begin_;
-  double spans_s_ = 0;
+  SteadySpans spans_;
 };
 
 }  // namespace ddp::device
