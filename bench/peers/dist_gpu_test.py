@@ -342,6 +342,16 @@ def test_drive(tmp):
     if state not in ("gone", "Z", "X"):
         failures.append(f"the timed-out binary's child still runs (state {state})")
         os.kill(child, 9)
+    # SIGTERM (lease.sh's timeout) kills every live session before exiting.
+    p = subprocess.Popen(["/bin/sh", "-c", "sleep 30 & wait"], start_new_session=True)
+    tdg.LIVE.add(p)
+    try:
+        tdg.on_term(15, None)
+        failures.append("on_term did not exit")
+    except SystemExit as e:
+        expect(e.code == 143 and p.wait(timeout=5) == -9, f"on_term: exit {e.code}, session {p.poll()}")
+    finally:
+        tdg.LIVE.discard(p)
     # Rows that change between repetitions cannot be paired.
     result, _, _, _ = drive_fake(tmp, "rows", 2, [10, 10], [20, 20], {"FAKE_EXTRA_AT": "2"})
     expect(result[3] is not None and "repetition 1: our binaries ran other rows than in repetition 0" in result[3],

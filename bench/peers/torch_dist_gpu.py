@@ -227,6 +227,21 @@ def ours_command(args, binary, out_path, share_gpu):
                                                           "--benchmark_out_format=json"]
 
 
+# Every session this process started and has not yet ended (our binaries'
+# runs, PyTorch's ranks): killed on SIGTERM (lease.sh's `timeout`), which
+# would otherwise leave them on the GPU after this driver is gone.
+LIVE = set()
+
+
+def on_term(signum, frame):
+    for p in list(LIVE):
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    raise SystemExit(128 + signum)
+
+
 def run_bounded(cmd, env, timeout, what):
     """(exit status, stdout, stderr) of cmd in a session of its own; past
     `timeout` seconds the whole session (its spawned ranks too) is killed
@@ -236,11 +251,14 @@ def run_bounded(cmd, env, timeout, what):
                              start_new_session=True)
     except OSError as e:
         raise Stop(f"{what} did not start: {e.strerror}")
+    LIVE.add(p)
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_session(p)
         raise Stop(f"{what} ran past its timeout of {timeout:g} s")
+    finally:
+        LIVE.discard(p)
     return p.returncode, out, err
 
 
@@ -421,6 +439,7 @@ class Ranks:
             self.procs.append(subprocess.Popen(
                 [python, os.path.abspath(__file__), "--rank_main", json.dumps(cfg)], stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1, start_new_session=True))
+            LIVE.add(self.procs[-1])
 
     def _reply(self, r, end):
         """Rank r's next protocol line (other output skipped), read from its
@@ -485,6 +504,7 @@ class Ranks:
                 except OSError:
                     pass
                 p.wait()
+            LIVE.discard(p)
         for e in self.errs:
             e.close()
 
@@ -690,6 +710,7 @@ def run(args, log):
     if why:
         log(f"torch_dist_gpu: {why}; nothing timed")
         return 1 if args.require_gpu else 0
+    signal.signal(signal.SIGTERM, on_term)
     binaries = [b for b in BINARIES if getattr(args, f"{b}_binary")]
     commit = os.environ.get("DDP_PITFALLS_COMMIT") or git_commit()
     context = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
