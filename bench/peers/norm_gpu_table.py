@@ -39,14 +39,15 @@ GOAL = 0.8
 PREFIX = {"ours": "norm_kernels", "torch": "torch_norm_gpu"}
 
 
-def repetitions(data, path):
+def paired_repetitions(data, path, what="our binary", how="torch_norm_gpu.py --ours_binary"):
     """The run's repetition numbers (0..R-1), or InputError when the file
-    is not one run that pairs the two sides per repetition."""
+    is not one run that pairs the two sides per repetition (`what` ours
+    is, `how` such a run is made)."""
     ctx = data.get("context") or {}
     reps = data.get("repetitions")
     if not ctx.get("ddp_pairing") or not isinstance(reps, list) or not reps:
-        raise InputError(f"{path}: not one run pairing our binary and PyTorch per repetition (no "
-                         f"ddp_pairing or repetitions; make it with torch_norm_gpu.py --ours_binary): "
+        raise InputError(f"{path}: not one run pairing {what} and PyTorch per repetition (no "
+                         f"ddp_pairing or repetitions; make it with {how}): "
                          f"no ratio is taken between separate runs")
     listed = [r.get("rep") if isinstance(r, dict) else None for r in reps]
     if listed != list(range(len(listed))):
@@ -54,6 +55,13 @@ def repetitions(data, path):
     for r in reps:
         if sorted(r.get("order", [])) != ["ours", "torch"]:
             raise InputError(f"{path}: repetition {r['rep']} ran {r.get('order')}, not ours and torch once each")
+    return listed
+
+
+def repetitions(data, path):
+    """paired_repetitions, both sides on one GPU."""
+    listed = paired_repetitions(data, path)
+    ctx = data["context"]
     ours_ctx = data.get("ours_context") or {}
     if not ctx.get("ddp_device") or not ours_ctx.get("ddp_device"):
         raise InputError(f"{path}: its context or ours_context names no GPU (ddp_device)")
@@ -205,26 +213,31 @@ def sync_overhead(pairs):
     return out
 
 
-def main(argv):
-    ap = argparse.ArgumentParser(usage="%(prog)s RUN.json [--update FILE]",
-                                 description=__doc__.split("\n\n")[1])
-    ap.add_argument("run", nargs="+", metavar="RUN.json",
-                    help="bench/peers/torch_norm_gpu.py --ours_binary's JSON (one file: both sides)")
-    ap.add_argument("--update", metavar="FILE", help="rewrite FILE's norm_gpu table")
+def table_main(argv, doc, tool, script, marker, render):
+    """The command line of a table maker of one paired run: RUN.json
+    [--update FILE]; prints render(data, path) or puts it in FILE's
+    `marker` block; exit 2 and one line `tool: why` on bad input."""
+    ap = argparse.ArgumentParser(usage="%(prog)s RUN.json [--update FILE]", description=doc.split("\n\n")[1])
+    ap.add_argument("run", nargs="+", metavar="RUN.json", help=f"{script}'s JSON (one file: both sides)")
+    ap.add_argument("--update", metavar="FILE", help=f"rewrite FILE's {marker} table")
     args = ap.parse_args(argv)
     try:
         if len(args.run) != 1:
-            raise InputError(f"{len(args.run)} files given: give one, torch_norm_gpu.py --ours_binary's "
-                             f"(ratios come from repetitions of one run, never from separate files)")
+            raise InputError(f"{len(args.run)} files given: give one, {script}'s (ratios come from repetitions "
+                             f"of one run, never from separate files)")
         text = render(load(args.run[0]), args.run[0])
         if args.update:
-            update(args.update, "norm_gpu", text)
+            update(args.update, marker, text)
         else:
             print(text)
     except (InputError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
-        print(f"norm_gpu_table: {e}", file=sys.stderr)
+        print(f"{tool}: {e}", file=sys.stderr)
         return 2
     return 0
+
+
+def main(argv):
+    return table_main(argv, __doc__, "norm_gpu_table", "torch_norm_gpu.py --ours_binary", "norm_gpu", render)
 
 
 if __name__ == "__main__":

@@ -258,40 +258,59 @@ def same_rows(first, ctx, entries, rep):
         raise Stop(f"repetition {rep}: our binary ran other rows than in repetition 0")
 
 
-def drive(reps, ours_block, torch_block, log):
-    """For k in 0..reps-1: our binary's repetition k (ours_block(k) ->
-    (context, entries)) and PyTorch's (torch_block(k, rows) -> entries), ours
-    first when k is even. Returns (our repetition 0's context, the completed
-    repetitions, their entries, why the run stopped or None)."""
-    first, done, entries = None, [], []
+def alternate(reps, side_block, log, tool, budget_s=0.0, clock=time.monotonic):
+    """For k in 0..reps-1: side_block(k, side, rep) -> that side's entries,
+    for side ours then torch when k is even, torch then ours when odd (rep:
+    the repetition's record, which side_block may add to). A repetition that
+    the slowest so far would not finish within budget_s (when > 0) is not
+    started. Returns (the completed repetitions, their entries, why the run
+    stopped or None); a Stop raised by side_block stops it."""
+    done, entries, start, slowest = [], [], clock(), 0.0
     for k in range(reps):
+        rep_start = clock()
+        if budget_s > 0 and k > 0 and rep_start - start + slowest > budget_s:
+            return done, entries, (f"--budget {budget_s:g} s: repetition {k} not started ({rep_start - start:.0f} s "
+                                   f"used, the slowest repetition took {slowest:.0f} s)")
         order = ("ours", "torch") if k % 2 == 0 else ("torch", "ours")
         rep = {"rep": k, "order": list(order)}
         got = []
         try:
             for side in order:
-                start = time.time()
+                t0 = time.time()
                 rep[f"{side}_start"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
                     timespec="milliseconds")
-                if side == "ours":
-                    ctx, side_entries = ours_block(k)
-                    if first is None:
-                        first = {"context": ctx, "rows": rows_from(side_entries),
-                                 "names": [e["name"].rsplit("/rep:", 1)[0] for e in side_entries]}
-                    else:
-                        same_rows(first, ctx, side_entries, k)
-                    rep["ours_date"] = ctx.get("date", "?")
-                else:
-                    side_entries = torch_block(k, first["rows"])
-                rep[f"{side}_s"] = round(time.time() - start, 3)
-                got += side_entries
+                got += side_block(k, side, rep)
+                rep[f"{side}_s"] = round(time.time() - t0, 3)
         except Stop as e:
-            return (first or {}).get("context", {}), done, entries, str(e)
+            return done, entries, str(e)
         done.append(rep)
         entries += got
-        log(f"torch_norm_gpu: repetition {k + 1} of {reps} ({'ours' if order[0] == 'ours' else 'PyTorch'} first): ours {rep['ours_s']:.1f} s, "
-            f"PyTorch {rep['torch_s']:.1f} s")
-    return first["context"], done, entries, None
+        slowest = max(slowest, clock() - rep_start)
+        log(f"{tool}: repetition {k + 1} of {reps} ({'ours' if order[0] == 'ours' else 'PyTorch'} first): ours "
+            f"{rep['ours_s']:.1f} s, PyTorch {rep['torch_s']:.1f} s")
+    return done, entries, None
+
+
+def drive(reps, ours_block, torch_block, log):
+    """For k in 0..reps-1: our binary's repetition k (ours_block(k) ->
+    (context, entries)) and PyTorch's (torch_block(k, rows) -> entries), ours
+    first when k is even. Returns (our repetition 0's context, the completed
+    repetitions, their entries, why the run stopped or None)."""
+    first = {}
+
+    def side_block(k, side, rep):
+        if side == "torch":
+            return torch_block(k, first["rows"])
+        ctx, side_entries = ours_block(k)
+        if not first:
+            first.update(context=ctx, rows=rows_from(side_entries),
+                         names=[e["name"].rsplit("/rep:", 1)[0] for e in side_entries])
+        else:
+            same_rows(first, ctx, side_entries, k)
+        rep["ours_date"] = ctx.get("date", "?")
+        return side_entries
+    done, entries, stopped = alternate(reps, side_block, log, "torch_norm_gpu")
+    return first.get("context", {}), done, entries, stopped
 
 
 # ------------------------------------------------------------- PyTorch's side

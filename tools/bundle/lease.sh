@@ -3,7 +3,7 @@
 # tool), bounded, and brought back as one archive even when the call is cut.
 #
 #   bash tools/bundle/lease.sh [--bundle TAR] [--budget S] [--jobs N] [--norm-peers S]
-#                              [--raw-nccl S] [-- RUN_ALL_FLAGS...]
+#                              [--dist-peers S] [--raw-nccl S] [-- RUN_ALL_FLAGS...]
 #
 # Unpacks the bundle (made here by `bazel run //tools:bundle -- --out
 # .gpu/ddp-bundle --tar`, carried as `.gpu`), runs its run_all.sh with the
@@ -15,20 +15,27 @@
 # With --norm-peers S, then (at most S seconds) bench/peers/torch_norm_gpu.py
 # from this tree drives the bundle's bench/norm_kernels and PyTorch on the
 # same GPU, interleaved (gpu/records/torch_norm_gpu.json and
-# gpu/norm_gpu_table.md). Prints run_all's console as it goes, then
+# gpu/norm_gpu_table.md).
+# With --dist-peers S, then (at most S seconds) bench/peers/torch_dist_gpu.py
+# drives the bundle's bench/sync_bn and bench/padding and PyTorch's
+# SyncBatchNorm / BatchNorm2d / GroupNorm / floor and all_gather /
+# all_gather_into_tensor / gather_all_tensors at W = 2 on NCCL, interleaved
+# (gpu/records/torch_dist_gpu.json and gpu/dist_gpu_table.md; on one GPU
+# every row is shared-GPU: functional, not a performance claim).
 # With --raw-nccl S (at most S seconds; issue 44): what NCCL does with the
 # post's raw unequal all_gather, 10 runs at W = 2 and at W = 4, first the
 # bundle's repro/wrong_all_gather --raw_only, then PyTorch's (from this tree:
 # repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl), into
 # gpu/records/. --budget 0 runs only the extra stages.
 # Prints run_all's console as it goes, then "lease: run_all exit N" (and
-# "lease: norm peers exit N", "lease: raw nccl exit N").
+# "lease: norm peers exit N", "lease: dist peers exit N", "lease: raw nccl exit N").
 set -uo pipefail
 
 usage() {
   cat <<'USAGE'
 usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
-                [--norm-peers SECONDS] [--raw-nccl SECONDS] [--python PATH] [-- RUN_ALL_FLAGS...]
+                [--norm-peers SECONDS] [--dist-peers SECONDS] [--raw-nccl SECONDS] [--python PATH]
+                [-- RUN_ALL_FLAGS...]
 
   --bundle TAR       the bundle archive (default .gpu/ddp-bundle.tar.gz)
   --budget SECONDS   run_all.sh's budget (default 420: 7 minutes, leaving the
@@ -39,10 +46,14 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
   --norm-peers SECONDS  after run_all, the W = 1 norm rows of ours and PyTorch
                      interleaved (bench/peers/torch_norm_gpu.py), at most this
                      long (default 0: not run)
+  --dist-peers SECONDS  then bench/sync_bn's and bench/padding's rows beside
+                     PyTorch's at W = 2 on NCCL, interleaved
+                     (bench/peers/torch_dist_gpu.py), at most this long
+                     (default 0: not run)
   --raw-nccl SECONDS  then the post's raw unequal all_gather on NCCL, 10 runs at
                      W = 2 and 4: ours (repro/wrong_all_gather --raw_only), then
                      PyTorch's, at most this long in all (default 0: not run)
-  --python PATH      the Python with torch for --norm-peers and --raw-nccl (default: the first
+  --python PATH      the Python with torch for --norm-peers, --dist-peers and --raw-nccl (default: the first
                      of /opt/torch/.venv/bin/python3 and python3 that imports torch)
   -- FLAGS...        passed on to run_all.sh (e.g. --bench, --only REGEX)
 Needs $OUT (the device tool sets it): the archive goes there.
@@ -54,7 +65,7 @@ die_usage() {
   exit 2
 }
 
-bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=120 peers_s=0 raw_s=0 python=""
+bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=120 peers_s=0 dist_s=0 raw_s=0 python=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bundle) [[ $# -ge 2 ]] || die_usage "--bundle needs a file"; bundle="$2"; shift 2 ;;
@@ -70,13 +81,16 @@ while [[ $# -gt 0 ]]; do
     --norm-peers)
       [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die_usage "--norm-peers must be a whole number of seconds, got '${2:-}'"
       peers_s="$2"; shift 2 ;;
+    --dist-peers)
+      [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die_usage "--dist-peers must be a whole number of seconds, got '${2:-}'"
+      dist_s="$2"; shift 2 ;;
     --raw-nccl)
       [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die_usage "--raw-nccl must be a whole number of seconds, got '${2:-}'"
       raw_s="$2"; shift 2 ;;
     --python) [[ $# -ge 2 && -x "$2" ]] || die_usage "--python needs an executable, got '${2:-}'"; python="$2"; shift 2 ;;
     --) shift; break ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --raw-nccl, --python, --, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --dist-peers, --raw-nccl, --python, --, --help" ;;
   esac
 done
 [[ -n "${OUT:-}" && -d "$OUT" ]] || die_usage "\$OUT must name a folder (the device tool sets it)"
@@ -115,7 +129,7 @@ bundle_dir="$(dirname "$run_all")"
 tree="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"  # this tree's scripts
 commit="$(sed -n 's/^commit: \([^ ]*\).*/\1/p' "$bundle_dir/MANIFEST.txt" 2>/dev/null | head -1)"
 nccl=""
-if ((peers_s > 0 || raw_s > 0)); then
+if ((peers_s > 0 || dist_s > 0 || raw_s > 0)); then
   mkdir -p "$work/gpu/records"
   nccl="$("$run_all" --find-nccl 2>/dev/null | sed -n 's/^libnccl: \(.*\) (.*$/\1/p')"
   if [[ -z "$python" ]]; then
@@ -148,6 +162,35 @@ if ((peers_s > 0)); then
   pack
 fi
 ((rc == 0)) && rc=$peers_rc
+
+# Ours and PyTorch's W-rank collective rows, interleaved in one run: the
+# driver runs the bundle's bench/sync_bn and bench/padding once per
+# repetition beside W = 2 persistent PyTorch ranks (bench/peers/README.md).
+# Small sizes so that it fits S on a shared GPU; its --budget stops starting
+# repetitions 30 s before S, so the JSON is written before the kill.
+dist_rc=0
+if ((dist_s > 0)); then
+  if [[ -z "$python" ]]; then
+    say "dist peers not run: no python3 with torch here"
+    dist_rc=1
+  else
+    DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 \
+      timeout -k 10 "$dist_s" "$python" "$tree/bench/peers/torch_dist_gpu.py" \
+      --sync_bn_binary "$bundle_dir/bin/bench/sync_bn" --padding_binary "$bundle_dir/bin/bench/padding/padding" \
+      --ours_lib_path "$bundle_dir/lib${nccl:+:$nccl}" --backend nccl --world_size 2 --reps 3 \
+      --channels 16,256 --batch 2,32 --target_s 0.1 --profiles equal,straggler --payloads 1K,1M --min_time 0.05 \
+      --ours_timeout 120 --torch_timeout 120 --pg_timeout 60 --budget $((dist_s > 60 ? dist_s - 30 : dist_s / 2)) \
+      --require_gpu --json "$work/gpu/records/torch_dist_gpu.json" > >(tee -a "$work/gpu/console.txt") 2>&1
+    dist_rc=$?
+    if [[ -f "$work/gpu/records/torch_dist_gpu.json" ]]; then
+      "$python" "$tree/bench/peers/dist_gpu_table.py" "$work/gpu/records/torch_dist_gpu.json" >"$work/gpu/dist_gpu_table.md" 2>&1
+    fi
+    sleep 1
+    say "dist peers exit $dist_rc ($python)"
+  fi
+  pack
+fi
+((rc == 0)) && rc=$dist_rc
 
 # The post's raw unequal all_gather on this GPU's NCCL (issue 44): ours, each
 # run a world of its own with a 10 s deadline, then PyTorch's with a 10 s

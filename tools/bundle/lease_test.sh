@@ -73,6 +73,27 @@ grep -q '^lease: norm peers exit 0 (' peers.txt || fail "peers exit line"
 listing="$(tar tzf out/gpu-run.tar.gz)"
 grep -q 'gpu/records/torch_norm_gpu.json' <<<"$listing" && grep -q 'gpu/norm_gpu_table.md' <<<"$listing" || fail "peers output not archived: $listing"
 
+# --dist-peers: the driver of ours and PyTorch's W-rank collective rows gets
+# the bundle's bench/sync_bn and bench/padding, lib/ and libnccl's folder,
+# NCCL at W = 2 with the small sizes, a --budget 30 s inside its bound, the
+# commit and a JSON path in the archive; the table is made beside it.
+mkdir -p src/ddp-bundle/bin/bench/padding
+tar czf bundle2d.tar.gz -C src ddp-bundle
+rm -f out/gpu-run.tar.gz
+OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle2d.tar.gz --budget 0 --dist-peers 200 --python "$PWD/fake_python" >dist.txt 2>&1 ||
+  fail "--dist-peers run exited $?: $(cat dist.txt)"
+cat dist.txt
+! grep -q 'fake run_all --out' dist.txt || fail "--budget 0 ran run_all"
+grep -q 'fake python .*/bench/peers/torch_dist_gpu.py --sync_bn_binary /tmp/lease\.[^ ]*/ddp-bundle/bin/bench/sync_bn --padding_binary /tmp/lease\.[^ ]*/ddp-bundle/bin/bench/padding/padding --ours_lib_path /tmp/lease\.[^ ]*/ddp-bundle/lib:/fake/nccl/lib --backend nccl --world_size 2 --reps 3 --channels 16,256 --batch 2,32 --target_s 0.1 --profiles equal,straggler --payloads 1K,1M --min_time 0.05 --ours_timeout 120 --torch_timeout 120 --pg_timeout 60 --budget 170 --require_gpu --json /tmp/lease\.[^ ]*/gpu/records/torch_dist_gpu.json commit=0123abc+dirty' dist.txt ||
+  fail "the dist driver's command line"
+grep -q '^lease: dist peers exit 0 (' dist.txt || fail "dist exit line"
+! grep -q 'norm peers' dist.txt || fail "--dist-peers alone ran the norm peers"
+listing="$(tar tzf out/gpu-run.tar.gz)"
+grep -q 'gpu/records/torch_dist_gpu.json' <<<"$listing" && grep -q 'gpu/dist_gpu_table.md' <<<"$listing" || fail "dist output not archived: $listing"
+mkdir checkd && tar xzf out/gpu-run.tar.gz -C checkd
+grep -q 'fake python .*/bench/peers/dist_gpu_table.py /tmp/lease\.[^ ]*/gpu/records/torch_dist_gpu.json' checkd/gpu/dist_gpu_table.md ||
+  fail "the table's command: $(cat checkd/gpu/dist_gpu_table.md)"
+
 # --budget 0 --raw-nccl: no run_all; the bundle's repro at W = 2 and 4
 # (--raw_only, 10 runs, the bundle's lib/ and libnccl's folder, the commit),
 # then PyTorch's script on NCCL, each record archived.
@@ -103,7 +124,7 @@ for f in wrong_all_gather_raw_nccl_w2.json wrong_all_gather_raw_nccl_w4.json wro
   grep -q "gpu/records/$f" <<<"$listing" || fail "$f not archived: $listing"
 done
 
-for args in "--budget -1" "--raw-nccl later" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--python /nonexistent"; do
+for args in "--budget -1" "--raw-nccl later" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--dist-peers later" "--python /nonexistent"; do
   set +e
   msg="$(OUT="$TEST_TMPDIR/out" bash "$lease" $args 2>&1)"
   rc=$?

@@ -76,11 +76,7 @@ def provenance(script, backend="gloo"):
         out["gpus_visible"] = torch.cuda.device_count()
         out["cuda"] = torch.version.cuda
         out["nccl"] = ".".join(str(v) for v in torch.cuda.nccl.version())
-        try:
-            with open("/proc/driver/nvidia/version") as f:
-                out["driver"] = f.readline().strip()
-        except OSError:
-            out["driver"] = "unknown (no /proc/driver/nvidia/version)"
+        out["driver"] = driver_version()
     import importlib.metadata as metadata
     for key, dist in (("sklearn", "scikit-learn"), ("numpy", "numpy"),
                       ("torchmetrics", "torchmetrics"), ("pytorch_lightning", "pytorch-lightning")):
@@ -89,6 +85,15 @@ def provenance(script, backend="gloo"):
         except metadata.PackageNotFoundError:
             pass
     return out
+
+
+def driver_version():
+    """The NVIDIA kernel driver's own line (its version and build)."""
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            return f.readline().strip()
+    except OSError:
+        return "unknown (no /proc/driver/nvidia/version)"
 
 
 def write_json(path, doc):
