@@ -45,8 +45,9 @@ all-reduce of the elapsed time outside the timed span: each iteration's
 time is the slowest rank's wall clock. A repetition's number is its median
 iteration, after one untimed call. PyTorch runs each row for the iteration
 count our repetition 0 used for it (our binaries calibrate their own).
-CUDA events are not used: our side has none (its Device<T> exposes no
-stream), and the slowest rank's wall clock is what both sides report.
+The ratio is of the slowest rank's wall clock on both sides; our rows
+also carry their kernels' time by CUDA events (kernel_us, pad_trim_us),
+which this script does not pair with anything of PyTorch's.
 
 NCCL: rank r on cuda:(r % device_count); when W exceeds the GPUs visible
 the ranks share GPUs, each with its own NCCL_HOSTID (as
