@@ -27,8 +27,9 @@ sys.path.insert(0, here)
 import dist_gpu_table  # noqa: E402
 import peers  # noqa: E402
 import torch_dist_gpu as tdg  # noqa: E402
+import script_test_util as util  # noqa: E402
+from script_test_util import expect, failures  # noqa: E402
 
-failures = []
 
 # A stand-in for bench/sync_bn or bench/padding (argv[1] of the script says
 # which): logs each run (argv, LD_LIBRARY_PATH) to $FAKE_LOG, then writes
@@ -92,11 +93,6 @@ print("console table")
 '''
 
 
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
-
-
 def write(folder, name, text, executable=False):
     path = os.path.join(folder, name)
     with open(path, "w") as f:
@@ -111,21 +107,11 @@ def fake_binaries(tmp):
 
 
 def run_script(args, env_extra=None):
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    env.update(env_extra or {})
-    p = subprocess.run(["/usr/bin/python3", os.path.join(here, "torch_dist_gpu.py")] + args,
-                       capture_output=True, text=True, env=env)
-    return p.returncode, p.stderr
+    return util.run_script('torch_dist_gpu.py', args, env_extra)
 
 
 def usage(argv, want):
-    try:
-        tdg.parse_args(argv)
-    except tdg.UsageError as e:
-        expect(want in str(e), f"{argv}: message {e!s} lacks {want!r}")
-        return
-    failures.append(f"{argv}: accepted")
+    util.usage(tdg, argv, want)
 
 
 def test_arguments(tmp):
@@ -480,11 +466,7 @@ def table_run():
 
 
 def refused(data, want, what):
-    try:
-        dist_gpu_table.render(data, "run.json")
-        failures.append(f"{what}: accepted")
-    except dist_gpu_table.InputError as e:
-        expect(want in str(e), f"{what}: {e}")
+    util.refused(dist_gpu_table, data, want, what)
 
 
 def test_table(tmp):
@@ -555,10 +537,7 @@ def main():
         test_ranks(tmp)
         test_no_torch_no_gpu(tmp)
         test_table(tmp)
-    for f in failures:
-        print("FAIL:", f)
-    print(f"dist_gpu_test: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return util.finish('dist_gpu_test')
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ import json
 import math
 import os
 import stat
-import subprocess
 import sys
 import tempfile
 
@@ -23,8 +22,9 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
 import norm_gpu_table  # noqa: E402
 import torch_norm_gpu as tng  # noqa: E402
+import script_test_util as util  # noqa: E402
+from script_test_util import expect, failures  # noqa: E402
 
-failures = []
 
 # A stand-in for bench/norm_kernels: logs each run (argv, LD_LIBRARY_PATH)
 # to $FAKE_LOG, then writes Google-Benchmark JSON for its --shapes,
@@ -73,11 +73,6 @@ print("summary (one repetition)")
 '''
 
 
-def expect(cond, what):
-    if not cond:
-        failures.append(what)
-
-
 def write(folder, name, data):
     path = os.path.join(folder, name)
     with open(path, "w") as f:
@@ -101,21 +96,11 @@ def read_log(path):
 
 
 def run_script(args, env_extra=None):
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    env.update(env_extra or {})
-    p = subprocess.run(["/usr/bin/python3", os.path.join(here, "torch_norm_gpu.py")] + args,
-                       capture_output=True, text=True, env=env)
-    return p.returncode, p.stderr
+    return util.run_script('torch_norm_gpu.py', args, env_extra)
 
 
 def usage(argv, want):
-    try:
-        tng.parse_args(argv)
-    except tng.UsageError as e:
-        expect(want in str(e), f"{argv}: message {e!s} lacks {want!r}")
-        return
-    failures.append(f"{argv}: accepted")
+    util.usage(tng, argv, want)
 
 
 def test_arguments(tmp):
@@ -419,11 +404,7 @@ def table_run():
 
 
 def refused(data, want, what):
-    try:
-        norm_gpu_table.render(data, "run.json")
-        failures.append(f"{what}: accepted")
-    except norm_gpu_table.InputError as e:
-        expect(want in str(e), f"{what}: {e}")
+    util.refused(norm_gpu_table, data, want, what)
 
 
 def test_table(tmp):
@@ -543,10 +524,7 @@ def main():
         test_measure()
         test_no_torch_no_gpu(tmp)
         test_table(tmp)
-    for f in failures:
-        print("FAIL:", f)
-    print(f"norm_gpu_test: {len(failures)} failure(s)")
-    return 1 if failures else 0
+    return util.finish('norm_gpu_test')
 
 
 if __name__ == "__main__":
