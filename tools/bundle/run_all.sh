@@ -53,8 +53,9 @@ usage: run_all.sh [--out DIR] [--timeout SECONDS] [--budget SECONDS] [--jobs N]
   --mps MODE         CUDA MPS for ranks that share a GPU: auto (default) starts
                      nvidia-cuda-mps-control -d when fewer GPUs than 8 are
                      visible and it is on PATH, on fails without it, off never
-  --full-size        pairs at their default sizes even on a shared GPU (default:
-                     shared_gpu_flags.txt's flags where fewer than 4 GPUs)
+  --full-size        pairs and the NCCL benchmarks at their default sizes even on
+                     a shared GPU (default: shared_gpu_flags.txt's flags and smaller
+                     NCCL benchmark runs where fewer than 4 GPUs)
   --no-pairs         run the tests only
   --bench            also run the benchmarks, each on nccl and on gloo
   --allow-skip       let gpu tests, and pairs and benchmarks that refuse NCCL,
@@ -337,15 +338,29 @@ gpu_refusal() {
 # How each benchmark runs: one line per run, "ENGINE FLAGS..." (the flags
 # bench/regen.sh uses; --share_gpu where fewer GPUs than ranks are visible),
 # or "skip WHY".
+# Where the 4 NCCL ranks share fewer GPUs, their rows are functional only
+# (ddp_shared_gpu), so the NCCL runs take fewer shapes, payloads and
+# repetitions: enough to show every method working on the device inside a
+# lease's budget, not the full tables (the Gloo runs keep regen.sh's sizes;
+# --full-size keeps the NCCL ones too).
 bench_runs() {
-  local share=""
-  ((gpu_count < 4)) && share="--share_gpu"
+  local small=0 share=""
+  ((gpu_count < 4)) && share=" --share_gpu"
+  ((gpu_count < 4 && full_size == 0)) && small=1
   case "$1" in
     bench/sync_bn)  # shares the GPU itself on NCCL
-      echo "nccl --backend nccl --world_size 4 --reps 5 --pin_cpus"
+      if ((small)); then
+        echo "nccl --backend nccl --world_size 4 --reps 3 --channels 16,256 --batch 2,32 --pin_cpus"
+      else
+        echo "nccl --backend nccl --world_size 4 --reps 5 --pin_cpus"
+      fi
       echo "gloo --backend gloo --world_size 4 --reps 5 --pin_cpus" ;;
     bench/padding/padding)
-      echo "nccl --backend nccl --world_size 4 --reps 9 --pin_cpus $share"
+      if ((small)); then
+        echo "nccl --backend nccl --world_size 4 --reps 3 --profiles equal,straggler --payloads 1K,1M --pin_cpus$share"
+      else
+        echo "nccl --backend nccl --world_size 4 --reps 9 --pin_cpus$share"
+      fi
       echo "gloo --backend gloo --world_size 4 --reps 9 --pin_cpus" ;;
     bench/recorder/recorder) echo "gloo" ;;  # Gloo only: the recorder over a bare Gloo call
     # One process on one GPU, no collectives: "nccl" only so that its

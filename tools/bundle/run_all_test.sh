@@ -181,19 +181,26 @@ rm -f "$args_file"
 run --bench --no-pairs
 echo "$output"
 [[ $rc -eq 0 ]] || fail "--bench exited $rc"
-grep -q -- '^--backend nccl --world_size 4 --reps 5 --pin_cpus --benchmark_out=.*/records/bench_sync_bn.nccl.bench.json' "$args_file" || fail "sync_bn on nccl: $(cat "$args_file")"
+# On one GPU the NCCL runs are functional (shared) and smaller; Gloo keeps regen.sh's sizes.
+grep -q -- '^--backend nccl --world_size 4 --reps 3 --channels 16,256 --batch 2,32 --pin_cpus --benchmark_out=.*/records/bench_sync_bn.nccl.bench.json' "$args_file" || fail "sync_bn on nccl: $(cat "$args_file")"
 grep -q -- '^--backend gloo --world_size 4 --reps 5 --pin_cpus --benchmark_out=' "$args_file" || fail "sync_bn on gloo"
-grep -q -- '^--backend nccl --world_size 4 --reps 9 --pin_cpus --share_gpu --benchmark_out=.*padding.nccl' "$args_file" || fail "padding on nccl must share the GPU"
+grep -q -- '^--backend nccl --world_size 4 --reps 3 --profiles equal,straggler --payloads 1K,1M --pin_cpus --share_gpu --benchmark_out=.*padding.nccl' "$args_file" || fail "padding on nccl must share the GPU, smaller"
 grep -q -- '^--backend gloo --world_size 4 --reps 9 --pin_cpus --benchmark_out=.*padding.gloo' "$args_file" || fail "padding on gloo"
 [[ "$(wc -l <"$args_file")" -eq 5 ]] || fail "5 benchmark runs expected: $(cat "$args_file")"
 grep -q '^SKIP  bench/peers/gather_loop (a helper' <<<"$output" || fail "peers helper not skipped"
 for f in bench_sync_bn.nccl bench_sync_bn.gloo bench_padding_padding.nccl bench_padding_padding.gloo bench_recorder_recorder.gloo; do
   [[ -f "$TEST_TMPDIR/o/records/$f.bench.json" ]] || fail "no records/$f.bench.json"
 done
+# --full-size on one GPU: the NCCL benchmarks at regen.sh's sizes, padding still sharing.
+rm -f "$args_file"
+run --bench --no-pairs --only padding --full-size
+grep -q -- '^--backend nccl --world_size 4 --reps 9 --pin_cpus --share_gpu --benchmark_out=.*padding.nccl' "$args_file" || fail "--full-size: padding on nccl: $(cat "$args_file")"
 fake_smi 580.159.04 4
 rm -f "$args_file"
-run --bench --no-pairs --only padding
+run --bench --no-pairs --only 'padding|sync_bn'
 ! grep -q -- '--share_gpu' "$args_file" || fail "4 GPUs: padding must not share"
+grep -q -- '^--backend nccl --world_size 4 --reps 9 --pin_cpus --benchmark_out=.*padding.nccl' "$args_file" || fail "4 GPUs: padding on nccl at full size: $(cat "$args_file")"
+grep -q -- '^--backend nccl --world_size 4 --reps 5 --pin_cpus --benchmark_out=.*sync_bn.nccl' "$args_file" || fail "4 GPUs: sync_bn on nccl at full size: $(cat "$args_file")"
 
 # --jobs: two 2-second tests side by side take about 2 s, one at a time 4 s.
 new_bundle
