@@ -13,7 +13,6 @@ ratios, shared-GPU marks, PyTorch's not-timed rows, and its refusals.
 
     dist_gpu_test.py   (run by //analysis:py_test.sh with Debian's python3)
 """
-import io
 import json
 import os
 import stat
@@ -519,14 +518,7 @@ def test_table(tmp):
     expect(row in doc and "old" not in doc and doc.startswith("a\n") and doc.endswith("b\n"), f"update:\n{doc}")
     for argv, want in (([path, path], "2 files given: give one"),
                        ([os.path.join(tmp, "absent.json")], "cannot read")):
-        saved = sys.stderr
-        sys.stderr = io.StringIO()
-        try:
-            rc = dist_gpu_table.main(argv)
-            message = sys.stderr.getvalue()
-        finally:
-            sys.stderr = saved
-        expect(rc == 2 and want in message and message.count("\n") == 1, f"{argv}: {rc} {message!r}")
+        util.cli_refuses(dist_gpu_table.main, argv, want)
 
 
 def main():

@@ -10,7 +10,6 @@ ratios, and its refusal of input that does not pair repetitions of one run.
 
     norm_gpu_test.py   (run by //analysis:py_test.sh with Debian's python3)
 """
-import io
 import json
 import math
 import os
@@ -505,14 +504,7 @@ def test_table(tmp):
     for argv, want in (([path, path], "2 files given: give one"),
                        ([os.path.join(tmp, "absent.json")], "cannot read"),
                        ([unpaired], "not one run pairing")):
-        saved = sys.stderr
-        sys.stderr = io.StringIO()
-        try:
-            rc = norm_gpu_table.main(argv)
-            message = sys.stderr.getvalue()
-        finally:
-            sys.stderr = saved
-        expect(rc == 2 and want in message and message.count("\n") == 1, f"{argv}: {rc} {message!r}")
+        util.cli_refuses(norm_gpu_table.main, argv, want)
 
 
 def main():

@@ -2,11 +2,13 @@
 (norm_gpu_test.py, dist_gpu_test.py): one list of failures, expect(), a
 driver script run with Debian's python3 and no PYTHONPATH (so that its
 "no torch" path is what runs), a check that a driver's parse_args refuses
-argv with a message, a check that a table maker refuses input, and the
-closing summary.
+argv with a message, a check that a table maker refuses input (as data, and
+on its command line), and the closing summary.
 """
+import io
 import os
 import subprocess
+import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 failures = []
@@ -44,6 +46,18 @@ def refused(table, data, want, what):
         failures.append(f"{what}: accepted")
     except table.InputError as e:
         expect(want in str(e), f"{what}: {e}")
+
+
+def cli_refuses(main, argv, want):
+    """main(argv) exits 2 with one line on stderr naming `want`."""
+    saved = sys.stderr
+    sys.stderr = io.StringIO()
+    try:
+        rc = main(argv)
+        message = sys.stderr.getvalue()
+    finally:
+        sys.stderr = saved
+    expect(rc == 2 and want in message and message.count("\n") == 1, f"{argv}: {rc} {message!r}")
 
 
 def finish(name):
