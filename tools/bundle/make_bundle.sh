@@ -190,6 +190,8 @@ versions="$(bundle_check_versions "${elves[@]}")" ||
 cp "$here/run_all.sh" "$out/run_all.sh"
 # run_all.sh applies a pair binary's line where fewer than 4 GPUs are visible.
 cp "$here/shared_gpu_flags.txt" "$out/shared_gpu_flags.txt"
+# and runs these apart, without CUDA MPS.
+cp "$here/mps_isolated.txt" "$out/mps_isolated.txt"
 chmod +x "$out/run_all.sh"
 
 commit="$(bundle_commit .)"  # what every record of this bundle will carry

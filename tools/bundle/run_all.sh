@@ -6,8 +6,11 @@
 # ends early still brings back what matters): the gpu tests of core/ and
 # third_party/ (kernels, the NCCL backend: everything else stands on them),
 # every repro / fix binary on NCCL (the records the ledger judges), the
-# pairs' _nccl test twins, the other gpu tests, then with --bench the
-# benchmarks (alone: nothing else runs beside a timing).
+# pairs' _nccl test twins, the other gpu tests; then, apart and without
+# CUDA MPS, the runs of mps_isolated.txt (they stall collectives on
+# purpose); then with --bench the benchmarks (alone: nothing else runs
+# beside a timing); last, once more without MPS, any run the MPS server
+# refused (REFUSED: a client's fatal GPU error, not the run's own result).
 #  - A test binary runs as `bazel test --config=gpu` would run it: cwd in its
 #    runfiles, TEST_TMPDIR / TEST_SRCDIR set, DDP_PITFALLS_REQUIRE_GPU=1.
 #    PASS / FAIL / SKIP, then "N passed, N failed, N skipped".
@@ -19,7 +22,8 @@
 #    cannot get at least 15 s before S seconds are up, cuts what runs at S,
 #    and lists what did not run.
 # Ranks sharing a GPU: CUDA MPS is started when it can be (--mps), so their
-# kernels share the GPU at once instead of being time-sliced.
+# kernels share the GPU at once instead of being time-sliced; restarted
+# (at most twice) after a refusal.
 # Every record carries the bundle's commit (DDP_PITFALLS_COMMIT from
 # MANIFEST.txt). Before anything runs: the driver must be new enough for the
 # bundle's CUDA runtime, and the binaries must load (one line and exit 1 if
@@ -32,13 +36,17 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 usage() {
   cat <<'USAGE'
-usage: run_all.sh [--out DIR] [--timeout SECONDS] [--budget SECONDS] [--jobs N]
+usage: run_all.sh [--out DIR] [--timeout SECONDS] [--bench-timeout SECONDS] [--budget SECONDS] [--jobs N]
                   [--only REGEX] [--nccl-lib DIR] [--mps auto|on|off] [--full-size]
                   [--no-pairs] [--bench] [--allow-skip] [--find-nccl] [--help]
 
   --out DIR          where logs/, records/ and summary.tsv go (default: out/
                      next to this script)
-  --timeout SECONDS  per binary, default 600; a binary past it is killed (FAIL)
+  --timeout SECONDS  per test or pair binary, default 600; a binary past it is
+                     killed (FAIL)
+  --bench-timeout SECONDS  per benchmark run, default 300 (their sizes are set
+                     for it); a benchmark past it is killed and its cut JSON
+                     kept as records/NAME.bench.json.partial
   --budget SECONDS   the whole run: binaries start in order of importance while
                      at least 15 s are left, each is cut at the budget's end,
                      the rest are listed as not run (default: no budget)
@@ -71,7 +79,7 @@ die_usage() {
   exit 2
 }
 
-out="$here/out" timeout_s=600 budget_s=0 jobs=1 only="" nccl_dir="" mps_mode=auto full_size=0
+out="$here/out" timeout_s=600 bench_timeout_s=300 budget_s=0 jobs=1 only="" nccl_dir="" mps_mode=auto full_size=0
 run_pairs=1 run_bench=0 require_gpu=1 find_only=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -79,6 +87,9 @@ while [[ $# -gt 0 ]]; do
     --timeout)
       [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || die_usage "--timeout must be a positive whole number of seconds, got '${2:-}'"
       timeout_s="$2"; shift 2 ;;
+    --bench-timeout)
+      [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || die_usage "--bench-timeout must be a positive whole number of seconds, got '${2:-}'"
+      bench_timeout_s="$2"; shift 2 ;;
     --budget)
       [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || die_usage "--budget must be a positive whole number of seconds, got '${2:-}'"
       budget_s="$2"; shift 2 ;;
@@ -99,7 +110,7 @@ while [[ $# -gt 0 ]]; do
     --allow-skip) require_gpu=0; shift ;;
     --find-nccl) find_only=1; shift ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --out, --timeout, --budget, --jobs, --only, --nccl-lib, --mps, --full-size, --no-pairs, --bench, --allow-skip, --find-nccl, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --out, --timeout, --bench-timeout, --budget, --jobs, --only, --nccl-lib, --mps, --full-size, --no-pairs, --bench, --allow-skip, --find-nccl, --help" ;;
   esac
 done
 [[ -f "$here/tests.txt" ]] || die_usage "no tests.txt next to run_all.sh: not a bundle folder ($here)"
@@ -214,7 +225,7 @@ export DDP_PITFALLS_COMMIT="${bundle_commit:-unknown}"
 # under /tmp: a Unix socket's path must stay short (108 bytes).
 mps_cost="ranks sharing a GPU are time-sliced (one H100, 2026-11-26: 90-140 ms per 4 KB allreduce at W = 4)"
 mps_control="${RUN_ALL_MPS_CONTROL:-$(command -v nvidia-cuda-mps-control 2>/dev/null)}"
-mps_started=0 mps_pipe="" mps_line=""
+mps_started=0 mps_pipe="" mps_line="" mps_external=""
 attached_summary() {  # the ranks' "<pid> mps=0|1" lines, counted
   local f="$1"
   [[ -s "$f" ]] || { echo "no NCCL rank reported whether it attached"; return; }
@@ -234,6 +245,7 @@ start_mps() {
   existing="${CUDA_MPS_PIPE_DIRECTORY:-/tmp/nvidia-mps}"
   if [[ -e "$existing/control" ]]; then
     export CUDA_MPS_PIPE_DIRECTORY="$existing"
+    mps_external="$existing"
     mps_line="using the daemon at $existing (started elsewhere, left running)"
     return 0
   fi
@@ -267,18 +279,80 @@ start_mps() {
   export CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" CUDA_MPS_LOG_DIRECTORY="$out/mps/log" DDP_MPS_REPORT="$out/mps/attached"
   mps_line="started ($mps_control -d, pipe $mps_pipe, logs in $out/mps/log): ranks sharing the GPU run their kernels at once"
 }
+# The real daemon leaves its control socket behind when it quits; its own
+# log's "Exit with status" line (or the socket gone, as the test's stand-in
+# does) says that it did.
+mps_exited() {
+  [[ ! -e "$mps_pipe/control" ]] || grep -q 'Exit with status' "$out/mps/log/control.log" 2>/dev/null
+}
 stop_mps() {
   ((mps_started)) || return 0
   mps_started=0
   local i
   echo quit | CUDA_MPS_PIPE_DIRECTORY="$mps_pipe" timeout 20 "$mps_control" >>"$out/mps/stop.txt" 2>&1
-  for ((i = 0; i < 200; i++)); do [[ -e "$mps_pipe/control" ]] || break; sleep 0.05; done
-  if [[ -e "$mps_pipe/control" ]]; then
-    echo "run_all.sh: CUDA MPS did not quit within 10 s (pipe $mps_pipe left); $(attached_summary "$out/mps/attached")" >&2
-  else
+  for ((i = 0; i < 200; i++)); do mps_exited && break; sleep 0.05; done
+  if mps_exited; then
     echo "run_all.sh: CUDA MPS stopped; $(attached_summary "$out/mps/attached")" >&2
     rm -rf "$mps_pipe"
+  else
+    echo "run_all.sh: CUDA MPS did not quit within 10 s (pipe $mps_pipe left); $(attached_summary "$out/mps/attached")" >&2
   fi
+  # A later start writes a new control.log: keep this one's.
+  [[ -f "$out/mps/log/control.log" ]] && mv "$out/mps/log/control.log" "$out/mps/log/control.$SECONDS.log"
+  [[ -f "$out/mps/log/server.log" ]] && mv "$out/mps/log/server.log" "$out/mps/log/server.$SECONDS.log"
+  return 0
+}
+
+# --- Runs that leave a collective unmatched on purpose (a rank killed,
+# stopped or aborted inside an NCCL kernel, mps_isolated.txt) run apart,
+# without MPS: on one H100 (results/gpu/h100-2026-11-27) such a run under
+# the shared daemon took "a fatal GPU error", the server tore down every
+# client and refused every new one (cudaErrorMpsServerNotReady) until all
+# had exited, so one deliberate hang failed every binary after it.
+# MPS is wanted in phases 1 (tests and pairs) and 3 (benchmarks), never in
+# 2 (the isolated runs) and 4 (reruns of runs MPS refused). After a
+# refusal the daemon is restarted (a fresh server) for what follows, at
+# most twice; then the rest runs without MPS.
+mps_isolated=()
+if [[ -f "$here/mps_isolated.txt" ]]; then
+  while read -r pattern _; do
+    [[ -n "$pattern" && "$pattern" != \#* ]] && mps_isolated+=("$pattern")
+  done <"$here/mps_isolated.txt"
+fi
+isolated() {
+  local p
+  for p in "${mps_isolated[@]+"${mps_isolated[@]}"}"; do
+    # shellcheck disable=SC2053  # the line is a glob pattern
+    [[ "$1" == $p ]] && return 0
+  done
+  return 1
+}
+mps_now=off mps_wanted_once=0 mps_broken=0 mps_restarts=0 mps_refused=0 ddp_mps_given="${DDP_MPS-}"
+want_mps() {  # $1: phase -> on|off
+  if [[ $mps_mode == off ]] || ((mps_wanted_once == 0 || mps_restarts > 2)); then echo off; return; fi
+  case "$1" in 1 | 3) echo on ;; *) echo off ;; esac
+}
+set_mps() {  # on|off, with nothing running
+  local mode_given="$mps_mode"
+  if [[ $1 == on ]]; then
+    if [[ -n "$ddp_mps_given" ]]; then export DDP_MPS="$ddp_mps_given"; else unset DDP_MPS; fi
+    if [[ -n "$mps_external" ]]; then export CUDA_MPS_PIPE_DIRECTORY="$mps_external"; else unset CUDA_MPS_PIPE_DIRECTORY; fi
+    mps_mode=auto  # a daemon that fails to start again mid-run: go on without it
+    start_mps
+    mps_mode="$mode_given"
+    echo "run_all.sh: CUDA MPS $mps_line" >&2
+    if ((mps_started)) || [[ -n "$mps_external" ]]; then mps_now=on; else export DDP_MPS=0; fi
+  else
+    stop_mps
+    export DDP_MPS=0
+    unset DDP_MPS_REPORT  # "N of M attached" counts the ranks that were meant to
+    # A daemon started elsewhere stays up: point the clients at a folder
+    # with no daemon in it, and CUDA runs them without MPS.
+    if [[ -n "$mps_external" ]]; then export CUDA_MPS_PIPE_DIRECTORY="$out/mps/none"; else unset CUDA_MPS_PIPE_DIRECTORY; fi
+    mps_now=off
+    echo "run_all.sh: CUDA MPS off for what follows: $2" >&2
+  fi
+  mps_broken=0
 }
 cleanup() {
   local pids
@@ -293,6 +367,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 start_mps
 echo "run_all.sh: CUDA MPS $mps_line" >&2
+if ((mps_started)) || [[ -n "$mps_external" ]]; then mps_now=on mps_wanted_once=1; fi
 
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -361,7 +436,14 @@ bench_runs() {
       else
         echo "nccl --backend nccl --world_size 4 --reps 9 --pin_cpus$share"
       fi
-      echo "gloo --backend gloo --world_size 4 --reps 9 --pin_cpus" ;;
+      # Gloo's table is real at W = 4 with a core per rank; below 4 GPUs
+      # (a lease) 3 repetitions of it fit --bench-timeout (9 took over
+      # 120 s for a third of the table on the H100 machine's 16 cores).
+      if ((small)); then
+        echo "gloo --backend gloo --world_size 4 --reps 3 --pin_cpus"
+      else
+        echo "gloo --backend gloo --world_size 4 --reps 9 --pin_cpus"
+      fi ;;
     bench/recorder/recorder) echo "gloo" ;;  # Gloo only: the recorder over a bare Gloo call
     # One process on one GPU, no collectives: "nccl" only so that its
     # refusal without a GPU reads as a skip, as the other GPU runs do.
@@ -391,15 +473,18 @@ test_class() {
 }
 
 # --- The work list: "CLASS<TAB>KIND<TAB>REL<TAB>ENGINE<TAB>FLAGS", run in
-# CLASS order (stable). Benchmarks (class 5) run alone.
+# CLASS order (stable). CLASS = 10 x phase + importance: phase 1 the tests
+# and pairs (MPS), 2 the isolated ones (mps_isolated.txt, no MPS), 3 the
+# benchmarks (alone, MPS), 4 the reruns of what MPS refused (no MPS).
 work=()
 add_work() { work+=("$1"$'\t'"$2"$'\t'"$3"$'\t'"${4:-}"$'\t'"${5:-}"); }
+phase_of() { if isolated "$1"; then echo 2; else echo 1; fi; }
 while read -r rel; do
-  [[ -n "$rel" ]] && selected "$rel" && add_work "$(test_class "$rel")" test "$rel"
+  [[ -n "$rel" ]] && selected "$rel" && add_work "$(($(phase_of "$rel") * 10 + $(test_class "$rel")))" test "$rel"
 done <"$here/tests.txt"
 if [[ $run_pairs -eq 1 ]]; then
   while read -r rel; do
-    [[ -n "$rel" ]] && selected "$rel" && add_work 2 pair "$rel" nccl "$(pair_flags "$rel")"
+    [[ -n "$rel" ]] && selected "$rel" && add_work "$(($(phase_of "$rel") * 10 + 2))" pair "$rel" nccl "$(pair_flags "$rel")"
   done <"$here/pairs.txt"
 fi
 bench_skipped=()
@@ -407,7 +492,7 @@ if [[ $run_bench -eq 1 && -f "$here/bench.txt" ]]; then
   while read -r rel; do
     [[ -n "$rel" ]] && selected "$rel" || continue
     while read -r engine flags; do
-      if [[ "$engine" == skip ]]; then bench_skipped+=("SKIP  $rel ($flags)"); else add_work 5 bench "$rel" "$engine" "$flags"; fi
+      if [[ "$engine" == skip ]]; then bench_skipped+=("SKIP  $rel ($flags)"); else add_work 35 bench "$rel" "$engine" "$flags"; fi
     done < <(bench_runs "$rel")
   done <"$here/bench.txt"
 fi
@@ -425,12 +510,14 @@ budget_note="" flags_note="their default flags"
 ((budget_s > 0)) && budget_note=", budget $budget_s s"
 ((shared_flags)) && flags_note="shared_gpu_flags.txt's flags ($gpu_count GPU visible; --full-size for their defaults)"
 echo "== ${#order[@]} runs, $jobs at a time$budget_note; pairs with $flags_note"
+apart="$(printf '%s\n' "${order[@]+"${order[@]}"}" | awk -F'\t' '$1 >= 20 && $1 < 30 { printf " %s", $3 }')"
+[[ -n "$apart" ]] && echo "== then without CUDA MPS, apart (mps_isolated.txt: they stall collectives on purpose):$apart"
 printf '%s\n' "${bench_skipped[@]+"${bench_skipped[@]}"}" | grep . || true
 
 # The fields of work item $1 into kind rel engine flags, and its log and
 # record paths.
 item_fields() {
-  IFS=$'\t' read -r _ kind rel engine flags <<<"${order[$1]}"
+  IFS=$'\t' read -r cls kind rel engine flags <<<"${order[$1]}"
   case $kind in
     test) name="${rel//\//.}" ;;
     pair) name="$(dirname "$rel")"; name="${name//\//_}" ;;
@@ -441,7 +528,7 @@ item_fields() {
 
 # Starts item $1 in the background with at most $2 seconds.
 start_item() {
-  local idx="$1" limit="$2" kind rel engine flags name log
+  local idx="$1" limit="$2" cls kind rel engine flags name log
   item_fields "$idx"
   case $kind in
     test) run_binary "$rel" "$limit" & ;;
@@ -454,14 +541,31 @@ start_item() {
       # shellcheck disable=SC2086
       run_binary "$rel" "$limit" $flags --benchmark_out="$out/records/$name.bench.json" --benchmark_out_format=json & ;;
   esac
-  running[$!]="$idx $limit $SECONDS"
+  running[$!]="$idx $limit $SECONDS $3"
 }
 
 # Reports item $1, which ended with status $2 after $3 seconds; $4 = 1 when
 # its limit was the budget's end rather than --timeout.
 report_item() {
-  local idx="$1" rc="$2" secs="$3" by_budget="$4" kind rel engine flags name log ok skips reason note what refusal
+  local idx="$1" rc="$2" secs="$3" by_budget="$4" cls kind rel engine flags name log ok skips reason note what refusal
   item_fields "$idx"
+  # Refused by a CUDA MPS server that is recovering from a client's fatal
+  # GPU error: not this binary's result. Once more at the end, without MPS.
+  if [[ $rc -ne 0 && $cls -lt 40 ]] && grep -qE 'MpsServerNotReady|MPS server is not ready' "$log"; then
+    mps_refused=$((mps_refused + 1)) mps_broken=1
+    mv "$log" "${log%.log}.mps_refused.log"
+    [[ $kind == pair ]] && rm -f "$out/records/$name.json"
+    [[ $kind == bench ]] && rm -f "$out/records/$name.bench.json"
+    echo "REFUSED $rel${engine:+ on $engine} (the CUDA MPS server refuses new clients after a client's fatal GPU error: $out/mps/log/server.*.log; log ${log%.log}.mps_refused.log): rerun without MPS at the end"
+    tsv "$kind" "$rel${engine:+ on $engine}" mps_refused "$secs" "rerun without MPS at the end"
+    order+=("$((40 + cls % 10))"$'\t'"$kind"$'\t'"$rel"$'\t'"$engine"$'\t'"$flags")
+    return
+  fi
+  # A benchmark killed mid-run leaves its JSON cut off: never beside the
+  # whole ones under the same name.
+  if [[ $kind == bench && $rc -ne 0 && -f "$out/records/$name.bench.json" ]]; then
+    mv "$out/records/$name.bench.json" "$out/records/$name.bench.json.partial"
+  fi
   if [[ ($rc -eq 124 || $rc -eq 137) && $by_budget -eq 1 ]]; then
     cut=$((cut + 1))
     echo "CUT   $rel${engine:+ on $engine} (stopped at the budget's end after $secs s; log $log)"
@@ -531,9 +635,12 @@ report_item() {
         tsv bench "$rel on $engine" ok "$secs" "$flags"
       else
         bench_bad=$((bench_bad + 1))
-        echo "FAIL  $rel on $engine (exit $rc; log $log)"
+        what="exit $rc"
+        [[ $rc -eq 124 || $rc -eq 137 ]] && what="timeout after $bench_timeout_s s"
+        [[ -f "$out/records/$name.bench.json.partial" ]] && what+="; its cut JSON: records/$name.bench.json.partial"
+        echo "FAIL  $rel on $engine ($what; log $log)"
         tail -n 6 "$log" | sed 's/^/      | /'
-        tsv bench "$rel on $engine" fail "$secs" "exit $rc"
+        tsv bench "$rel on $engine" fail "$secs" "$what"
       fi ;;
   esac
 }
@@ -544,9 +651,35 @@ declare -A running=()
 min_start=15 next=0 solo_running=0
 while ((next < ${#order[@]} || ${#running[@]} > 0)); do
   while ((next < ${#order[@]} && ${#running[@]} < jobs && solo_running == 0)); do
-    IFS=$'\t' read -r _ kind _ <<<"${order[$next]}"
+    IFS=$'\t' read -r cls kind _ <<<"${order[$next]}"
     if [[ $kind == bench ]] && ((${#running[@]} > 0)); then break; fi
-    limit=$timeout_s
+    # MPS on or off, or a fresh server after a refusal: only with nothing running.
+    want="$(want_mps $((cls / 10)))"
+    if [[ $want != "$mps_now" ]] || ((mps_broken)); then
+      ((${#running[@]} > 0)) && break
+      if ((mps_broken)) && [[ $want == on ]]; then
+        mps_restarts=$((mps_restarts + 1))
+        [[ -n "$mps_external" ]] && mps_restarts=3  # not ours to restart
+        want="$(want_mps $((cls / 10)))"
+        if [[ $want == on ]]; then
+          set_mps off "restarting it after a client's fatal GPU error (restart $mps_restarts of 2)"
+        fi
+      fi
+      if [[ $want == on ]]; then
+        set_mps on
+      elif [[ $mps_now == on ]]; then
+        case $((cls / 10)) in
+          2) set_mps off "the runs of mps_isolated.txt (they stall collectives on purpose)" ;;
+          4) set_mps off "the reruns of what the MPS server refused" ;;
+          *) set_mps off "the MPS server failed more than twice" ;;
+        esac
+      else
+        mps_broken=0
+      fi
+    fi
+    full=$timeout_s
+    [[ $kind == bench ]] && full=$bench_timeout_s
+    limit=$full
     if ((budget_s > 0)); then
       left=$((budget_s - SECONDS))
       if ((left < min_start)); then
@@ -560,7 +693,7 @@ while ((next < ${#order[@]} || ${#running[@]} > 0)); do
       fi
       ((left < limit)) && limit=$left
     fi
-    start_item "$next" "$limit"
+    start_item "$next" "$limit" "$full"
     next=$((next + 1))
     [[ $kind == bench ]] && solo_running=1
   done
@@ -569,11 +702,11 @@ while ((next < ${#order[@]} || ${#running[@]} > 0)); do
   wait -n -p done_pid
   rc=$?
   [[ -n "$done_pid" && -n "${running[$done_pid]:-}" ]] || continue
-  read -r idx limit began <<<"${running[$done_pid]}"
+  read -r idx limit began full <<<"${running[$done_pid]}"
   unset "running[$done_pid]"
   solo_running=0
   by_budget=0
-  ((budget_s > 0 && limit < timeout_s)) && by_budget=1
+  ((budget_s > 0 && limit < full)) && by_budget=1
   report_item "$idx" "$rc" "$((SECONDS - began))" "$by_budget"
 done
 
@@ -585,6 +718,7 @@ echo "$passed passed, $failed failed, $skipped skipped"
 if ((${#not_run[@]} > 0)); then
   echo "not run (budget of $budget_s s): ${#not_run[@]}: ${not_run[*]}"
 fi
-[[ -s "${DDP_MPS_REPORT:-}" ]] && echo "CUDA MPS: $(attached_summary "$DDP_MPS_REPORT")"
+[[ -s "$out/mps/attached" ]] && echo "CUDA MPS: $(attached_summary "$out/mps/attached")"
+((mps_refused > 0)) && echo "refused by the CUDA MPS server (a client's fatal GPU error) and rerun without MPS: $mps_refused"
 echo "records and logs: $out (summary.tsv: one line per run); records' commit: $DDP_PITFALLS_COMMIT"
 [[ $failed -eq 0 && $pair_bad -eq 0 && $bench_bad -eq 0 && $cut -eq 0 && ${#not_run[@]} -eq 0 ]]

@@ -3,11 +3,13 @@
 # fail, skip, hang, check their environment, and act as repro/fix pairs.
 # Checks the per-binary lines, the summary line, the records and exit codes;
 # --jobs, --budget (order of importance, cut, not run), CUDA MPS with a fake
-# control program, the records' commit and the shared-GPU pair flags.
+# control program (the isolated runs apart without it, a refusal rerun),
+# the records' commit and the shared-GPU pair flags.
 set -euo pipefail
 
 run_all="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 fake_mps="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+isolated_file="$3"
 root="$TEST_TMPDIR/bundle"
 fail() {
   echo "FAIL: $*" >&2
@@ -181,11 +183,12 @@ rm -f "$args_file"
 run --bench --no-pairs
 echo "$output"
 [[ $rc -eq 0 ]] || fail "--bench exited $rc"
-# On one GPU the NCCL runs are functional (shared) and smaller; Gloo keeps regen.sh's sizes.
+# On one GPU the NCCL runs are functional (shared) and smaller; Gloo keeps
+# regen.sh's sizes but padding's repetitions (3 of 9: a lease's time).
 grep -q -- '^--backend nccl --world_size 4 --reps 3 --channels 16,256 --batch 2,32 --pin_cpus --benchmark_out=.*/records/bench_sync_bn.nccl.bench.json' "$args_file" || fail "sync_bn on nccl: $(cat "$args_file")"
 grep -q -- '^--backend gloo --world_size 4 --reps 5 --pin_cpus --benchmark_out=' "$args_file" || fail "sync_bn on gloo"
 grep -q -- '^--backend nccl --world_size 4 --reps 3 --profiles equal,straggler --payloads 1K,1M --pin_cpus --share_gpu --benchmark_out=.*padding.nccl' "$args_file" || fail "padding on nccl must share the GPU, smaller"
-grep -q -- '^--backend gloo --world_size 4 --reps 9 --pin_cpus --benchmark_out=.*padding.gloo' "$args_file" || fail "padding on gloo"
+grep -q -- '^--backend gloo --world_size 4 --reps 3 --pin_cpus --benchmark_out=.*padding.gloo' "$args_file" || fail "padding on gloo"
 [[ "$(wc -l <"$args_file")" -eq 5 ]] || fail "5 benchmark runs expected: $(cat "$args_file")"
 grep -q '^SKIP  bench/peers/gather_loop (a helper' <<<"$output" || fail "peers helper not skipped"
 for f in bench_sync_bn.nccl bench_sync_bn.gloo bench_padding_padding.nccl bench_padding_padding.gloo bench_recorder_recorder.gloo; do
@@ -195,6 +198,7 @@ done
 rm -f "$args_file"
 run --bench --no-pairs --only padding --full-size
 grep -q -- '^--backend nccl --world_size 4 --reps 9 --pin_cpus --share_gpu --benchmark_out=.*padding.nccl' "$args_file" || fail "--full-size: padding on nccl: $(cat "$args_file")"
+grep -q -- '^--backend gloo --world_size 4 --reps 9 --pin_cpus --benchmark_out=.*padding.gloo' "$args_file" || fail "--full-size: padding on gloo: $(cat "$args_file")"
 fake_smi 580.159.04 4
 rm -f "$args_file"
 run --bench --no-pairs --only 'padding|sync_bn'
@@ -218,7 +222,7 @@ grep -qx '2 passed, 0 failed, 0 skipped' <<<"$output" || fail "--jobs summary: $
 start=$SECONDS
 run --jobs 1
 ((SECONDS - start >= 4)) || fail "--jobs 1 ran side by side"
-for bad in "--jobs 0" "--jobs 17" "--jobs x" "--budget 0" "--budget soon" "--mps maybe"; do
+for bad in "--jobs 0" "--jobs 17" "--jobs x" "--budget 0" "--budget soon" "--mps maybe" "--bench-timeout 0"; do
   run $bad
   [[ $rc -eq 2 ]] || fail "'$bad' exited $rc, want 2"
   grep -q -- "${bad%% *} must be" <<<"$output" || fail "'$bad' message: $output"
@@ -302,6 +306,65 @@ run
 grep -q 'run_all.sh: CUDA MPS not available (nvidia-cuda-mps-control not on PATH)' <<<"$output" || fail "auto without MPS"
 grep -q '"mps": "0 none"' "$rec" || fail "without MPS the launchers must not try again: $(cat "$rec")"
 unset FAKE_MPS_LOG
+
+# The runs of mps_isolated.txt (the real file) go apart, without MPS, after
+# the other tests and pairs; the benchmarks get a fresh daemon. A run that
+# the MPS server refuses (a client's fatal GPU error) is REFUSED, not a
+# failure: the daemon is restarted for what follows and the run goes again
+# without MPS at the end. A daemon that leaves its control socket behind
+# (the real one does) but logs its exit has stopped. A benchmark killed at
+# --bench-timeout keeps its cut JSON only as .partial.
+new_bundle
+fake_smi 580.159.04 1
+ln -sf "$fake_mps" "$fakebin/nvidia-cuda-mps-control"
+export FAKE_MPS_LOG="$TEST_TMPDIR/mps_calls2.log" FAKE_MPS_KEEP_PIPE=1
+: >"$FAKE_MPS_LOG"
+cp "$isolated_file" "$root/mps_isolated.txt"
+where="$TEST_TMPDIR/where.log"
+: >"$where"
+note="[[ \"\${1:-}\" == --help ]] && exit 0; echo \"\$(basename \"\$(dirname \"\$0\")\")/\$(basename \"\$0\") \${DDP_MPS:-auto} \${CUDA_MPS_PIPE_DIRECTORY:-none}\" >>$where"
+mkdir -p "$root/bin/core/comm" "$root/bin/repro/drop_last_hang" "$root/bin/bench"
+for t in pkg/a_test pkg/z_test core/comm/nccl_ops_test repro/drop_last_hang/test_nccl; do
+  make_bin "$t" "$note; echo '[       OK ] W.Where (0 ms)'"
+done
+make_bin pkg/faulted_test "$note
+if [[ ! -e $TEST_TMPDIR/faulted ]]; then
+  : >$TEST_TMPDIR/faulted
+  echo 'no GPU: cudaGetDeviceCount: MPS server is not ready to accept new MPS client requests'; exit 1
+fi
+echo '[       OK ] W.Where (0 ms)'"
+make_bin bench/b "$note; for a; do [[ \"\$a\" == --benchmark_out=* ]] && echo '{}' >\"\${a#*=}\"; done; true"
+make_bin bench/slow 'for a; do [[ "$a" == --benchmark_out=* ]] && echo "{\"cut" >"${a#*=}"; done; sleep 30'
+printf '%s\n' core/comm/nccl_ops_test pkg/a_test pkg/faulted_test repro/drop_last_hang/test_nccl pkg/z_test >"$root/tests.txt"
+printf '%s\n' bench/b bench/slow >"$root/bench.txt"
+run --bench --bench-timeout 2
+echo "$output"
+[[ $rc -eq 1 ]] || fail "isolated run exited $rc, want 1 (the slow benchmark)"
+grep -qx '== then without CUDA MPS, apart (mps_isolated.txt: they stall collectives on purpose): core/comm/nccl_ops_test repro/drop_last_hang/test_nccl' <<<"$output" ||
+  fail "apart line"
+grep -q '^REFUSED pkg/faulted_test (the CUDA MPS server refuses new clients' <<<"$output" || fail "refused line"
+grep -qx 'refused by the CUDA MPS server (a client.s fatal GPU error) and rerun without MPS: 1' <<<"$output" || fail "refused summary"
+grep -qx '5 passed, 0 failed, 0 skipped' <<<"$output" || fail "the rerun did not count as the result"
+grep -q 'run_all.sh: CUDA MPS off for what follows: restarting it after a client.s fatal GPU error (restart 1 of 2)' <<<"$output" ||
+  fail "restart line"
+grep -q 'run_all.sh: CUDA MPS off for what follows: the runs of mps_isolated.txt' <<<"$output" || fail "isolated off line"
+grep -q 'run_all.sh: CUDA MPS off for what follows: the reruns of what the MPS server refused' <<<"$output" || fail "rerun off line"
+! grep -q 'did not quit' <<<"$output" || fail "a daemon that logged its exit was said not to quit"
+mapfile -t w <"$where"
+pipe_of() { awk '{print $3}' <<<"$1"; }
+[[ "${w[0]}" == "pkg/a_test auto /tmp/ddp-mps."* && "${w[1]}" == "pkg/faulted_test auto $(pipe_of "${w[0]}")" ]] || fail "phase 1: ${w[*]}"
+[[ "${w[2]}" == "pkg/z_test auto /tmp/ddp-mps."* && "$(pipe_of "${w[2]}")" != "$(pipe_of "${w[0]}")" ]] || fail "no fresh daemon after the refusal: ${w[*]}"
+[[ "${w[3]}" == "comm/nccl_ops_test 0 none" && "${w[4]}" == "drop_last_hang/test_nccl 0 none" ]] || fail "phase 2: ${w[*]}"
+[[ "${w[5]}" == "bench/b auto /tmp/ddp-mps."* ]] || fail "benchmarks without a daemon: ${w[*]}"
+[[ "${w[6]}" == "pkg/faulted_test 0 none" && ${#w[@]} -eq 7 ]] || fail "rerun: ${w[*]}"
+[[ $(grep -c '^daemon -d$' "$FAKE_MPS_LOG") -eq 3 ]] || fail "want 3 daemon starts: $(cat "$FAKE_MPS_LOG")"
+[[ -f "$TEST_TMPDIR/o/logs/pkg.faulted_test.mps_refused.log" ]] || fail "the refused run's log"
+grep -qP '^test\tpkg/faulted_test\tmps_refused\t' "$TEST_TMPDIR/o/summary.tsv" || fail "summary.tsv refused line"
+grep -q "^FAIL  bench/slow on default (timeout after 2 s; its cut JSON: records/bench_slow.default.bench.json.partial" <<<"$output" ||
+  fail "cut benchmark line"
+[[ -f "$TEST_TMPDIR/o/records/bench_slow.default.bench.json.partial" && ! -e "$TEST_TMPDIR/o/records/bench_slow.default.bench.json" ]] ||
+  fail "cut JSON not set apart"
+unset FAKE_MPS_LOG FAKE_MPS_KEEP_PIPE
 
 # Where libnccl.so.2 is found (--find-nccl), on a fake folder layout: in
 # order $VIRTUAL_ENV, $CONDA_PREFIX, a python3.N on PATH, ldconfig -p; none

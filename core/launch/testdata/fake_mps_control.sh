@@ -25,7 +25,14 @@ if [ "${1:-}" = "-f" ]; then
   fi
   : >"$pipe/control"
   while [ ! -e "$pipe/quit" ]; do sleep 0.05; done
-  rm -f "$pipe/control" "$pipe/quit"
+  rm -f "$pipe/quit"
+  # The real daemon leaves its control socket behind and says in its log
+  # that it exited; FAKE_MPS_KEEP_PIPE does the same.
+  if [ -n "${FAKE_MPS_KEEP_PIPE:-}" ]; then
+    echo "[fake] Exit with status 0" >>"${CUDA_MPS_LOG_DIRECTORY:?}/control.log"
+  else
+    rm -f "$pipe/control"
+  fi
   echo "daemon quit" >>"$log"
   exit 0
 fi
