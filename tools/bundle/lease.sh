@@ -193,9 +193,12 @@ fi
 ((rc == 0)) && rc=$dist_rc
 
 # The post's raw unequal all_gather on this GPU's NCCL (issue 44): ours, each
-# run a world of its own with a 10 s deadline, then PyTorch's with a 10 s
+# run a world of its own with a 5 s deadline, then PyTorch's with a 10 s
 # process-group timeout; each W and engine gets what is left of S, and what
-# finished is packed after each.
+# finished is packed after each. Ours runs without CUDA MPS (the stall
+# faults a shared MPS server: results/gpu/h100-2026-11-27) and with a 15 s
+# start-up bound: the stalled first collective's deadline is the larger of
+# the two (60 s by default on NCCL), so a run takes about 15 s, not 60.
 raw_rc=0
 if ((raw_s > 0)); then
   raw_end=$((SECONDS + raw_s)) stages=4
@@ -206,9 +209,9 @@ if ((raw_s > 0)); then
       if ((share <= 20)); then say "raw nccl: $engine at W = $w not run (time left ${left} s)"; raw_rc=1; continue; fi
       if [[ $engine == ours ]]; then
         LD_LIBRARY_PATH="$bundle_dir/lib${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-          DDP_PITFALLS_COMMIT="$commit" timeout -k 10 "$share" \
+          DDP_PITFALLS_COMMIT="$commit" DDP_MPS=0 DDP_PITFALLS_STARTUP_TIMEOUT=15 timeout -k 10 "$share" \
           "$bundle_dir/bin/repro/wrong_all_gather/wrong_all_gather" --backend nccl --world_size "$w" \
-          --raw_only --raw_runs 10 --n 1003 --batch_size 32 --timeout 10 \
+          --raw_only --raw_runs 10 --n 1003 --batch_size 32 --timeout 5 \
           --json "$work/gpu/records/wrong_all_gather_raw_nccl_w$w.json" > >(tee -a "$work/gpu/console.txt") 2>&1
       elif [[ -n "$python" ]]; then
         DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 timeout -k 10 "$share" "$python" \

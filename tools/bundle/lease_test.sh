@@ -95,12 +95,13 @@ grep -q 'fake python .*/bench/peers/dist_gpu_table.py /tmp/lease\.[^ ]*/gpu/reco
   fail "the table's command: $(cat checkd/gpu/dist_gpu_table.md)"
 
 # --budget 0 --raw-nccl: no run_all; the bundle's repro at W = 2 and 4
-# (--raw_only, 10 runs, the bundle's lib/ and libnccl's folder, the commit),
+# (--raw_only, 10 runs, the bundle's lib/ and libnccl's folder, the commit,
+# without MPS and with a 15 s start-up bound),
 # then PyTorch's script on NCCL, each record archived.
 mkdir -p src/ddp-bundle/bin/repro/wrong_all_gather
 cat >src/ddp-bundle/bin/repro/wrong_all_gather/wrong_all_gather <<'FAKE'
 #!/usr/bin/env bash
-echo "fake repro $* lib=$LD_LIBRARY_PATH commit=$DDP_PITFALLS_COMMIT"
+echo "fake repro $* lib=$LD_LIBRARY_PATH commit=$DDP_PITFALLS_COMMIT mps=$DDP_MPS startup=$DDP_PITFALLS_STARTUP_TIMEOUT"
 while [[ $# -gt 0 ]]; do [[ "$1" == --json ]] && echo '[]' >"$2"; shift; done
 FAKE
 chmod +x src/ddp-bundle/bin/repro/wrong_all_gather/wrong_all_gather
@@ -111,7 +112,7 @@ OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle3.tar.gz --budget 0 --raw-nc
 cat raw.txt
 ! grep -q 'fake run_all --out' raw.txt || fail "--budget 0 ran run_all"
 for w in 2 4; do
-  grep -q "^fake repro --backend nccl --world_size $w --raw_only --raw_runs 10 --n 1003 --batch_size 32 --timeout 10 --json /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_raw_nccl_w$w.json lib=/tmp/lease\.[^ ]*/ddp-bundle/lib:/fake/nccl/lib.* commit=0123abc+dirty" raw.txt ||
+  grep -q "^fake repro --backend nccl --world_size $w --raw_only --raw_runs 10 --n 1003 --batch_size 32 --timeout 5 --json /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_raw_nccl_w$w.json lib=/tmp/lease\.[^ ]*/ddp-bundle/lib:/fake/nccl/lib.* commit=0123abc+dirty mps=0 startup=15" raw.txt ||
     fail "ours at W = $w"
 done
 for w in 2 4; do
