@@ -108,6 +108,28 @@ if [[ -n "$pattern" ]]; then
   binaries=$(bazel query --noshow_progress "kind(cc_binary, $pattern)" 2>/dev/null | sort)
 fi
 
+# The gpu tests that Bazel runs without CUDA MPS (env DDP_MPS=0: NO_MPS in
+# core/testing/pair_test.bzl) must be exactly the tests that run_all.sh runs
+# apart (mps_isolated.txt): two lists of one fact, checked here so that
+# neither drifts.
+isolated_in_list() {
+  local pattern _
+  while read -r pattern _; do
+    [[ -z "$pattern" || "$pattern" == \#* ]] && continue
+    # shellcheck disable=SC2053  # the line is a glob pattern
+    [[ "$1" == $pattern ]] && return 0
+  done <"$here/mps_isolated.txt"
+  return 1
+}
+no_mps_tests=" $(bazel query --noshow_progress 'attr(env, "DDP_MPS", tests(//...))' 2>/dev/null | sort | tr '\n' ' ')"
+for label in $gpu_tests; do
+  rel="${label#//}" && rel="${rel%%:*}/${rel#*:}"
+  in_list=0 in_build=0
+  isolated_in_list "$rel" && in_list=1
+  [[ "$no_mps_tests" == *" $label "* ]] && in_build=1
+  ((in_list == in_build)) || die "$label: mps_isolated.txt says $( ((in_list)) && echo apart || echo shared), its BUILD $( ((in_build)) && echo 'sets DDP_MPS (no MPS)' || echo 'lets it use MPS'): make them agree"
+done
+
 defs="$(bazel info --noshow_progress output_base 2>/dev/null)/external/local_cuda/defs.bzl"
 grep -q '^CUDA_AVAILABLE = True' "$defs" 2>/dev/null ||
   die "CUDA + NCCL were not detected for this workspace ($defs): the gpu binaries cannot be built here"
