@@ -37,7 +37,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 usage() {
   cat <<'USAGE'
 usage: run_all.sh [--out DIR] [--timeout SECONDS] [--bench-timeout SECONDS] [--budget SECONDS] [--jobs N]
-                  [--only REGEX] [--nccl-lib DIR] [--mps auto|on|off] [--full-size]
+                  [--only REGEX] [--nccl-lib DIR] [--mps auto|on|off] [--isolated FILE] [--full-size]
                   [--no-pairs] [--bench] [--allow-skip] [--find-nccl] [--help]
 
   --out DIR          where logs/, records/ and summary.tsv go (default: out/
@@ -61,6 +61,9 @@ usage: run_all.sh [--out DIR] [--timeout SECONDS] [--bench-timeout SECONDS] [--b
   --mps MODE         CUDA MPS for ranks that share a GPU: auto (default) starts
                      nvidia-cuda-mps-control -d when fewer GPUs than 8 are
                      visible and it is on PATH, on fails without it, off never
+  --isolated FILE    the binaries to run apart, without CUDA MPS, one glob
+                     pattern per line (default: mps_isolated.txt next to this
+                     script; /dev/null: none, e.g. to try one under MPS)
   --full-size        pairs and the NCCL benchmarks at their default sizes even on
                      a shared GPU (default: shared_gpu_flags.txt's flags and smaller
                      NCCL benchmark runs where fewer than 4 GPUs)
@@ -79,6 +82,7 @@ die_usage() {
   exit 2
 }
 
+isolated_file="$here/mps_isolated.txt"
 out="$here/out" timeout_s=600 bench_timeout_s=300 budget_s=0 jobs=1 only="" nccl_dir="" mps_mode=auto full_size=0
 run_pairs=1 run_bench=0 require_gpu=1 find_only=0
 while [[ $# -gt 0 ]]; do
@@ -104,13 +108,16 @@ while [[ $# -gt 0 ]]; do
     --mps)
       [[ $# -ge 2 && "$2" =~ ^(auto|on|off)$ ]] || die_usage "--mps must be auto, on or off, got '${2:-}'"
       mps_mode="$2"; shift 2 ;;
+    --isolated)
+      [[ $# -ge 2 && -r "$2" ]] || die_usage "--isolated needs a readable file (one glob pattern per line; /dev/null for none), got '${2:-}'"
+      isolated_file="$2"; shift 2 ;;
     --full-size) full_size=1; shift ;;
     --no-pairs) run_pairs=0; shift ;;
     --bench) run_bench=1; shift ;;
     --allow-skip) require_gpu=0; shift ;;
     --find-nccl) find_only=1; shift ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --out, --timeout, --bench-timeout, --budget, --jobs, --only, --nccl-lib, --mps, --full-size, --no-pairs, --bench, --allow-skip, --find-nccl, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --out, --timeout, --bench-timeout, --budget, --jobs, --only, --nccl-lib, --mps, --isolated, --full-size, --no-pairs, --bench, --allow-skip, --find-nccl, --help" ;;
   esac
 done
 [[ -f "$here/tests.txt" ]] || die_usage "no tests.txt next to run_all.sh: not a bundle folder ($here)"
@@ -314,10 +321,10 @@ stop_mps() {
 # refusal the daemon is restarted (a fresh server) for what follows, at
 # most twice; then the rest runs without MPS.
 mps_isolated=()
-if [[ -f "$here/mps_isolated.txt" ]]; then
+if [[ -f "$isolated_file" || "$isolated_file" == /dev/null ]]; then
   while read -r pattern _; do
     [[ -n "$pattern" && "$pattern" != \#* ]] && mps_isolated+=("$pattern")
-  done <"$here/mps_isolated.txt"
+  done <"$isolated_file"
 fi
 isolated() {
   local p

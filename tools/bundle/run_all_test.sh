@@ -364,6 +364,17 @@ grep -q "^FAIL  bench/slow on default (timeout after 2 s; its cut JSON: records/
   fail "cut benchmark line"
 [[ -f "$TEST_TMPDIR/o/records/bench_slow.default.bench.json.partial" && ! -e "$TEST_TMPDIR/o/records/bench_slow.default.bench.json" ]] ||
   fail "cut JSON not set apart"
+# --isolated /dev/null: nothing apart, every run under the one daemon.
+: >"$where"
+rm -f "$TEST_TMPDIR/o/records/"*.partial
+run --isolated /dev/null --only 'nccl_ops_test|a_test'
+[[ $rc -eq 0 ]] || fail "--isolated /dev/null exited $rc"
+! grep -q '^== then without CUDA MPS' <<<"$output" || fail "--isolated /dev/null still set runs apart"
+mapfile -t w <"$where"
+[[ "${w[0]}" == "comm/nccl_ops_test auto /tmp/ddp-mps."* && "${w[1]}" == "pkg/a_test auto $(pipe_of "${w[0]}")" ]] ||
+  fail "--isolated /dev/null: ${w[*]}"
+run --isolated /nonexistent
+[[ $rc -eq 2 ]] && grep -q -- '--isolated needs a readable file' <<<"$output" || fail "--isolated /nonexistent: $rc $output"
 unset FAKE_MPS_LOG FAKE_MPS_KEEP_PIPE
 
 # Where libnccl.so.2 is found (--find-nccl), on a fake folder layout: in
