@@ -23,8 +23,9 @@
 # (gpu/records/torch_dist_gpu.json and gpu/dist_gpu_table.md; on one GPU
 # every row is shared-GPU: functional, not a performance claim).
 # With --raw-nccl S (at most S seconds; issue 44): what NCCL does with the
-# post's raw unequal all_gather, 10 runs at W = 2 and at W = 4, first the
-# bundle's repro/wrong_all_gather --raw_only, then PyTorch's (from this tree:
+# post's raw unequal all_gather, 10 runs at W = 2, then at W = 4, each W the
+# bundle's repro/wrong_all_gather --raw_only (one JSON per run), then
+# PyTorch's (from this tree:
 # repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl), into
 # gpu/records/. --budget 0 runs only the extra stages.
 # Prints run_all's console as it goes, then "lease: run_all exit N" (and
@@ -51,8 +52,10 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                      (bench/peers/torch_dist_gpu.py), at most this long
                      (default 0: not run)
   --raw-nccl SECONDS  then the post's raw unequal all_gather on NCCL, 10 runs at
-                     W = 2 and 4: ours (repro/wrong_all_gather --raw_only), then
-                     PyTorch's, at most this long in all (default 0: not run)
+                     W = 2, then at W = 4: ours (repro/wrong_all_gather
+                     --raw_only, one world per run, without MPS), then
+                     PyTorch's, at most this long in all (default 0: not run;
+                     about 15-20 s a run: 500 s for everything)
   --python PATH      the Python with torch for --norm-peers, --dist-peers and --raw-nccl (default: the first
                      of /opt/torch/.venv/bin/python3 and python3 that imports torch)
   -- FLAGS...        passed on to run_all.sh (e.g. --bench, --only REGEX)
@@ -192,40 +195,51 @@ if ((dist_s > 0)); then
 fi
 ((rc == 0)) && rc=$dist_rc
 
-# The post's raw unequal all_gather on this GPU's NCCL (issue 44): ours, each
-# run a world of its own with a 5 s deadline, then PyTorch's with a 10 s
-# process-group timeout; each W and engine gets what is left of S, and what
-# finished is packed after each. Ours runs without CUDA MPS (the stall
-# faults a shared MPS server: results/gpu/h100-2026-11-27) and with a 15 s
-# start-up bound: the stalled first collective's deadline is the larger of
-# the two (60 s by default on NCCL), so a run takes about 15 s, not 60.
+# The post's raw unequal all_gather on this GPU's NCCL (issue 44), W = 2
+# first (the post's setting): ours, then PyTorch's with a 10 s process-group
+# timeout; then W = 4. Each stage gets an equal share of what is left of S,
+# and what finished is packed after each. Ours runs one world per
+# invocation (--raw_runs 1, its own JSON: a stage cut by its share keeps
+# every run it finished), without CUDA MPS (the stall faults a shared MPS
+# server, whose teardown would then be what the ranks report:
+# results/gpu/h100-2026-11-27), with a 5 s deadline and a 15 s start-up
+# bound (the stalled first collective's deadline is the larger of the two;
+# NCCL's default bound is 60 s), so a stalled run takes about 15-20 s.
 raw_rc=0
 if ((raw_s > 0)); then
   raw_end=$((SECONDS + raw_s)) stages=4
-  for engine in ours pytorch; do
-    for w in 2 4; do
-      left=$((raw_end - SECONDS)) share=$(((raw_end - SECONDS) / stages))
-      stages=$((stages - 1))
-      if ((share <= 20)); then say "raw nccl: $engine at W = $w not run (time left ${left} s)"; raw_rc=1; continue; fi
-      if [[ $engine == ours ]]; then
+  for stage in "ours 2" "pytorch 2" "ours 4" "pytorch 4"; do
+    read -r engine w <<<"$stage"
+    left=$((raw_end - SECONDS)) share=$(((raw_end - SECONDS) / stages))
+    stages=$((stages - 1))
+    if ((share <= 20)); then say "raw nccl: $engine at W = $w not run (time left ${left} s)"; raw_rc=1; continue; fi
+    if [[ $engine == ours ]]; then
+      stage_end=$((SECONDS + share)) done_runs=0 r=0
+      for ((i = 1; i <= 10; i++)); do
+        run_s=$((stage_end - SECONDS))
+        ((run_s > 60)) && run_s=60
+        if ((run_s < 10)); then say "raw nccl: ours at W = $w: runs $i-10 not run (its share of ${share} s is up)"; r=124; break; fi
         LD_LIBRARY_PATH="$bundle_dir/lib${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-          DDP_PITFALLS_COMMIT="$commit" DDP_MPS=0 DDP_PITFALLS_STARTUP_TIMEOUT=15 timeout -k 10 "$share" \
+          DDP_PITFALLS_COMMIT="$commit" DDP_MPS=0 DDP_PITFALLS_STARTUP_TIMEOUT=15 timeout -k 10 "$run_s" \
           "$bundle_dir/bin/repro/wrong_all_gather/wrong_all_gather" --backend nccl --world_size "$w" \
-          --raw_only --raw_runs 10 --n 1003 --batch_size 32 --timeout 5 \
-          --json "$work/gpu/records/wrong_all_gather_raw_nccl_w$w.json" > >(tee -a "$work/gpu/console.txt") 2>&1
-      elif [[ -n "$python" ]]; then
-        DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 timeout -k 10 "$share" "$python" \
-          "$tree/repro/wrong_all_gather/pytorch/unequal_all_gather.py" --backend nccl --worlds "$w" \
-          --runs 10 --dtypes float32 --pg_timeout 10 \
-          --out "$work/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.json" > >(tee -a "$work/gpu/console.txt") 2>&1
-      else
-        say "raw nccl: pytorch at W = $w not run: no python3 with torch here"; raw_rc=1; continue
-      fi
+          --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 \
+          --json "$work/gpu/records/wrong_all_gather_raw_nccl_w$w.run$i.json" > >(tee -a "$work/gpu/console.txt") 2>&1
+        ri=$?
+        if ((ri == 0)); then done_runs=$((done_runs + 1)); else r=$ri; fi
+      done
+      say "raw nccl: ours at W = $w: $done_runs of 10 runs exit 0"
+    elif [[ -n "$python" ]]; then
+      DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 timeout -k 10 "$share" "$python" \
+        "$tree/repro/wrong_all_gather/pytorch/unequal_all_gather.py" --backend nccl --worlds "$w" \
+        --runs 10 --dtypes float32 --pg_timeout 10 \
+        --out "$work/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.json" > >(tee -a "$work/gpu/console.txt") 2>&1
       r=$?
-      say "raw nccl: $engine at W = $w exit $r (${share} s allowed)"
-      ((r == 0)) || raw_rc=$r
-      pack
-    done
+    else
+      say "raw nccl: pytorch at W = $w not run: no python3 with torch here"; raw_rc=1; continue
+    fi
+    say "raw nccl: $engine at W = $w exit $r (${share} s allowed)"
+    ((r == 0)) || raw_rc=$r
+    pack
   done
   say "raw nccl exit $raw_rc"
   pack
