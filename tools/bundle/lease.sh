@@ -43,7 +43,7 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                      machine's start and the transfers inside a 15-minute lease;
                      0: run_all is not run, only the stages asked for below)
   --jobs N           binaries side by side (default 4)
-  --timeout SECONDS  per binary (default 120)
+  --timeout SECONDS  per binary (default 90)
   --norm-peers SECONDS  after run_all, the W = 1 norm rows of ours and PyTorch
                      interleaved (bench/peers/torch_norm_gpu.py), at most this
                      long (default 0: not run)
@@ -68,7 +68,7 @@ die_usage() {
   exit 2
 }
 
-bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=120 peers_s=0 dist_s=0 raw_s=0 python=""
+bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=90 peers_s=0 dist_s=0 raw_s=0 python=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bundle) [[ $# -ge 2 ]] || die_usage "--bundle needs a file"; bundle="$2"; shift 2 ;;

@@ -36,7 +36,7 @@ rc=$?
 set -e
 cat console.txt
 [[ $rc -eq 3 ]] || fail "exit $rc, want the runner's 3"
-grep -q '^fake run_all --out /tmp/lease\.[^ ]*/gpu --jobs 3 --budget 100 --timeout 120 --bench$' console.txt || fail "flags passed on"
+grep -q '^fake run_all --out /tmp/lease\.[^ ]*/gpu --jobs 3 --budget 100 --timeout 90 --bench$' console.txt || fail "flags passed on"
 grep -q '^lease: run_all exit 3; archive .*/out/gpu-run.tar.gz' console.txt || fail "last line"
 mkdir check && tar xzf out/gpu-run.tar.gz -C check
 grep -q 'fake run_all done' check/gpu/console.txt || fail "final archive lacks the whole console"
