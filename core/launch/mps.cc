@@ -186,8 +186,13 @@ MpsStatus Decide(const EnvLookup& env) {
   }
   MpsStatus s;
   if (mode == "0") {
+    // Off means off: CUDA attaches a process to whatever daemon the pipe
+    // folder (default /tmp/nvidia-mps) holds, and a run that stalls a
+    // collective faults a shared server (results/gpu/h100-2026-11-27). A
+    // folder that cannot exist makes CUDA run the ranks without MPS.
+    ::setenv("CUDA_MPS_PIPE_DIRECTORY", kNoDaemonDir, 1);
     s.state = MpsState::kOff;
-    s.line = std::string("CUDA MPS off (") + kEnvMps + "=0): " + kCost;
+    s.line = std::string("CUDA MPS off (") + kEnvMps + "=0): " + kCost + "; the ranks kept off any running daemon";
     return s;
   }
   const std::string existing = env("CUDA_MPS_PIPE_DIRECTORY").value_or("/tmp/nvidia-mps");

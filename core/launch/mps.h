@@ -14,7 +14,10 @@
 //                   nvidia-cuda-mps-control is on PATH, else go on without
 //                   (and say what that costs);
 //   1               the same, but no daemon is an error (ConfigError: exit 2);
-//   0               never.
+//   0               never: CUDA_MPS_PIPE_DIRECTORY is set to kNoDaemonDir,
+//                   so the ranks do not attach even to a daemon started
+//                   elsewhere (a run that stalls a collective on purpose
+//                   faults a shared server: results/gpu/h100-2026-11-27).
 // DDP_MPS_CONTROL names the control program instead of PATH's (tests use a
 // fake one).
 //
@@ -39,6 +42,9 @@ namespace ddp::launch {
 inline constexpr char kEnvMps[] = "DDP_MPS";
 inline constexpr char kEnvMpsControl[] = "DDP_MPS_CONTROL";
 inline constexpr char kEnvMpsReport[] = "DDP_MPS_REPORT";
+// A path under a file, so no folder of that name can exist: CUDA finds no
+// daemon there and runs the process without MPS.
+inline constexpr char kNoDaemonDir[] = "/dev/null/no-mps";
 
 enum class MpsState {
   kOff,          // DDP_MPS=0

@@ -106,7 +106,15 @@ TEST(Mps, OffUnavailableFailingOrAlreadyRunningAreSaidAndTheRunGoesOn) {
                                "H100, 2026-11-26: 90-140 ms per 4 KB allreduce at W = 4)"),
             std::string::npos)
       << r.stderr_text;
-  EXPECT_EQ(Pipes(r.stdout_text), std::set<std::string>{"none"});
+  EXPECT_NE(r.stderr_text.find("; the ranks kept off any running daemon"), std::string::npos) << r.stderr_text;
+  EXPECT_EQ(Pipes(r.stdout_text), std::set<std::string>{kNoDaemonDir});
+  // Off even where a daemon runs: the ranks are pointed away from it.
+  const std::string daemon = MakeFreshDir("mps-off-running");
+  std::ofstream(daemon + "/control") << "";
+  env.emplace_back("CUDA_MPS_PIPE_DIRECTORY", daemon);
+  r = testing::RunCommand(Ranks("nccl", env)).outcome;
+  ASSERT_TRUE(r.ok()) << r.Describe() << r.stderr_text;
+  EXPECT_EQ(Pipes(r.stdout_text), std::set<std::string>{kNoDaemonDir});
 
   r = testing::RunCommand(Ranks("nccl", {{"DDP_MPS_CONTROL", "/nonexistent/control"}})).outcome;
   ASSERT_TRUE(r.ok()) << r.Describe() << r.stderr_text;
