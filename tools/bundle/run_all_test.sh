@@ -335,8 +335,10 @@ fi
 echo '[       OK ] W.Where (0 ms)'"
 make_bin bench/b "$note; for a; do [[ \"\$a\" == --benchmark_out=* ]] && echo '{}' >\"\${a#*=}\"; done; true"
 make_bin bench/slow 'for a; do [[ "$a" == --benchmark_out=* ]] && echo "{\"cut" >"${a#*=}"; done; sleep 30'
+# As bench/recorder over its limit: the whole record written, then exit 1.
+make_bin bench/over 'for a; do [[ "$a" == --benchmark_out=* ]] && echo "{}" >"${a#*=}"; done; echo "  allreduce 153.6 ns (153.6)   limit 100 ns: EXCEEDED"; exit 1'
 printf '%s\n' core/comm/nccl_ops_test pkg/a_test pkg/faulted_test repro/drop_last_hang/test_nccl pkg/z_test >"$root/tests.txt"
-printf '%s\n' bench/b bench/slow >"$root/bench.txt"
+printf '%s\n' bench/b bench/slow bench/over >"$root/bench.txt"
 run --bench --bench-timeout 2
 echo "$output"
 [[ $rc -eq 1 ]] || fail "isolated run exited $rc, want 1 (the slow benchmark)"
@@ -364,6 +366,10 @@ grep -q "^FAIL  bench/slow on default (timeout after 2 s; its cut JSON: records/
   fail "cut benchmark line"
 [[ -f "$TEST_TMPDIR/o/records/bench_slow.default.bench.json.partial" && ! -e "$TEST_TMPDIR/o/records/bench_slow.default.bench.json" ]] ||
   fail "cut JSON not set apart"
+grep -q '^OK    bench/over on default -> records/bench_over.default.bench.json (.*; over its own limit: allreduce 153.6 ns (153.6)   limit 100 ns: EXCEEDED)' <<<"$output" ||
+  fail "over-limit line"
+[[ -f "$TEST_TMPDIR/o/records/bench_over.default.bench.json" ]] || fail "the over-limit record was set apart"
+grep -qx 'benchmarks: 2 ok (1 over its own limit), 1 failed, 0 skipped' <<<"$output" || fail "benchmarks summary"
 # --isolated /dev/null: nothing apart, every run under the one daemon.
 : >"$where"
 rm -f "$TEST_TMPDIR/o/records/"*.partial
