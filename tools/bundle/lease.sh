@@ -54,8 +54,9 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
   --raw-nccl SECONDS  then the post's raw unequal all_gather on NCCL, 10 runs at
                      W = 2, then at W = 4: ours (repro/wrong_all_gather
                      --raw_only, one world per run, without MPS), then
-                     PyTorch's, at most this long in all (default 0: not run;
-                     about 15-20 s a run: 500 s for everything)
+                     PyTorch's, one JSON per run, at most this long in all
+                     (default 0: not run; about 15-25 s a run: 350 s for
+                     W = 2, 700 s for everything)
   --python PATH      the Python with torch for --norm-peers, --dist-peers and --raw-nccl (default: the first
                      of /opt/torch/.venv/bin/python3 and python3 that imports torch)
   -- FLAGS...        passed on to run_all.sh (e.g. --bench, --only REGEX)
@@ -197,14 +198,30 @@ fi
 
 # The post's raw unequal all_gather on this GPU's NCCL (issue 44), W = 2
 # first (the post's setting): ours, then PyTorch's with a 10 s process-group
-# timeout; then W = 4. Each stage gets an equal share of what is left of S,
-# and what finished is packed after each. Ours runs one world per
-# invocation (--raw_runs 1, its own JSON: a stage cut by its share keeps
-# every run it finished), without CUDA MPS (the stall faults a shared MPS
-# server, whose teardown would then be what the ranks report:
-# results/gpu/h100-2026-11-27), with a 5 s deadline and a 15 s start-up
-# bound (the stalled first collective's deadline is the larger of the two;
-# NCCL's default bound is 60 s), so a stalled run takes about 15-20 s.
+# timeout; then W = 4. Each stage gets an equal share of what is left of S
+# and runs one world per invocation, ten times, each into its own JSON, so a
+# stage cut by its share keeps every run it finished (call 2 of 2026-11-27
+# lost all four stages to a cut). Ours runs without CUDA MPS (the stall
+# faults a shared MPS server, whose teardown would then be what the ranks
+# report: results/gpu/h100-2026-11-27), with a 5 s deadline and a 15 s
+# start-up bound (the stalled first collective's deadline is the larger of
+# the two; NCCL's default bound is 60 s), so a stalled run takes about
+# 15-20 s.
+raw_run() {  # engine, W, run, seconds: one world, its own JSON
+  local engine="$1" w="$2" i="$3" s="$4"
+  if [[ $engine == ours ]]; then
+    LD_LIBRARY_PATH="$bundle_dir/lib${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      DDP_PITFALLS_COMMIT="$commit" DDP_MPS=0 DDP_PITFALLS_STARTUP_TIMEOUT=15 timeout -k 10 "$s" \
+      "$bundle_dir/bin/repro/wrong_all_gather/wrong_all_gather" --backend nccl --world_size "$w" \
+      --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 \
+      --json "$work/gpu/records/wrong_all_gather_raw_nccl_w$w.run$i.json"
+  else
+    DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 timeout -k 10 "$s" "$python" \
+      "$tree/repro/wrong_all_gather/pytorch/unequal_all_gather.py" --backend nccl --worlds "$w" \
+      --runs 1 --dtypes float32 --pg_timeout 10 \
+      --out "$work/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.run$i.json"
+  fi
+}
 raw_rc=0
 if ((raw_s > 0)); then
   raw_end=$((SECONDS + raw_s)) stages=4
@@ -213,30 +230,19 @@ if ((raw_s > 0)); then
     left=$((raw_end - SECONDS)) share=$(((raw_end - SECONDS) / stages))
     stages=$((stages - 1))
     if ((share <= 20)); then say "raw nccl: $engine at W = $w not run (time left ${left} s)"; raw_rc=1; continue; fi
-    if [[ $engine == ours ]]; then
-      stage_end=$((SECONDS + share)) done_runs=0 r=0
-      for ((i = 1; i <= 10; i++)); do
-        run_s=$((stage_end - SECONDS))
-        ((run_s > 60)) && run_s=60
-        if ((run_s < 10)); then say "raw nccl: ours at W = $w: runs $i-10 not run (its share of ${share} s is up)"; r=124; break; fi
-        LD_LIBRARY_PATH="$bundle_dir/lib${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-          DDP_PITFALLS_COMMIT="$commit" DDP_MPS=0 DDP_PITFALLS_STARTUP_TIMEOUT=15 timeout -k 10 "$run_s" \
-          "$bundle_dir/bin/repro/wrong_all_gather/wrong_all_gather" --backend nccl --world_size "$w" \
-          --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 \
-          --json "$work/gpu/records/wrong_all_gather_raw_nccl_w$w.run$i.json" > >(tee -a "$work/gpu/console.txt") 2>&1
-        ri=$?
-        if ((ri == 0)); then done_runs=$((done_runs + 1)); else r=$ri; fi
-      done
-      say "raw nccl: ours at W = $w: $done_runs of 10 runs exit 0"
-    elif [[ -n "$python" ]]; then
-      DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 timeout -k 10 "$share" "$python" \
-        "$tree/repro/wrong_all_gather/pytorch/unequal_all_gather.py" --backend nccl --worlds "$w" \
-        --runs 10 --dtypes float32 --pg_timeout 10 \
-        --out "$work/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.json" > >(tee -a "$work/gpu/console.txt") 2>&1
-      r=$?
-    else
+    if [[ $engine == pytorch && -z "$python" ]]; then
       say "raw nccl: pytorch at W = $w not run: no python3 with torch here"; raw_rc=1; continue
     fi
+    stage_end=$((SECONDS + share)) done_runs=0 r=0
+    for ((i = 1; i <= 10; i++)); do
+      run_s=$((stage_end - SECONDS))
+      ((run_s > 60)) && run_s=60
+      if ((run_s < 10)); then say "raw nccl: $engine at W = $w: runs $i-10 not run (its share of ${share} s is up)"; r=124; break; fi
+      raw_run "$engine" "$w" "$i" "$run_s" > >(tee -a "$work/gpu/console.txt") 2>&1
+      ri=$?
+      if ((ri == 0)); then done_runs=$((done_runs + 1)); else r=$ri; fi
+    done
+    say "raw nccl: $engine at W = $w: $done_runs of 10 runs exit 0"
     say "raw nccl: $engine at W = $w exit $r (${share} s allowed)"
     ((r == 0)) || raw_rc=$r
     pack

@@ -122,12 +122,15 @@ done
 order="$(grep -oE '^lease: raw nccl: [a-z]+ at W = [0-9] exit' raw.txt | awk '{print $4 $8}' | tr '\n' ' ')"
 [[ "$order" == "ours2 pytorch2 ours4 pytorch4 " ]] || fail "stage order: $order"
 for w in 2 4; do
-  grep -q "fake python .*/repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl --worlds $w --runs 10 --dtypes float32 --pg_timeout 10 --out /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.json commit=0123abc+dirty" raw.txt ||
-    fail "PyTorch's command line at W = $w"
+  for i in 1 10; do
+    grep -q "fake python .*/repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl --worlds $w --runs 1 --dtypes float32 --pg_timeout 10 --out /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.run$i.json commit=0123abc+dirty" raw.txt ||
+      fail "PyTorch's command line at W = $w, run $i"
+  done
+  grep -qx "lease: raw nccl: pytorch at W = $w: 10 of 10 runs exit 0" raw.txt || fail "PyTorch's count line at W = $w"
 done
 grep -q '^lease: raw nccl exit 0$' raw.txt || fail "raw exit line"
 listing="$(tar tzf out/gpu-run.tar.gz)"
-for f in wrong_all_gather_raw_nccl_w2.run1.json wrong_all_gather_raw_nccl_w4.run10.json wrong_all_gather_unequal.torch.nccl_w2.json wrong_all_gather_unequal.torch.nccl_w4.json; do
+for f in wrong_all_gather_raw_nccl_w2.run1.json wrong_all_gather_raw_nccl_w4.run10.json wrong_all_gather_unequal.torch.nccl_w2.run1.json wrong_all_gather_unequal.torch.nccl_w4.run10.json; do
   grep -q "gpu/records/$f" <<<"$listing" || fail "$f not archived: $listing"
 done
 
