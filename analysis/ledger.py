@@ -11,6 +11,11 @@ Verdict classes, kept apart in the report:
                               a measurement may be shown for information
   judged from code            "code" names the code read, "outcome" what it
                               showed (confirmed, partly, refuted)
+A selector's "file" may name record files under the results folder by path
+("gpu/<run>/records/call4/x.json"): a GPU run's records, kept out of the
+report's tables and read only for the claims that name them (read_named);
+there a record whose provenance says gpu "none (...)" is set aside (CUDA
+refused that process, e.g. after a CUDA MPS fault: not evidence of the GPU).
 A claim may carry a per-version field (PER_VERSION_KEYS: PyTorch version ->
 verdict, or {"verdict", "note"}); it is carried into the ledger as written.
 Sources (claims.json "sources") are cited by title, author, date and site.
@@ -18,8 +23,9 @@ Sources (claims.json "sources") are cited by title, author, date and site.
 import json
 import math
 import operator
+import os
 
-from pick import Summary, is_number, num, select
+from pick import Summary, get, is_file, is_number, num, select, value
 from records import InputError
 
 MEASURED = ("confirmed", "partly", "refuted")
@@ -113,16 +119,55 @@ def load_claims(path):
     return load(path)[0]
 
 
-def measure(claim, recs):
+def subfolder_files(selector):
+    """The record files a selector names by path under the results folder."""
+    f = (selector or {}).get("file")
+    return [n for n in (f if isinstance(f, list) else [f]) if isinstance(n, str) and "/" in n]
+
+
+def named_files(claims):
+    """Every record file under the results folder that a claim names, once."""
+    names = [n for c in claims for alt in [c] + [a for a in c.get("measures", []) if a]
+             for n in subfolder_files(alt.get("select"))]
+    return list(dict.fromkeys(names))
+
+
+def ran_on_gpu(record):
+    """False for a GPU run's record whose provenance says gpu "none (...)"."""
+    gpu = get(record, "provenance.gpu")
+    return not (isinstance(gpu, str) and gpu.startswith("none"))
+
+
+def read_named(claims, results_dir, load):
+    """(records as (path, record), how many were set aside) from the files
+    that claims name under results_dir; load(path) returns a file's records.
+    A file that is not there gives none: its claims say "no record carries
+    it" (a measured one is then flagged CHECK FAILED)."""
+    recs, aside = [], 0
+    for name in named_files(claims):
+        path = os.path.join(results_dir, name)
+        if os.path.exists(path):
+            for r in load(path):
+                if ran_on_gpu(r):
+                    recs.append((path, r))
+                else:
+                    aside += 1
+    return recs, aside
+
+
+def measure(claim, recs, named=()):
     """(text, record files, check passed or None) of a claim's measurement;
-    the first of its "measures" alternatives some record carries is used."""
+    the first of its "measures" alternatives some record carries is used. An
+    alternative that names files under the results folder reads only
+    `named` (read_named), every other one only `recs`."""
     alternatives = [dict(claim, **alt) for alt in claim.get("measures", []) if alt] or [claim]
     for alt in alternatives:
         if "select" not in alt:
             continue
+        pool = named if subfolder_files(alt["select"]) else recs
         metrics = alt["metric"] if isinstance(alt["metric"], list) else [alt["metric"]]
-        if any(Summary(select(recs, alt["select"]), m) for m in metrics):
-            return measure_one(alt, recs)
+        if any(Summary(select(pool, alt["select"]), m) for m in metrics):
+            return measure_one(alt, pool)
     if claim.get("select") or claim.get("measures"):
         return "no record carries it", "", False if claim.get("check") else None
     return claim.get("evidence", ""), "", None
@@ -153,7 +198,10 @@ def measure_one(claim, recs):
         op, bound = claim["check"]
         ok = OPS[op](v, bound)
     variants = ", ".join(dict.fromkeys(r["variant"] for _, r in picked))
-    return text, f"{', '.join(s.files)}: {variants}", ok
+    named = subfolder_files(claim["select"])
+    files = [n for n in named if any(is_file(p, n) and value(r, metric) is not None
+                                     for p, r in picked)] if named else s.files
+    return text, f"{', '.join(files)}: {variants}", ok
 
 
 def per_version(claim, detail=False):
@@ -179,12 +227,12 @@ def check_text(claim):
     return f"{c[0]} {c[1]:g}" if isinstance(c, list) and len(c) == 2 and is_number(c[1]) else ""
 
 
-def rows(claims, recs):
+def rows(claims, recs, named=()):
     """Ledger rows (HEADER), and the measured claims whose check failed
     (their verdict no longer follows from the records)."""
     out, failed = [], []
     for c in claims:
-        text, files, ok = measure(c, recs)
+        text, files, ok = measure(c, recs, named)
         verdict = c["verdict"]
         if verdict in MEASURED and ok is False:
             verdict += " (CHECK FAILED)"

@@ -7,11 +7,28 @@ import ledger
 import tables
 
 
-def section(claims, sources, recs, full=True):
+def gpu_run_sentence(claims, aside):
+    """Which claims read record files named under the results folder (a GPU
+    run kept out of the tables), and how many of their records were set
+    aside; "" when no claim names any."""
+    ids = [str(k) for k, c in enumerate(claims, 1) if any(
+        ledger.subfolder_files(a.get("select")) for a in [c] + [m for m in c.get("measures", []) if m])]
+    if not ids:
+        return ""
+    return (f" Claim{'s' if len(ids) > 1 else ''} {', '.join(ids)} read{'' if len(ids) > 1 else 's'}"
+            " record files of a GPU run, named in the row (paths under the results folder), "
+            "which no other table of this report uses"
+            + (f"; {aside} record(s) in them whose provenance says gpu \"none (...)\" (CUDA "
+               "refused the process) are set aside" if aside else "") + ".")
+
+
+def section(claims, sources, recs, full=True, named=(), aside=0):
     """(Markdown lines, ledger rows, measured claims whose check failed).
     full=False: the compact form for report.md (no bound column, shorter
-    cells); the full form goes to ledger.md and claims.csv."""
-    rows, failed = ledger.rows(claims, recs)
+    cells); the full form goes to ledger.md and claims.csv. named, aside:
+    ledger.read_named's records of files claims name under the results
+    folder, and how many of those it set aside."""
+    rows, failed = ledger.rows(claims, recs, named)
     n = ledger.counts(claims)
     measured = sum(n[k] for k in ledger.MEASURED)
     numbered = list(enumerate(rows, 1))
@@ -27,7 +44,8 @@ def section(claims, sources, recs, full=True):
                  "from the records." if failed else
                  f"Every one of the {measured} checks holds on these records.")
               + (" A PyTorch version column gives the verdict per version."
-                 if any(r[10] for r in rows) else "")), ""]
+                 if any(r[10] for r in rows) else "")
+              + gpu_run_sentence(claims, aside)), ""]
     has_versions = any(r[10] for r in rows)
 
     def table(title, head, pick, cells):

@@ -6,8 +6,12 @@
     check holds (a verdict the records no longer support fails here);
   - a claim that breaks a rule is refused (each rule shown to bite);
   - a per-version field is carried into the ledger; sources are cited by
-    title, author, date and site, never by a file path.
-Usage: ledger_test.py CLAIMS.json RESULT.json..."""
+    title, author, date and site, never by a file path;
+  - a GPU run's record files under the results folder are read only by the
+    claims that name them (select "file" with a path), never by the others,
+    and their records whose provenance says gpu "none (...)" are set aside.
+Usage: ledger_test.py CLAIMS.json RESULT.json... (the results folder's
+GPU runs, results/gpu/*/records/, beside them in the runfiles)"""
 import copy
 import json
 import os
@@ -16,8 +20,60 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ledger  # noqa: E402
 import ledger_section  # noqa: E402
-from records import InputError  # noqa: E402
+from records import InputError, check_records  # noqa: E402
 from checks import check, status  # noqa: E402
+
+
+def read_records(path):
+    with open(path) as f:
+        data = json.load(f)
+    check_records(path, data)
+    return data
+
+
+def named_files_apart(tmp):
+    """A GPU run's file is read only by the claims naming it, without the
+    records CUDA refused; the other claims never see it."""
+    def rec(variant, error, gpu):
+        return {"bug": "x", "kind": "repro", "variant": variant, "backend": "nccl",
+                "world_size": 4, "config": {}, "measured": {"error": error},
+                "reference": {}, "verdict": "reproduced", "provenance": {"gpu": gpu}}
+    results = os.path.join(tmp, "named_results")
+    nested = os.path.join(results, "gpu", "run", "records", "call1")
+    os.makedirs(nested, exist_ok=True)
+    cpu_path = os.path.join(results, "x.json")  # the same base name as the GPU run's file
+    for path, data in ((cpu_path, [rec("cpu", 0.5, "none (no CUDA driver)")]),
+                       (os.path.join(nested, "x.json"),
+                        [rec("gpu_ok", 0.2, "NVIDIA H100 80GB HBM3"),
+                         rec("gpu_refused", 0.9, "none (cudaGetDeviceCount: MPS server is not ready)")])):
+        with open(path, "w") as f:
+            json.dump(data, f)
+    recs = [(cpu_path, r) for r in read_records(cpu_path)]
+    base = {"bug": "x", "seed": "000", "verdict": "confirmed", "metric": "measured.error",
+            "check": [">", 0.1], "threshold": "t", "label": "err"}
+    on_gpu = dict(base, claim="on the GPU run",
+                  select={"bug": "x", "file": "gpu/run/records/call1/x.json"})
+    on_cpu = dict(base, claim="on the tables' records", select={"bug": "x"})
+    by_name = dict(base, claim="by base name", select={"bug": "x", "file": "x.json"})
+    missing = dict(base, claim="a file not there", select={"file": "gpu/none/records/x.json"})
+    claims = [on_gpu, on_cpu, by_name, missing]
+    check(ledger.named_files(claims) == ["gpu/run/records/call1/x.json", "gpu/none/records/x.json"],
+          f"named files: {ledger.named_files(claims)}")
+    named, aside = ledger.read_named(claims, results, read_records)
+    check([r["variant"] for _, r in named] == ["gpu_ok"] and aside == 1,
+          f"gpu 'none' not set aside: {[r['variant'] for _, r in named]}, {aside} aside")
+    text, files, ok = ledger.measure(on_gpu, recs, named)
+    check(text == "err: 0.2" and files == "gpu/run/records/call1/x.json: gpu_ok" and ok,
+          f"the GPU run's claim: {text!r}, {files!r}")
+    for c in (on_cpu, by_name):
+        text, files, ok = ledger.measure(c, recs, named)
+        check(text == "err: 0.5" and files == "x.json: cpu",
+              f"{c['claim']}: a GPU run's record joined the tables' records: {text!r}, {files!r}")
+    check(ledger.measure(missing, recs, named) == ("no record carries it", "", False),
+          "a named file that is not there is not flagged")
+    md = "\n".join(ledger_section.section(claims, {"000": {}}, recs, named=named, aside=aside)[0])
+    check("Claims 1, 4 read record files of a GPU run" in md and "1 record(s)" in md,
+          "the ledger does not say which claims read a GPU run and what it set aside")
 
 
 def main(claims_path, result_paths):
@@ -29,12 +85,16 @@ def main(claims_path, result_paths):
         if isinstance(data, list):
             recs += [(p, r) for r in data]
     check(len(recs) > 0, "no committed records given")
+    named, aside = ledger.read_named(claims, os.path.dirname(result_paths[0]), read_records)
+    check(all(ledger.ran_on_gpu(r) for _, r in named), "a refused process's record used")
+    named_files_apart(os.environ.get("TEST_TMPDIR", "/tmp"))
 
-    # Every measured verdict stands on the committed records.
-    rows, failed = ledger.rows(claims, recs)
+    # Every measured verdict stands on the committed records (a GPU run's
+    # files only for the claims that name them).
+    rows, failed = ledger.rows(claims, recs, named)
     for c in claims:
         if c["verdict"] in ledger.MEASURED:
-            text, files, ok = ledger.measure(c, recs)
+            text, files, ok = ledger.measure(c, recs, named)
             check(files and ok is True,
                   f"{c['verdict']} without a record that passes its check: {c['claim']!r} ({text})")
     check(not failed, f"checks failed: {[c['claim'] for c in failed]}")
@@ -89,18 +149,19 @@ def main(claims_path, result_paths):
     flipped = copy.deepcopy(measured)
     op, bound = flipped["check"]
     flipped["check"] = [{">": "<=", ">=": "<", "<": ">=", "<=": ">", "==": ">"}[op], bound]
-    _, failed = ledger.rows([flipped], recs)
+    _, failed = ledger.rows([flipped], recs, named)
     check(failed, f"a check the records fail is not flagged: {flipped['claim']}")
 
     # A per-version field is carried as written.
     versioned = dict(claims[0], versions={"1.13": "refuted", "2.15": {"verdict": "confirmed", "note": "n"}})
-    row = ledger.rows([versioned], recs)[0][0]
+    row = ledger.rows([versioned], recs, named)[0][0]
     check(row[10] == "1.13: refuted; 2.15: confirmed", f"per-version field: {row[10]!r}")
     check(ledger.per_version(versioned, detail=True) == "1.13: refuted; 2.15: confirmed (n)",
           "per-version detail")
 
     # The report keeps the classes apart and counts each.
-    md = "\n".join(ledger_section.section(claims, sources, recs, full=False)[0])
+    md = "\n".join(ledger_section.section(claims, sources, recs, full=False, named=named,
+                                           aside=aside)[0])
     for head in ("### Measured verdicts", "### Not tested", "### Judged from code", "### Sources"):
         check(head in md, f"ledger section lacks {head}")
     check(f"{n['confirmed']} confirmed" in md and f"{n['not tested']} not tested" in md,

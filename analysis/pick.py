@@ -8,7 +8,9 @@ or lose fields keep building a report.
   selector   {"bug": "x", "kind": "repro", "variant": ["a", "b"],
               "verdict": "reproduced", "config.n": 1025, "file": "x_repro.json"}
              every key must hold; a list means "one of"; "file" is the
-             record file's name.
+             record file's name, or with a "/" its path under the results
+             folder ("gpu/<run>/records/call4/x.json": a run kept out of
+             the tables, which only the claims ledger reads; ledger.py)
   expression "measured.error"            a field path
              "spread(reference.steps)"   max - min of an array
              "max(measured.per_rank)"    largest element of an array
@@ -46,11 +48,21 @@ def expected(record):
     return "reproduced" if record["kind"] == "repro" else "exact"
 
 
+def is_file(path, name):
+    """Whether the record file at `path` is `name`: its base name, or with a
+    "/" its path relative to the results folder."""
+    if "/" not in name:
+        return os.path.basename(path) == name
+    return path == name or path.endswith("/" + name)
+
+
 def matches(path, record, selector):
     for key, want in selector.items():
-        have = os.path.basename(path) if key == "file" else get(record, key)
         allowed = want if isinstance(want, list) else [want]
-        if have not in allowed:
+        if key == "file":
+            if not any(isinstance(n, str) and is_file(path, n) for n in allowed):
+                return False
+        elif get(record, key) not in allowed:
             return False
     return True
 

@@ -93,6 +93,15 @@ def load(path):
                      "Google Benchmark JSON (an object with 'benchmarks')")
 
 
+def named_records(path):
+    """The records of a file a claim names under the results folder (the
+    ledger's alone: no table reads it)."""
+    kind, data = load(path)
+    if kind != "records":
+        raise InputError(f"{path}: a claim names it as a record file, but it holds benchmarks")
+    return data
+
+
 def load_spec(name):
     with open(os.path.join(HERE, name)) as f:
         return json.load(f)
@@ -245,10 +254,12 @@ def build(results_dir, outdir, latex):
                                      f"{spec['title']}: headline numbers", f"tab:{bug}",
                                      [None, "2.6cm", "2.6cm", "3cm", None, None, None, None]))
 
-    ledger_md, ledger_rows, failed = ledger_section.section(claims, sources, recs, full=False)
+    named, aside = ledger.read_named(claims, results_dir, named_records)
+    ledger_md, ledger_rows, failed = ledger_section.section(claims, sources, recs, full=False,
+                                                            named=named, aside=aside)
     md += ledger_md
     with open(os.path.join(outdir, "ledger.md"), "w") as f:
-        full_md = ledger_section.section(claims, sources, recs)[0]
+        full_md = ledger_section.section(claims, sources, recs, named=named, aside=aside)[0]
         f.write("\n".join(["# ddp-pitfalls: the claims ledger in full", "",
                            "The findings: [report.md](report.md)."] + full_md[1:]) + "\n")
     tables.write_csv(os.path.join(outdir, "claims.csv"), ledger.HEADER, ledger_rows)

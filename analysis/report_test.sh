@@ -11,9 +11,26 @@ src="$TEST_SRCDIR/ddp_pitfalls/analysis/testdata"
 work="$TEST_TMPDIR/w"
 mkdir -p "$work/results"
 cp "$src"/*.json "$work/results/"
+cp -r "$src/gpu" "$work/results/"  # a GPU run's records (copies of results/gpu/h100-2026-11-27's)
 export BUILD_WORKING_DIRECTORY="$work" MPLCONFIGDIR="$TEST_TMPDIR/mpl"
 "$report" --results results --out out --latex || { echo "report failed"; exit 1; }
 /usr/bin/python3 "$check" "$work/out" "$claims" || { echo "report structure: see above"; exit 1; }
+# The GPU run's records reach only the ledger's claims that name them: without
+# them every other part of the report is the same (the header's record count,
+# the summary, findings, appendix, every CSV but claims.csv, the provenance).
+grep -q "gpu/h100-2026-11-27/records/call4/repro_drop_last_hang.json" "$work/out/ledger.md" \
+  || { echo "ledger.md does not name the GPU run's record file"; exit 1; }
+grep -q "set aside" "$work/out/ledger.md" || { echo "records with gpu 'none' not said to be set aside"; exit 1; }
+mv "$work/results/gpu" "$work/gpu.away"
+"$report" --results results --out out_nogpu --latex >/dev/null 2>&1 || { echo "report failed without gpu/"; exit 1; }
+mv "$work/gpu.away" "$work/results/gpu"
+outside_ledger() { sed '/^## Claims ledger/,/^## Benchmarks/d' "$1"; }
+diff <(outside_ledger "$work/out/report.md") <(outside_ledger "$work/out_nogpu/report.md") \
+  || { echo "the GPU run's records changed report.md outside the ledger"; exit 1; }
+for f in "$work"/out/*.csv "$work"/out/appendix.md; do
+  case "$f" in */claims.csv) continue ;; esac
+  cmp -s "$f" "$work/out_nogpu/${f##*/}" || { echo "the GPU run's records changed ${f##*/}"; exit 1; }
+done
 grep -q "wrong_all_gather_repro.json" "$work/out/report.md" || { echo "record file not named"; exit 1; }
 grep -q "| 757bbf3228b4+dirty |" "$work/out/report.md" || { echo "provenance missing"; exit 1; }
 # A benchmark file's commit is its context's ddp_commit (older recorder
