@@ -1,0 +1,99 @@
+"""gpu_table.py on a fake GPU run (two calls, as folders and as
+logs.tar.gz): a row per binary with its status in each call, the counts in
+some call and in one call, the gpu-run block of a README rewritten, and
+exit 2 with one line for a missing run, a run without summaries and a
+summary without its header. Then the committed run's README holds exactly
+what gpu_table.py gives for that run.
+
+    gpu_table_test.py GPU_TABLE RUN_README   (by //analysis:py_test.sh)
+"""
+import io
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+script, committed_readme = sys.argv[1], sys.argv[2]
+failed = []
+
+
+def expect(cond, what):
+    if not cond:
+        failed.append(what)
+        print("FAIL:", what)
+
+
+def run(*args):
+    p = subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+HEADER = "kind\tbinary\tstatus\tseconds\tdetail\n"
+tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+calls = {
+    "call1": HEADER + "test\tcore/a_test\tpass\t2\t1 ok\ntest\trepro/b/test_nccl\tfail\t0\texit 1\n"
+                      "pair\trepro/b/b\tusage\t0\t--x\nbench\tbench/s on nccl\tok\t10\t--reps 3\n",
+    "call2": HEADER + "test\trepro/b/test_nccl\tpass\t9\t3 ok\npair\trepro/b/b\tok\t5\t--x\n",
+}
+env = "date: 2026-11-27T08:00:33Z\ngpu: NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB\n" \
+      "libnccl: /x/lib (pip)\nrecords' commit: 0123456789abcdef\n"
+folder = os.path.join(tmp, "run")
+for call, text in calls.items():
+    os.makedirs(os.path.join(folder, call))
+    with open(os.path.join(folder, call, "summary.tsv"), "w") as f:
+        f.write(text)
+    with open(os.path.join(folder, call, "environment.txt"), "w") as f:
+        f.write(env)
+rc, out, err = run(folder)
+expect(rc == 0, f"folder run exit {rc}: {err}")
+expect(out.startswith("2 device calls (call1, call2); GPU NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB; "
+                      "bundle commit `0123456789ab`; libnccl /x/lib (pip)."), f"heading: {out[:200]}")
+expect("| test | `repro/b/test_nccl` | fail 0 s | pass 9 s |" in out, "a row with both calls")
+expect("| test | `core/a_test` | pass 2 s | - |" in out, "a row absent from a call")
+expect(out.index("| test |") < out.index("| pair |") < out.index("| bench |"), "rows by kind: tests, pairs, benchmarks")
+expect("- gpu tests: 2 of 2 passed in some call; at most 1 in one call." in out, f"tests count: {out}")
+expect("- pair binaries on NCCL: 1 of 1 had every record as expected in some call; at most 1 in one call." in out,
+       "pairs count")
+expect("- benchmark runs: 1 of 1 ok in some call; at most 1 in one call." in out, "bench count")
+
+# The same run as logs.tar.gz (the committed form), and --update.
+packed = os.path.join(tmp, "packed")
+os.makedirs(packed)
+with tarfile.open(os.path.join(packed, "logs.tar.gz"), "w:gz") as tar:
+    tar.add(folder, arcname=".", recursive=False)
+    for call in calls:
+        tar.add(os.path.join(folder, call), arcname=call)
+rc, out2, err = run(packed)
+expect(rc == 0 and out2 == out, f"the archive gives what the folder gives: {rc} {err}")
+readme = os.path.join(tmp, "README.md")
+with open(readme, "w") as f:
+    f.write("intro\n<!-- table:gpu-run:begin -->\nold\n<!-- table:gpu-run:end -->\nafter\n")
+rc, _, err = run(packed, "--update", readme)
+text = open(readme).read()
+expect(rc == 0 and "old" not in text and "| test | `core/a_test` |" in text and text.endswith("after\n"),
+       f"--update: {rc} {err} {text}")
+
+# Bad input: exit 2, one line naming the problem.
+for args, want in [((os.path.join(tmp, "nope"),), "no such folder"),
+                   ((tmp,), "no call folder with a summary.tsv")]:
+    rc, _, err = run(*args)
+    expect(rc == 2 and err.startswith("gpu_table: ") and want in err and err.count("\n") == 1, f"{args}: {rc} {err}")
+bad = os.path.join(tmp, "bad", "call1")
+os.makedirs(bad)
+with open(os.path.join(bad, "summary.tsv"), "w") as f:
+    f.write("binary\tstatus\n")
+rc, _, err = run(os.path.dirname(bad))
+expect(rc == 2 and "header must name" in err, f"headerless summary: {rc} {err}")
+
+# The committed run's README is current.
+run_dir = os.path.dirname(committed_readme)
+rc, want, err = run(run_dir)
+doc = open(committed_readme).read()
+begin, end = "<!-- table:gpu-run:begin -->\n", "\n<!-- table:gpu-run:end -->"
+expect(rc == 0 and begin in doc and doc.split(begin, 1)[1].split(end, 1)[0] == want.rstrip("\n"),
+       f"{committed_readme}: its gpu-run table is not what gpu_table.py gives "
+       f"(python3 tools/bundle/gpu_table.py {run_dir} --update {committed_readme})")
+
+print("FAILED" if failed else "PASS")
+sys.exit(1 if failed else 0)
