@@ -24,29 +24,38 @@ KINDS = (("test", "gpu tests", "passed"), ("pair", "pair binaries on NCCL", "had
          ("bench", "benchmark runs", "ok"))
 
 
-def read_calls(run):
-    """{call name: {"summary": text, "environment": text}} from RUN's
-    logs.tar.gz or from RUN itself when it holds the call folders."""
-    files = {}
+def call_members(run, want):
+    """{(call, path inside the call): bytes} of the files of RUN's call
+    folders (in its logs.tar.gz, else RUN itself) for which want(path)."""
+    out = {}
     archive = os.path.join(run, "logs.tar.gz")
     if os.path.isfile(archive):
         try:
             with tarfile.open(archive) as tar:
                 for m in tar.getmembers():
-                    parts = m.name.split("/")
-                    if m.isfile() and len(parts) == 2 and parts[1] in ("summary.tsv", "environment.txt"):
-                        files[(parts[0], parts[1])] = tar.extractfile(m).read().decode()
+                    call, _, path = m.name.partition("/")
+                    if m.isfile() and path and want(path):
+                        out[(call, path)] = tar.extractfile(m).read()
         except (tarfile.TarError, OSError) as e:
             raise InputError(f"{archive}: {e}")
     elif os.path.isdir(run):
         for call in sorted(os.listdir(run)):
-            for name in ("summary.tsv", "environment.txt"):
-                path = os.path.join(run, call, name)
-                if os.path.isfile(path):
-                    with open(path) as f:
-                        files[(call, name)] = f.read()
+            for top, _, names in os.walk(os.path.join(run, call)):
+                for name in names:
+                    full = os.path.join(top, name)
+                    path = os.path.relpath(full, os.path.join(run, call))
+                    if want(path):
+                        with open(full, "rb") as f:
+                            out[(call, path)] = f.read()
     else:
         raise InputError(f"{run}: no such folder")
+    return out
+
+
+def read_calls(run):
+    """{call name: {"summary": text, "environment": text}} from RUN's
+    logs.tar.gz or from RUN itself when it holds the call folders."""
+    files = {k: v.decode() for k, v in call_members(run, lambda p: p in ("summary.tsv", "environment.txt")).items()}
     calls = {}
     for (call, name), text in files.items():
         calls.setdefault(call, {})["summary" if name == "summary.tsv" else "environment"] = text
@@ -65,13 +74,19 @@ def rows_of(summary, call):
     return list(reader)
 
 
-def environment_line(env):
-    """The machine and the bundle, from a call's environment.txt."""
+def env_fields(env):
+    """A call's environment.txt as {key: value}, the first of each key."""
     fields = {}
     for line in env.splitlines():
         key, sep, value = line.partition(": ")
         if sep and key not in fields:
             fields[key] = value.strip()
+    return fields
+
+
+def environment_line(env):
+    """The machine and the bundle, from a call's environment.txt."""
+    fields = env_fields(env)
     gpu = fields.get("gpu", "?")
     commit = fields.get("records' commit", "?")
     return f"GPU {gpu}; bundle commit `{commit[:12]}`; libnccl {fields.get('libnccl', '?')}"
@@ -108,21 +123,29 @@ def render(run):
     return "\n".join(out)
 
 
-def main(argv):
-    ap = argparse.ArgumentParser(usage="%(prog)s RUN [--update FILE]", description=__doc__.split("\n\n")[1])
-    ap.add_argument("run", metavar="RUN", help="a GPU run's folder, e.g. results/gpu/h100-2026-11-27")
-    ap.add_argument("--update", metavar="FILE", help="rewrite FILE's gpu-run table")
+def cli(prog, doc, what, marker, render, argv):
+    """PROG INPUT [--update FILE]: print render(INPUT), or write it into
+    FILE's `marker` block; exit 2 with one line `PROG: why` on bad input.
+    Shared with gpu_section.py."""
+    ap = argparse.ArgumentParser(prog=prog, usage="%(prog)s INPUT [--update FILE]", description=doc)
+    ap.add_argument("input", metavar="INPUT", help=what)
+    ap.add_argument("--update", metavar="FILE", help=f"rewrite FILE's {marker} block")
     args = ap.parse_args(argv)
     try:
-        text = render(args.run)
+        text = render(args.input)
         if args.update:
-            update(args.update, "gpu-run", text)
+            update(args.update, marker, text)
         else:
             print(text)
-    except (InputError, KeyError, ValueError, UnicodeDecodeError) as e:
-        print(f"gpu_table: {e}", file=sys.stderr)
+    except (InputError, KeyError, ValueError, TypeError, UnicodeDecodeError) as e:
+        print(f"{prog}: {e}", file=sys.stderr)
         return 2
     return 0
+
+
+def main(argv):
+    return cli("gpu_table", __doc__.split("\n\n")[1], "a GPU run's folder, e.g. results/gpu/h100-2026-11-27",
+               "gpu-run", render, argv)
 
 
 if __name__ == "__main__":

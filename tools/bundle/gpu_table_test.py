@@ -9,24 +9,18 @@ what gpu_table.py gives for that run.
 """
 import io
 import os
-import subprocess
 import sys
 import tarfile
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from script_check import expect, finish, run_script  # noqa: E402
+
 script, committed_readme = sys.argv[1], sys.argv[2]
-failed = []
-
-
-def expect(cond, what):
-    if not cond:
-        failed.append(what)
-        print("FAIL:", what)
 
 
 def run(*args):
-    p = subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
+    return run_script(script, *args)
 
 
 HEADER = "kind\tbinary\tstatus\tseconds\tdetail\n"
@@ -95,5 +89,4 @@ expect(rc == 0 and begin in doc and doc.split(begin, 1)[1].split(end, 1)[0] == w
        f"{committed_readme}: its gpu-run table is not what gpu_table.py gives "
        f"(python3 tools/bundle/gpu_table.py {run_dir} --update {committed_readme})")
 
-print("FAILED" if failed else "PASS")
-sys.exit(1 if failed else 0)
+finish()

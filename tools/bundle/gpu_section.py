@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""gpu_section.py: the top README's GPU section, from the committed GPU runs.
+
+Reads every GPU run kept under results/gpu/ (RUN/logs.tar.gz or RUN/ with
+one folder per device call, as tools/bundle/gpu_table.py does) and prints
+one Markdown block: a heading naming the GPU, one line per run (commit,
+calls, how many gpu tests and pairs passed in some call and in one call,
+and whether one call ran everything), the numbers that one process on the
+GPU measured (bench/norm_kernels at W = 1: each kernel's GB/s against a
+device-to-device copy timed in the same repetition, rows beyond the L2),
+what NCCL and PyTorch's NCCL did with the source post's raw unequal
+all_gather, and a list of what no committed record covers yet. Numbers
+come from the records only; rows of ranks sharing one GPU are functional
+and are named, never quoted. --update FILE rewrites FILE's `gpu-section`
+block (bench/tables.py's markers). Exit 2, one line `gpu_section: why`,
+on input it cannot read.
+"""
+import json
+import os
+import re
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+sys.path.insert(0, HERE)
+from tables import InputError  # noqa: E402  bench/tables.py
+import gpu_table  # noqa: E402
+
+RUNS_WANTED = 10       # issue 44: at least 10 runs per engine and W
+GOAL_FRAC = 0.8        # bench/README.md, norm_kernels: of the copy's GB/s, rows beyond the L2
+RAW_OURS = re.compile(r"wrong_all_gather_raw_nccl_w(\d+)\.run\d+\.json$")
+RAW_TORCH = re.compile(r"wrong_all_gather_unequal\.torch\.nccl_w(\d+)\.run\d+\.json$")
+NORM = re.compile(r"norm_kernels[^/]*\.nccl\.bench\.json$")
+PEERS = ("torch_norm_gpu.json", "torch_dist_gpu.json")
+
+
+def call_files(run):
+    """{(call, path inside the call): bytes} of the JSON records of RUN's calls."""
+    return gpu_table.call_members(run, lambda p: p.startswith("records/") and p.endswith(".json"))
+
+
+def load(call, path, data):
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise InputError(f"{call}/{path}: not JSON ({e})")
+
+
+def complete_bench(data):
+    """A benchmark JSON that parses and has rows (a killed run's file is cut mid-write)."""
+    try:
+        return bool(json.loads(data).get("benchmarks"))
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        return False
+
+
+def run_line(name, run):
+    """One run: its calls, commit, and the gpu_table counts; whether one call ran it all."""
+    calls = gpu_table.read_calls(run)
+    env = gpu_table.env_fields(next((c["environment"] for c in calls.values() if "environment" in c), ""))
+    status = {}
+    for call in calls:
+        for r in gpu_table.rows_of(calls[call]["summary"], call):
+            status.setdefault((r["kind"], r["binary"]), {})[call] = (r["status"], int(r["seconds"] or 0))
+    parts = []
+    for kind, what in (("test", "gpu tests passed"), ("pair", "pairs on NCCL as expected")):
+        keys = [k for k in status if k[0] == kind]
+        if not keys:
+            continue
+        some = sum(1 for k in keys if any(s in gpu_table.GOOD for s, _ in status[k].values()))
+        best = max(sum(1 for k in keys if status[k].get(c, ("-",))[0] in gpu_table.GOOD) for c in calls)
+        parts.append(f"{what}: {some} of {len(keys)} in some call, at most {best} in one call")
+    whole = [c for c in calls
+             if all(status[k].get(c, ("-",))[0] in gpu_table.GOOD for k in status if k[0] in ("test", "pair"))]
+    if whole:
+        c = whole[0]
+        longest = max((s for k in status if k[0] == "test" for call, (st, s) in status[k].items() if call == c),
+                      default=0)
+        one = f"**everything in one call** ({c}; longest gpu test {longest} s)"
+    else:
+        one = "not yet everything in one call"
+    commit = env.get("records' commit", "?")[:7]
+    gpu = env.get("gpu", "?").split(",")[0]
+    return gpu, (f"- [{name}](results/gpu/{name}/README.md): {gpu}, driver "
+                 f"{(env.get('gpu', '?').split(', ') + ['?'])[1]}, bundle `{commit}`, "
+                 f"{len(calls)} device call{'s' if len(calls) != 1 else ''}; " + "; ".join(parts) + f"; {one}.")
+
+
+def norm_table(found):
+    """bench/norm_kernels rows beyond the L2: median GB/s and fraction of the copy, [min, max]."""
+    (run, call, path), doc = found
+    ctx = doc.get("context", {})
+    groups = {}
+    for b in doc.get("benchmarks", []):
+        if b.get("run_type") != "iteration" or b.get("fits_l2", 1) != 0 or "frac_of_copy" not in b:
+            continue
+        key = re.sub(r"/rep:\d+.*$", "", b["name"])
+        groups.setdefault(key, []).append((b["frac_of_copy"], b["gbps"]))
+    if not groups:
+        raise InputError(f"{run}/{call}/{path}: no norm_kernels row beyond the L2 with frac_of_copy")
+    out = [f"One process on the GPU (W = 1, no collective; `{path.split('/')[-1]}` of {run}, {call}; "
+           f"commit `{ctx.get('ddp_commit', '?')[:7]}`, CUDA MPS client: {ctx.get('ddp_mps_client', '?')}, "
+           f"shared GPU: {ctx.get('ddp_shared_gpu', '?')}; {ctx.get('ddp_reps', '?')} interleaved "
+           f"repetitions in one run, medians over them): each kernel's GB/s and that over a device-to-device "
+           f"copy of the same bytes timed in the same repetition, rows whose data exceeds the L2 "
+           f"(goal ≥ {GOAL_FRAC}, bench/README.md).", ""]
+    # One line per kernel row, a column per dtype: per shape the median over
+    # the repetitions, then the range of those medians over the shapes.
+    per = {}
+    for key, v in groups.items():
+        _, dtype, row, *shape = key.split("/")
+        per.setdefault(row, {}).setdefault(dtype, []).append(
+            (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v), " ".join(shape)))
+    dtypes = sorted({d for r in per.values() for d in r})
+    out.append("| row | " + " | ".join(f"{d}: of the copy's GB/s (GB/s)" for d in dtypes) + " |")
+    out.append("|---|" + "---|" * len(dtypes))
+    met = 0
+    for row in sorted(per):
+        cells = []
+        for d in dtypes:
+            v = per[row].get(d)
+            if not v:
+                cells.append("-")
+                continue
+            met += sum(1 for f, _, _ in v if f >= GOAL_FRAC)
+            lo, hi = min(v), max(v)
+            cells.append(f"{lo[0]:.2f} ({lo[1]:.0f})" if len(v) == 1 else
+                         f"{lo[0]:.2f} ({lo[1]:.0f}) .. {hi[0]:.2f} ({hi[1]:.0f}), {len(v)} shapes")
+        out.append(f"| {row} | " + " | ".join(cells) + " |")
+    shapes = sorted({" ".join(k.split("/")[3:]) for k in groups})
+    out.append("")
+    out.append("Shapes beyond the L2: " + "; ".join(shapes) + ". Each cell: the lowest and highest of the "
+               "per-shape medians.")
+    out.append("")
+    out.append(f"{met} of {len(groups)} rows reach {GOAL_FRAC} of the copy (medians): "
+               + ("the goal is met." if met == len(groups) else "**the goal is not met**; these kernels "
+                  "are not yet as fast as the memory allows."))
+    return out
+
+
+def ours_raw(doc, call, path):
+    """(W, runs, silent, failed, rank-0 AUCs when silent) from our raw_unequal rows of unequal length."""
+    rows = doc if isinstance(doc, list) else doc.get("records", [])
+    for r in rows:
+        if r.get("variant") != "raw_unequal" or r.get("backend") != "nccl":
+            continue
+        w, n = r.get("world_size"), r.get("config", {}).get("n")
+        if not w or n is None or n % w == 0:
+            continue  # equal shares: the control
+        m = r.get("measured", {})
+        aucs = [float(a) for a in re.findall(r"r0: returned, [1-9]\d*/\d+ values not peer data, AUC ([-\d.e+]+)",
+                                             m.get("first_gather", ""))]
+        yield w, int(m.get("runs", 0)), int(m.get("silent_runs", 0)), int(m.get("failed_runs", 0)), aucs
+
+
+def torch_raw(doc):
+    for c in doc.get("cases", []):
+        a = c.get("rank0_auc", {})
+        aucs = [x for x in (a.get("min"), a.get("max")) if x is not None]
+        failed = sum(1 for run in c.get("per_run", []) if any(r.get("exit", 0) != 0 for r in run))
+        yield c["world_size"], int(c["runs"]), int(c["silent_runs"]), failed, aucs
+
+
+def raw_table(files):
+    """Per engine, W and device call (never pooled across calls: their
+    conditions differ, e.g. CUDA MPS on or off): runs, silent wrong values,
+    runs with an error or deadline, rank 0's AUC when silent."""
+    agg = {}
+    for (run, call, path), data in files.items():
+        name = path.split("/")[-1]
+        if name == "repro_wrong_all_gather.json" or RAW_OURS.search(name):
+            items, engine = ours_raw(load(call, path, data), call, path), "ours (bundle)"
+        elif RAW_TORCH.search(name):
+            items, engine = torch_raw(load(call, path, data)), "PyTorch"
+        else:
+            continue
+        for w, runs, silent, failed, aucs in items:
+            a = agg.setdefault((w, engine != "PyTorch", engine, run, call),
+                               {"runs": 0, "silent": 0, "failed": 0, "aucs": []})
+            a["runs"] += runs
+            a["silent"] += silent
+            a["failed"] += failed
+            a["aucs"] += aucs
+    out = ["The source post's raw all_gather of unequal lengths (seed 000's `gather_step_wrong`, n = 1003) "
+           "on NCCL, one row per engine, W and device call (runs of one call summed; calls never pooled):", ""]
+    out.append("| engine | W | run, call | runs | silent wrong values | ended in an error or deadline | "
+               "rank 0's AUC when silent |")
+    out.append("|---|---|---|---|---|---|---|")
+    best = {}
+    for key in sorted(agg, key=lambda k: (k[0], not k[1], k[3], k[4])):
+        w, _, engine, run, call = key
+        a = agg[key]
+        auc = f"{min(a['aucs']):.4f}..{max(a['aucs']):.4f}" if a["aucs"] else "-"
+        out.append(f"| {engine} | {w} | {run}, {call} | {a['runs']} | {a['silent']} | {a['failed']} | {auc} |")
+        best[(engine, w)] = max(best.get((engine, w), 0), a["runs"])
+    return out, best
+
+
+def render(gpu_dir):
+    if not os.path.isdir(gpu_dir):
+        raise InputError(f"{gpu_dir}: no such folder")
+    runs = sorted((d for d in os.listdir(gpu_dir) if os.path.isdir(os.path.join(gpu_dir, d))), reverse=True)
+    lines, gpus, files, skipped = [], [], {}, []
+    for name in runs:
+        path = os.path.join(gpu_dir, name)
+        try:
+            gpu, line = run_line(name, path)
+        except InputError:
+            skipped.append(name)  # a run from before run_all's per-call summary.tsv
+            continue
+        gpus.append(gpu)
+        lines.append(line)
+        for (call, p), data in call_files(path).items():
+            files[(name, call, p)] = data
+    if not lines:
+        raise InputError(f"{gpu_dir}: no GPU run with per-call summary.tsv files")
+    gpu = gpus[0]
+    out = [f"### Measured on an {gpu}" if gpu.startswith("NVIDIA") else f"### Measured on {gpu}", ""]
+    out.append("Written by `python3 tools/bundle/gpu_section.py results/gpu --update README.md` from the "
+               "records committed under `results/gpu/` (`//tools/bundle:gpu_section_test` checks that this "
+               "block is what it gives). Runs, newest first:")
+    out.append("")
+    out += lines
+    if skipped:
+        out.append("- earlier, without per-call summaries: " + ", ".join(
+            f"[{s}](results/gpu/{s}/README.md)" for s in skipped) + " (see its README).")
+    out.append("")
+    norms = sorted((k, load(k[1], k[2], v)) for k, v in files.items() if NORM.search(k[2]))
+    todo = []
+    if norms:
+        out += norm_table(norms[-1])
+    else:
+        todo.append("bench/norm_kernels at W = 1 (one process: the only GPU number a one-GPU lease gives alone)")
+    out.append("")
+    raw, agg = raw_table(files)
+    if agg:
+        out += raw
+        out.append("")
+    for engine in ("ours (bundle)", "PyTorch"):
+        for w in (2, 4):
+            got = agg.get((engine, w), 0)
+            if got < RUNS_WANTED:
+                todo.append(f"the raw unequal all_gather on NCCL, {engine}, W = {w}: at most {got} of "
+                            f"{RUNS_WANTED} runs in one call")
+    names = {k[2].split("/")[-1] for k in files}
+    for peer in PEERS:
+        if peer not in names:
+            todo.append(f"PyTorch's rows beside ours on the GPU (`{peer}`)")
+    if not any(re.search(r"padding[^/]*\.gloo\.bench\.json$", k[2]) and complete_bench(v)
+               for k, v in files.items()):
+        todo.append("bench/padding on Gloo at W = 4 on the GPU machine's cores, run alone, complete")
+    out.append("Benchmark rows of ranks sharing one GPU (bench/sync_bn, bench/padding on NCCL) are functional "
+               "checks, not performance numbers, and are not quoted here.")
+    if todo:
+        out.append("")
+        out.append("**Not yet in any committed GPU record:**")
+        out.append("")
+        out += [f"- {t}" for t in todo]
+    return "\n".join(out)
+
+
+def main(argv):
+    return gpu_table.cli("gpu_section", __doc__.split("\n\n")[1],
+                         "the folder of committed GPU runs, e.g. results/gpu", "gpu-section", render, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
