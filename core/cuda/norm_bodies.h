@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/cuda/index_divider.h"
 #include "core/cuda/reduce.h"
 
 namespace ddp::cuda {
@@ -23,6 +24,11 @@ struct NchwShape {
   int64_t plane = 0;  // H * W
   int64_t Size() const { return n * c * plane; }
 };
+
+// The per-element divisions of a launch over this shape (index_divider.h):
+// by the plane and by the channel count, every dividend below Size().
+inline IndexDivider PlaneDivider(const NchwShape& s) { return IndexDivider::For(s.plane, s.Size()); }
+inline IndexDivider ChannelDivider(const NchwShape& s) { return IndexDivider::For(s.c, s.Size()); }
 
 namespace internal {
 
@@ -36,9 +42,14 @@ DDP_HD T InvSqrt(T v) {
 }
 
 // Element k = n * plane + p of channel ch over (N, plane): its NCHW index.
-DDP_HD inline int64_t ChannelElement(int64_t ch, int64_t k, int64_t c, int64_t plane) {
-  const int64_t n = k / plane;
-  return (n * c + ch) * plane + (k - n * plane);
+DDP_HD inline int64_t ChannelElement(int64_t ch, int64_t k, int64_t c, const IndexDivider& plane) {
+  const int64_t n = plane.Div(k);
+  return (n * c + ch) * plane.d + (k - n * plane.d);
+}
+
+// The channel of NCHW index i: (i / plane) % c.
+DDP_HD inline int64_t ChannelOf(int64_t i, const IndexDivider& c, const IndexDivider& plane) {
+  return c.Mod(plane.Div(i));
 }
 
 // ---- BatchNorm: segment = channel, element k = (n, p) with k = n * plane + p ----
@@ -46,7 +57,8 @@ DDP_HD inline int64_t ChannelElement(int64_t ch, int64_t k, int64_t c, int64_t p
 template <typename T, typename M>
 struct ChannelWelfordPush {
   const T* x;
-  int64_t c, plane;
+  int64_t c;
+  IndexDivider plane;
   DDP_HD void operator()(WelfordAcc<T, M>& acc, int64_t ch, int64_t k) const {
     acc.Push(x[ChannelElement(ch, k, c, plane)]);
   }
@@ -71,7 +83,8 @@ struct ChannelGradPush {
   const T* dy;
   const T* x;
   const T* mean;
-  int64_t c, plane;
+  int64_t c;
+  IndexDivider plane;
   DDP_HD void operator()(SumPairAcc<T, M>& acc, int64_t ch, int64_t k) const {
     const int64_t i = ChannelElement(ch, k, c, plane);
     acc.Push(dy[i], x[i] - mean[ch], dy[i]);
@@ -125,9 +138,9 @@ struct Normalize {
   const T* gamma;
   const T* beta;
   T* y;
-  int64_t c, plane;
+  IndexDivider c, plane;
   DDP_HD void operator()(int64_t i) const {
-    const int64_t ch = (i / plane) % c;
+    const int64_t ch = ChannelOf(i, c, plane);
     const T xhat = (x[i] - mean[ch]) * invstd[ch];
     y[i] = M::Apply(xhat, gamma[ch], beta[ch]);
   }
@@ -144,9 +157,9 @@ struct InputGrad {
   const T* sum_dy_xhat;
   T count;
   T* dx;
-  int64_t c, plane;
+  IndexDivider c, plane;
   DDP_HD void operator()(int64_t i) const {
-    const int64_t ch = (i / plane) % c;
+    const int64_t ch = ChannelOf(i, c, plane);
     const T xhat = (x[i] - mean[ch]) * invstd[ch];
     const T mean_dy = sum_dy[ch] / count;
     const T mean_dy_xhat = sum_dy_xhat[ch] / count;
@@ -182,10 +195,10 @@ struct GroupNormalize {
   const T* gamma;
   const T* beta;
   T* y;
-  int64_t c, plane, len;
+  IndexDivider c, plane, len;
   DDP_HD void operator()(int64_t i) const {
-    const int64_t ch = (i / plane) % c;
-    const int64_t ng = i / len;
+    const int64_t ch = ChannelOf(i, c, plane);
+    const int64_t ng = len.Div(i);
     const T xhat = (x[i] - mean[ng]) * invstd[ng];
     y[i] = M::Apply(xhat, gamma[ch], beta[ch]);
   }
@@ -199,10 +212,12 @@ struct GroupGradPush {
   const T* x;
   const T* mean;
   const T* gamma;
-  int64_t groups, channels_per_group, plane, len;
+  int64_t groups, channels_per_group;
+  IndexDivider plane;
+  int64_t len;
   DDP_HD void operator()(SumPairAcc<T, M>& acc, int64_t ng, int64_t k) const {
     const int64_t i = ng * len + k;
-    const int64_t ch = (ng % groups) * channels_per_group + k / plane;
+    const int64_t ch = (ng % groups) * channels_per_group + plane.Div(k);
     const T d = dy[i] * gamma[ch];
     acc.Push(d, x[i] - mean[ng], d);
   }
@@ -216,10 +231,11 @@ struct GroupParamGradPush {
   const T* x;
   const T* mean;
   const T* invstd;
-  int64_t c, groups, channels_per_group, plane;
+  int64_t c, groups, channels_per_group;
+  IndexDivider plane;
   DDP_HD void operator()(SumPairAcc<T, M>& acc, int64_t ch, int64_t k) const {
     const int64_t i = ChannelElement(ch, k, c, plane);
-    const int64_t ng = k / plane * groups + ch / channels_per_group;
+    const int64_t ng = plane.Div(k) * groups + ch / channels_per_group;
     const T xhat = (x[i] - mean[ng]) * invstd[ng];
     acc.Push(dy[i], xhat, dy[i]);
   }
@@ -245,10 +261,10 @@ struct GroupInputGrad {
   const T* mean_d;
   const T* mean_d_xhat;
   T* dx;
-  int64_t c, plane, len;
+  IndexDivider c, plane, len;
   DDP_HD void operator()(int64_t i) const {
-    const int64_t ch = (i / plane) % c;
-    const int64_t ng = i / len;
+    const int64_t ch = ChannelOf(i, c, plane);
+    const int64_t ng = len.Div(i);
     const T xhat = (x[i] - mean[ng]) * invstd[ng];
     dx[i] = M::Apply(-xhat, mean_d_xhat[ng], M::Apply(dy[i], gamma[ch], -mean_d[ng])) * invstd[ng];
   }

@@ -23,7 +23,7 @@ namespace ddp::cuda::emulate {
 template <typename M = FusedMulAdd, typename T>
 void BnLocalStats(const T* x, NchwShape shape, T* mean, T* m2) {
   EmulateReduceSegments<WelfordAcc<T, M>>(shape.c, shape.n * shape.plane,
-                                          internal::ChannelWelfordPush<T, M>{x, shape.c, shape.plane},
+                                          internal::ChannelWelfordPush<T, M>{x, shape.c, PlaneDivider(shape)},
                                           internal::WriteMeanM2<T, M>{mean, m2});
 }
 
@@ -52,14 +52,14 @@ void BnInvstdFromVar(const T* var, int64_t channels, double eps, T* invstd) {
 template <typename M = FusedMulAdd, typename T>
 void BnNormalize(const T* x, NchwShape shape, const T* mean, const T* invstd, const T* gamma, const T* beta, T* y) {
   EmulateElementwise(shape.Size(),
-                     internal::Normalize<T, M>{x, mean, invstd, gamma, beta, y, shape.c, shape.plane});
+                     internal::Normalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape), PlaneDivider(shape)});
 }
 
 template <typename M = FusedMulAdd, typename T>
 void BnLocalGradSums(const T* dy, const T* x, NchwShape shape, const T* mean, const T* invstd, T* sum_dy,
                      T* sum_dy_xhat) {
   EmulateReduceSegments<SumPairAcc<T, M>>(shape.c, shape.n * shape.plane,
-                                          internal::ChannelGradPush<T, M>{dy, x, mean, shape.c, shape.plane},
+                                          internal::ChannelGradPush<T, M>{dy, x, mean, shape.c, PlaneDivider(shape)},
                                           internal::WriteCentredSums<T, M>{sum_dy, sum_dy_xhat, invstd, T(1)});
 }
 
@@ -67,7 +67,7 @@ template <typename M = FusedMulAdd, typename T>
 void BnInputGrad(const T* dy, const T* x, NchwShape shape, const T* mean, const T* invstd, const T* gamma,
                  const T* sum_dy, const T* sum_dy_xhat, int64_t count, T* dx) {
   EmulateElementwise(shape.Size(), internal::InputGrad<T, M>{dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat,
-                                                             static_cast<T>(count), dx, shape.c, shape.plane});
+                                                             static_cast<T>(count), dx, ChannelDivider(shape), PlaneDivider(shape)});
 }
 
 template <typename M = FusedMulAdd, typename T>
@@ -79,7 +79,8 @@ void GnForward(const T* x, NchwShape shape, int64_t groups, double eps, const T*
       shape.n * groups, len, internal::GroupWelfordPush<T, M>{x, len},
       internal::WriteGroupStats<T, M>{mean, invstd, static_cast<T>(len), static_cast<T>(eps)});
   EmulateElementwise(shape.Size(),
-                     internal::GroupNormalize<T, M>{x, mean, invstd, gamma, beta, y, shape.c, shape.plane, len});
+                     internal::GroupNormalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape), PlaneDivider(shape),
+                                                   IndexDivider::For(len, shape.Size())});
 }
 
 template <typename M = FusedMulAdd, typename T>
@@ -89,7 +90,7 @@ void GnBackward(const T* dy, const T* x, NchwShape shape, int64_t groups, const 
   const int64_t len = cpg * shape.plane;
   EmulateReduceSegments<SumPairAcc<T, M>>(
       shape.c, shape.n * shape.plane,
-      internal::GroupParamGradPush<T, M>{dy, x, mean, invstd, shape.c, groups, cpg, shape.plane},
+      internal::GroupParamGradPush<T, M>{dy, x, mean, invstd, shape.c, groups, cpg, PlaneDivider(shape)},
       internal::WriteSumPair<T, M>{dbeta, dgamma});
   const int64_t segments = shape.n * groups;
   if (segments == 0 || len == 0) return;
@@ -97,10 +98,11 @@ void GnBackward(const T* dy, const T* x, NchwShape shape, int64_t groups, const 
   T* mean_d = means.data();
   T* mean_d_xhat = means.data() + segments;
   EmulateReduceSegments<SumPairAcc<T, M>>(
-      segments, len, internal::GroupGradPush<T, M>{dy, x, mean, gamma, groups, cpg, shape.plane, len},
+      segments, len, internal::GroupGradPush<T, M>{dy, x, mean, gamma, groups, cpg, PlaneDivider(shape), len},
       internal::WriteCentredSums<T, M>{mean_d, mean_d_xhat, invstd, T(1) / static_cast<T>(len)});
   EmulateElementwise(shape.Size(), internal::GroupInputGrad<T, M>{dy, x, mean, invstd, gamma, mean_d, mean_d_xhat,
-                                                                  dx, shape.c, shape.plane, len});
+                                                                  dx, ChannelDivider(shape), PlaneDivider(shape),
+                                     IndexDivider::For(len, shape.Size())});
 }
 
 }  // namespace ddp::cuda::emulate

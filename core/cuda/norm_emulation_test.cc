@@ -286,7 +286,8 @@ TEST(NormEmulationDiagnosis, GroupNormDxOnTwoValueGroupsIsBeyondFloat) {
       internal::WriteCentredSums<F, Fma>{means.data(), means.data() + 20, ones.data(), F(0.5)});
   EmulateElementwise(40, internal::GroupInputGrad<F, Fma>{dy.data.data(), x.data.data(), mean.data(), invstd.data(),
                                                           gamma.data(), means.data(), means.data() + 20,
-                                                          before.data(), 8, 1, 2});
+                                                          before.data(), ChannelDivider(shape),
+                                                          PlaneDivider(shape), IndexDivider::For(2, 40)});
   const auto at_kernel =
       testing::GnBackwardBounds(dy.data.data(), x.data.data(), shape, 4, mean.data(), invstd.data(), gamma.data());
   const auto at_eigen = testing::GnBackwardBounds(dy.data.data(), x.data.data(), shape, 4, eigen_mean.data(),

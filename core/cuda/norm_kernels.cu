@@ -56,7 +56,7 @@ template <typename T>
 void BnLocalStats(const T* x, NchwShape shape, T* mean, T* m2, cudaStream_t stream) {
   CheckShape(shape, "BnLocalStats");
   ReduceSegments<WelfordAcc<T, M>>(shape.c, shape.n * shape.plane,
-                                   internal::ChannelWelfordPush<T, M>{x, shape.c, shape.plane},
+                                   internal::ChannelWelfordPush<T, M>{x, shape.c, PlaneDivider(shape)},
                                    internal::WriteMeanM2<T, M>{mean, m2}, stream);
 }
 
@@ -112,7 +112,7 @@ template <typename T>
 void BnNormalize(const T* x, NchwShape shape, const T* mean, const T* invstd, const T* gamma, const T* beta, T* y,
                  cudaStream_t stream) {
   CheckShape(shape, "BnNormalize");
-  LaunchElementwise(shape.Size(), internal::Normalize<T, M>{x, mean, invstd, gamma, beta, y, shape.c, shape.plane}, stream);
+  LaunchElementwise(shape.Size(), internal::Normalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape), PlaneDivider(shape)}, stream);
 }
 
 template <typename T>
@@ -120,7 +120,7 @@ void BnLocalGradSums(const T* dy, const T* x, NchwShape shape, const T* mean, co
                      T* sum_dy_xhat, cudaStream_t stream) {
   CheckShape(shape, "BnLocalGradSums");
   ReduceSegments<SumPairAcc<T, M>>(shape.c, shape.n * shape.plane,
-                                   internal::ChannelGradPush<T, M>{dy, x, mean, shape.c, shape.plane},
+                                   internal::ChannelGradPush<T, M>{dy, x, mean, shape.c, PlaneDivider(shape)},
                                    internal::WriteCentredSums<T, M>{sum_dy, sum_dy_xhat, invstd, T(1)}, stream);
 }
 
@@ -130,8 +130,8 @@ void BnInputGrad(const T* dy, const T* x, NchwShape shape, const T* mean, const 
   CheckShape(shape, "BnInputGrad");
   if (count <= 0) throw std::invalid_argument("BnInputGrad: count must be > 0, got " + std::to_string(count));
   LaunchElementwise(shape.Size(),
-                    internal::InputGrad<T, M>{dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat, static_cast<T>(count), dx, shape.c,
-                                 shape.plane},
+                    internal::InputGrad<T, M>{dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat, static_cast<T>(count), dx, ChannelDivider(shape),
+                                 PlaneDivider(shape)},
                     stream);
 }
 
@@ -146,7 +146,8 @@ void GnForward(const T* x, NchwShape shape, int64_t groups, double eps, const T*
       shape.n * groups, len, internal::GroupWelfordPush<T, M>{x, len},
       internal::WriteGroupStats<T, M>{mean, invstd, static_cast<T>(len), static_cast<T>(eps)}, stream);
   LaunchElementwise(shape.Size(),
-                    internal::GroupNormalize<T, M>{x, mean, invstd, gamma, beta, y, shape.c, shape.plane, len}, stream);
+                    internal::GroupNormalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape), PlaneDivider(shape),
+                                                   IndexDivider::For(len, shape.Size())}, stream);
 }
 
 template <typename T>
@@ -158,7 +159,7 @@ void GnBackward(const T* dy, const T* x, NchwShape shape, int64_t groups, const 
   // dgamma / dbeta over (n, plane) per channel; zeros for an empty batch.
   ReduceSegments<SumPairAcc<T, M>>(
       shape.c, shape.n * shape.plane,
-      internal::GroupParamGradPush<T, M>{dy, x, mean, invstd, shape.c, groups, cpg, shape.plane},
+      internal::GroupParamGradPush<T, M>{dy, x, mean, invstd, shape.c, groups, cpg, PlaneDivider(shape)},
       internal::WriteSumPair<T, M>{dbeta, dgamma}, stream);
   const int64_t segments = shape.n * groups;
   if (segments == 0 || len == 0) return;
@@ -166,11 +167,12 @@ void GnBackward(const T* dy, const T* x, NchwShape shape, int64_t groups, const 
   T* mean_d = means.get();
   T* mean_d_xhat = means.get() + segments;
   ReduceSegments<SumPairAcc<T, M>>(
-      segments, len, internal::GroupGradPush<T, M>{dy, x, mean, gamma, groups, cpg, shape.plane, len},
+      segments, len, internal::GroupGradPush<T, M>{dy, x, mean, gamma, groups, cpg, PlaneDivider(shape), len},
       internal::WriteCentredSums<T, M>{mean_d, mean_d_xhat, invstd, T(1) / static_cast<T>(len)}, stream);
   LaunchElementwise(
       shape.Size(),
-      internal::GroupInputGrad<T, M>{dy, x, mean, invstd, gamma, mean_d, mean_d_xhat, dx, shape.c, shape.plane, len},
+      internal::GroupInputGrad<T, M>{dy, x, mean, invstd, gamma, mean_d, mean_d_xhat, dx, ChannelDivider(shape), PlaneDivider(shape),
+                                     IndexDivider::For(len, shape.Size())},
       stream);
   means.Release();
 }
