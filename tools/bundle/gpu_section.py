@@ -71,8 +71,12 @@ def run_line(name, run):
         some = sum(1 for k in keys if any(s in gpu_table.GOOD for s, _ in status[k].values()))
         best = max(sum(1 for k in keys if status[k].get(c, ("-",))[0] in gpu_table.GOOD) for c in calls)
         parts.append(f"{what}: {some} of {len(keys)} in some call, at most {best} in one call")
-    whole = [c for c in calls
-             if all(status[k].get(c, ("-",))[0] in gpu_table.GOOD for k in status if k[0] in ("test", "pair"))]
+    # A call counts as the whole run only if run_all reached its summary
+    # (a call cut from outside never lists what it did not start).
+    finished = {c for (c, _), text in gpu_table.call_members(run, lambda p: p == "console.txt").items()
+                if b"\n== summary\n" in b"\n" + text}
+    whole = [c for c in calls if c in finished and
+             all(status[k].get(c, ("-",))[0] in gpu_table.GOOD for k in status if k[0] in ("test", "pair"))]
     if whole:
         c = whole[0]
         longest = max((s for k in status if k[0] == "test" for call, (st, s) in status[k].items() if call == c),

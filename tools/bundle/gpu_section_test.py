@@ -1,7 +1,8 @@
 """gpu_section.py on fake GPU runs: the heading names the GPU, one line per
 run with its counts and whether one call ran everything, the W = 1 kernel
 rows beyond the L2 against the copy (rows that fit the L2 left out, the
-goal counted), the raw unequal all_gather per engine, W and call (never
+goal counted; a call whose console lacks run_all's summary is never the
+whole run), the raw unequal all_gather per engine, W and call (never
 pooled across calls), what no record covers listed (a cut Gloo padding
 JSON does not count as complete), --update, and exit 2 with one line on
 input it cannot read. Then the top README holds exactly what gpu_section.py
@@ -43,6 +44,7 @@ write(os.path.join(new, "call1", "summary.tsv"), HEADER + "test\tcore/a_test\tfa
 write(os.path.join(new, "call2", "summary.tsv"), HEADER + "test\tcore/a_test\tpass\t41\t1 ok\n"
       "test\tcore/c_test\tpass\t7\t1 ok\npair\trepro/b/b\tok\t6\t-\n")
 write(os.path.join(new, "call1", "environment.txt"), ENV)
+write(os.path.join(new, "call2", "console.txt"), "PASS ...\n== summary\n2 passed, 0 failed, 0 skipped\n")
 write(os.path.join(new, "call2", "environment.txt"), ENV)
 
 
@@ -99,6 +101,13 @@ for want in ("ours (bundle), W = 2: at most 2 of 10 runs in one call", "ours (bu
              "PyTorch, W = 2: at most 1 of 10", "(`torch_norm_gpu.json`)", "(`torch_dist_gpu.json`)",
              "bench/padding on Gloo at W = 4"):
     expect(want in out, f"not yet: {want}")
+
+# A call cut before run_all's summary is not the whole run, however green.
+cut = os.path.join(tmp, "cut")
+shutil.copytree(new, os.path.join(cut, "h200"))
+write(os.path.join(cut, "h200", "call2", "console.txt"), "PASS ...\n")
+rc, out_cut, err = run(cut)
+expect(rc == 0 and "not yet everything in one call" in out_cut, f"a cut call claimed whole: {rc} {err} {out_cut[:600]}")
 
 readme = os.path.join(tmp, "README.md")
 write(readme, "intro\n<!-- table:gpu-section:begin -->\nold\n<!-- table:gpu-section:end -->\nafter\n")
