@@ -32,7 +32,7 @@ GOAL_FRAC = 0.8        # bench/README.md, norm_kernels: of the copy's GB/s, rows
 RAW_OURS = re.compile(r"wrong_all_gather_raw_nccl_w(\d+)\.run\d+\.json$")
 RAW_TORCH = re.compile(r"wrong_all_gather_unequal\.torch\.nccl_w(\d+)\.run\d+\.json$")
 NORM = re.compile(r"norm_kernels[^/]*\.nccl\.bench\.json$")
-PEERS = ("torch_norm_gpu.json", "torch_dist_gpu.json")
+PEERS = {"torch_norm_gpu.json": "norm_gpu", "torch_dist_gpu.json": "dist_gpu"}  # record: its table
 
 
 def call_files(run):
@@ -247,9 +247,13 @@ def render(gpu_dir):
             if got < RUNS_WANTED:
                 todo.append(f"the raw unequal all_gather on NCCL, {engine}, W = {w}: at most {got} of "
                             f"{RUNS_WANTED} runs in one call")
-    names = {k[2].split("/")[-1] for k in files}
-    for peer in PEERS:
-        if peer not in names:
+    for peer, table in PEERS.items():
+        where = sorted(f"{k[0]}, {k[1]}" for k in files if k[2].split("/")[-1] == peer)
+        if where:
+            out.append(f"PyTorch's rows beside ours: `{peer}` ({'; '.join(where)}), in bench/README.md's "
+                       f"`{table}` table (`python3 bench/peers/{table}_table.py RUN.json --update bench/README.md`).")
+            out.append("")
+        else:
             todo.append(f"PyTorch's rows beside ours on the GPU (`{peer}`)")
     if not any(re.search(r"padding[^/]*\.gloo\.bench\.json$", k[2]) and complete_bench(v)
                for k, v in files.items()):

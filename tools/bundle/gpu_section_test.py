@@ -76,6 +76,7 @@ write(os.path.join(new, "call2", "records", "wrong_all_gather_unequal.torch.nccl
       {"cases": [{"world_size": 2, "runs": 1, "silent_runs": 1, "rank0_auc": {"min": 0.65, "max": 0.65},
                   "per_run": [[{"exit": 0}, {"exit": 0}]]}]})
 write(os.path.join(new, "call2", "records", "bench_padding_padding.gloo.bench.json"), '{"benchmarks": [{"na')
+write(os.path.join(new, "call2", "records", "torch_norm_gpu.json"), {"benchmarks": []})
 # An earlier run without per-call summaries.
 write(os.path.join(gpu, "h100-2026-11-26", "README.md"), "first contact\n")
 
@@ -98,7 +99,7 @@ expect("| ours (bundle) | 2 | h200-2026-12-01, call2 | 2 | 1 | 1 | 0.7000..0.700
 expect("| PyTorch | 2 | h200-2026-12-01, call2 | 1 | 1 | 0 | 0.6500..0.6500 |" in out, "PyTorch row")
 expect(out.index("| ours (bundle) | 2 | h200-2026-12-01, call2") < out.index("| PyTorch | 2 |"), "ours first")
 for want in ("ours (bundle), W = 2: at most 2 of 10 runs in one call", "ours (bundle), W = 4: at most 0 of 10",
-             "PyTorch, W = 2: at most 1 of 10", "(`torch_norm_gpu.json`)", "(`torch_dist_gpu.json`)",
+             "PyTorch, W = 2: at most 1 of 10", "(`torch_dist_gpu.json`)",
              "bench/padding on Gloo at W = 4"):
     expect(want in out, f"not yet: {want}")
 
@@ -108,6 +109,9 @@ shutil.copytree(new, os.path.join(cut, "h200"))
 write(os.path.join(cut, "h200", "call2", "console.txt"), "PASS ...\n")
 rc, out_cut, err = run(cut)
 expect(rc == 0 and "not yet everything in one call" in out_cut, f"a cut call claimed whole: {rc} {err} {out_cut[:600]}")
+
+expect("PyTorch's rows beside ours: `torch_norm_gpu.json` (h200-2026-12-01, call2), in bench/README.md's "
+       "`norm_gpu` table" in out and "(`torch_norm_gpu.json`)" not in out, "a PyTorch record present is pointed to")
 
 readme = os.path.join(tmp, "README.md")
 write(readme, "intro\n<!-- table:gpu-section:begin -->\nold\n<!-- table:gpu-section:end -->\nafter\n")
