@@ -3,7 +3,7 @@
 # tool), bounded, and brought back as one archive even when the call is cut.
 #
 #   bash tools/bundle/lease.sh [--bundle TAR] [--budget S] [--jobs N] [--norm-peers S]
-#                              [--dist-peers S] [--raw-nccl S] [-- RUN_ALL_FLAGS...]
+#                              [--dist-peers S] [--raw-nccl S] [--raw-worlds 2,4] [-- RUN_ALL_FLAGS...]
 #
 # Unpacks the bundle (made here by `bazel run //tools:bundle -- --out
 # .gpu/ddp-bundle --tar`, carried as `.gpu`), runs its run_all.sh with the
@@ -23,9 +23,9 @@
 # (gpu/records/torch_dist_gpu.json and gpu/dist_gpu_table.md; on one GPU
 # every row is shared-GPU: functional, not a performance claim).
 # With --raw-nccl S (at most S seconds; issue 44): what NCCL does with the
-# post's raw unequal all_gather, 10 runs at W = 2, then at W = 4, each W the
-# bundle's repro/wrong_all_gather --raw_only (one JSON per run), then
-# PyTorch's (from this tree:
+# post's raw unequal all_gather, 10 runs at W = 2, then at W = 4 (or the
+# --raw-worlds given), each W the bundle's repro/wrong_all_gather --raw_only
+# and PyTorch's alternating run by run (one JSON per run; PyTorch's from this tree:
 # repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl), into
 # gpu/records/. --budget 0 runs only the extra stages.
 # Prints run_all's console as it goes, then "lease: run_all exit N" (and
@@ -35,7 +35,7 @@ set -uo pipefail
 usage() {
   cat <<'USAGE'
 usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
-                [--norm-peers SECONDS] [--dist-peers SECONDS] [--raw-nccl SECONDS] [--python PATH]
+                [--norm-peers SECONDS] [--dist-peers SECONDS] [--raw-nccl SECONDS] [--raw-worlds LIST] [--python PATH]
                 [-- RUN_ALL_FLAGS...]
 
   --bundle TAR       the bundle archive (default .gpu/ddp-bundle.tar.gz)
@@ -53,10 +53,13 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                      (default 0: not run)
   --raw-nccl SECONDS  then the post's raw unequal all_gather on NCCL, 10 runs at
                      W = 2, then at W = 4: ours (repro/wrong_all_gather
-                     --raw_only, one world per run, without MPS), then
-                     PyTorch's, one JSON per run, at most this long in all
+                     --raw_only, one world per run, without MPS) and
+                     PyTorch's, alternating run by run, one JSON per run,
+                     each W an equal share, at most this long in all
                      (default 0: not run; about 15-25 s a run: 350 s for
                      W = 2, 700 s for everything)
+  --raw-worlds LIST  the world sizes of --raw-nccl, in order (default 2,4;
+                     2 alone gives the post's setting all of the time)
   --python PATH      the Python with torch for --norm-peers, --dist-peers and --raw-nccl (default: the first
                      of /opt/torch/.venv/bin/python3 and python3 that imports torch)
   -- FLAGS...        passed on to run_all.sh (e.g. --bench, --only REGEX)
@@ -69,7 +72,7 @@ die_usage() {
   exit 2
 }
 
-bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=90 peers_s=0 dist_s=0 raw_s=0 python=""
+bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=90 peers_s=0 dist_s=0 raw_s=0 raw_worlds=2,4 python=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bundle) [[ $# -ge 2 ]] || die_usage "--bundle needs a file"; bundle="$2"; shift 2 ;;
@@ -91,10 +94,14 @@ while [[ $# -gt 0 ]]; do
     --raw-nccl)
       [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die_usage "--raw-nccl must be a whole number of seconds, got '${2:-}'"
       raw_s="$2"; shift 2 ;;
+    --raw-worlds)
+      [[ $# -ge 2 && "$2" =~ ^[2-8](,[2-8])*$ ]] ||
+        die_usage "--raw-worlds must list world sizes from 2 to 8, comma-separated (e.g. 2 or 2,4), got '${2:-}'"
+      raw_worlds="$2"; shift 2 ;;
     --python) [[ $# -ge 2 && -x "$2" ]] || die_usage "--python needs an executable, got '${2:-}'"; python="$2"; shift 2 ;;
     --) shift; break ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --dist-peers, --raw-nccl, --python, --, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --dist-peers, --raw-nccl, --raw-worlds, --python, --, --help" ;;
   esac
 done
 [[ -n "${OUT:-}" && -d "$OUT" ]] || die_usage "\$OUT must name a folder (the device tool sets it)"
@@ -197,10 +204,11 @@ fi
 ((rc == 0)) && rc=$dist_rc
 
 # The post's raw unequal all_gather on this GPU's NCCL (issue 44), W = 2
-# first (the post's setting): ours, then PyTorch's with a 10 s process-group
-# timeout; then W = 4. Each stage gets an equal share of what is left of S
-# and runs one world per invocation, ten times, each into its own JSON, so a
-# stage cut by its share keeps every run it finished (call 2 of 2026-11-27
+# first (the post's setting), then W = 4 (--raw-worlds): ours and PyTorch's
+# (a 10 s process-group timeout) alternating run by run. Each W gets an
+# equal share of what is left of S; every run is one world in its own
+# invocation and its own JSON, so a share that runs out keeps every run it
+# finished (call 2 of 2026-11-27
 # lost all four stages to a cut). Ours runs without CUDA MPS (the stall
 # faults a shared MPS server, whose teardown would then be what the ranks
 # report: results/gpu/h100-2026-11-27), with a 5 s deadline and a 15 s
@@ -224,27 +232,44 @@ raw_run() {  # engine, W, run, seconds: one world, its own JSON
 }
 raw_rc=0
 if ((raw_s > 0)); then
-  raw_end=$((SECONDS + raw_s)) stages=4
-  for stage in "ours 2" "pytorch 2" "ours 4" "pytorch 4"; do
-    read -r engine w <<<"$stage"
-    left=$((raw_end - SECONDS)) share=$(((raw_end - SECONDS) / stages))
-    stages=$((stages - 1))
-    if ((share <= 20)); then say "raw nccl: $engine at W = $w not run (time left ${left} s)"; raw_rc=1; continue; fi
-    if [[ $engine == pytorch && -z "$python" ]]; then
-      say "raw nccl: pytorch at W = $w not run: no python3 with torch here"; raw_rc=1; continue
+  raw_end=$((SECONDS + raw_s))
+  read -ra worlds <<<"${raw_worlds//,/ }"
+  engines=(ours)
+  if [[ -n "$python" ]]; then engines+=(pytorch); else say "raw nccl: pytorch not run: no python3 with torch here"; raw_rc=1; fi
+  left_ws=${#worlds[@]}
+  for w in "${worlds[@]}"; do
+    # Each W gets an equal share of what is left; inside it the engines
+    # alternate run by run (ours 1, PyTorch 1, ours 2, ...), so a share
+    # that runs out leaves both with about as many runs.
+    share=$(((raw_end - SECONDS) / left_ws))
+    left_ws=$((left_ws - 1))
+    declare -A done_runs=() last_rc=()
+    for e in "${engines[@]}"; do done_runs[$e]=0 last_rc[$e]=0; done
+    if ((share <= 20)); then
+      for e in "${engines[@]}"; do say "raw nccl: $e at W = $w not run (time left $((raw_end - SECONDS)) s)"; done
+      raw_rc=1
+      continue
     fi
-    stage_end=$((SECONDS + share)) done_runs=0 r=0
-    for ((i = 1; i <= 10; i++)); do
-      run_s=$((stage_end - SECONDS))
-      ((run_s > 60)) && run_s=60
-      if ((run_s < 10)); then say "raw nccl: $engine at W = $w: runs $i-10 not run (its share of ${share} s is up)"; r=124; break; fi
-      raw_run "$engine" "$w" "$i" "$run_s" > >(tee -a "$work/gpu/console.txt") 2>&1
-      ri=$?
-      if ((ri == 0)); then done_runs=$((done_runs + 1)); else r=$ri; fi
+    stage_end=$((SECONDS + share)) cut_at=""
+    for ((i = 1; i <= 10 && ${#cut_at} == 0; i++)); do
+      for e in "${engines[@]}"; do
+        run_s=$((stage_end - SECONDS))
+        ((run_s > 60)) && run_s=60
+        if ((run_s < 10)); then cut_at="$e run $i"; break; fi
+        raw_run "$e" "$w" "$i" "$run_s" > >(tee -a "$work/gpu/console.txt") 2>&1
+        ri=$?
+        if ((ri == 0)); then done_runs[$e]=$((done_runs[$e] + 1)); else last_rc[$e]=$ri; fi
+      done
     done
-    say "raw nccl: $engine at W = $w: $done_runs of 10 runs exit 0"
-    say "raw nccl: $engine at W = $w exit $r (${share} s allowed)"
-    ((r == 0)) || raw_rc=$r
+    [[ -n "$cut_at" ]] && say "raw nccl: W = $w: its share of ${share} s was up at $cut_at"
+    for e in "${engines[@]}"; do
+      r=${last_rc[$e]}
+      ((r == 0 && done_runs[$e] < 10)) && r=124
+      say "raw nccl: $e at W = $w: ${done_runs[$e]} of 10 runs exit 0"
+      say "raw nccl: $e at W = $w exit $r (${share} s allowed for the W)"
+      ((r == 0)) || raw_rc=$r
+    done
+    unset done_runs last_rc
     pack
   done
   say "raw nccl exit $raw_rc"

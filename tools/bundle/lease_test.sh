@@ -129,12 +129,23 @@ for w in 2 4; do
   grep -qx "lease: raw nccl: pytorch at W = $w: 10 of 10 runs exit 0" raw.txt || fail "PyTorch's count line at W = $w"
 done
 grep -q '^lease: raw nccl exit 0$' raw.txt || fail "raw exit line"
+# The engines alternate run by run inside a W: ours 1, PyTorch 1, ours 2, ...
+calls="$(grep -oE '^fake (repro|python) .*(raw_nccl|torch\.nccl)_w2\.run[0-9]+' raw.txt |
+  sed -E 's/^fake (repro|python) .*_w2\.run([0-9]+)$/\1\2/' | head -4 | tr '\n' ' ')"
+[[ "$calls" == "repro1 python1 repro2 python2 " ]] || fail "engines not alternating: $calls"
 listing="$(tar tzf out/gpu-run.tar.gz)"
 for f in wrong_all_gather_raw_nccl_w2.run1.json wrong_all_gather_raw_nccl_w4.run10.json wrong_all_gather_unequal.torch.nccl_w2.run1.json wrong_all_gather_unequal.torch.nccl_w4.run10.json; do
   grep -q "gpu/records/$f" <<<"$listing" || fail "$f not archived: $listing"
 done
+# --raw-worlds 2: the post's setting alone, all of the time.
+rm -f out/gpu-run.tar.gz
+OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle3.tar.gz --budget 0 --raw-nccl 100 --raw-worlds 2 \
+  --python "$PWD/fake_python" >raw2.txt 2>&1 || fail "--raw-worlds 2 exited $?: $(cat raw2.txt)"
+grep -qx "lease: raw nccl: ours at W = 2: 10 of 10 runs exit 0" raw2.txt || fail "--raw-worlds 2: W = 2"
+! grep -q 'world_size 4\|worlds 4' raw2.txt || fail "--raw-worlds 2 ran W = 4"
+grep -q 'exit 0 (100 s allowed for the W)' raw2.txt || fail "--raw-worlds 2: the whole time for W = 2"
 
-for args in "--budget -1" "--raw-nccl later" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--dist-peers later" "--python /nonexistent"; do
+for args in "--budget -1" "--raw-nccl later" "--raw-worlds 1" "--raw-worlds 2,x" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--dist-peers later" "--python /nonexistent"; do
   set +e
   msg="$(OUT="$TEST_TMPDIR/out" bash "$lease" $args 2>&1)"
   rc=$?
