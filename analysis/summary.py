@@ -193,9 +193,15 @@ def scope(recs, benches, results_dir, commits_behind=None):
     dirty = sum(1 for c in commits if c.endswith("+dirty"))
     never = [e for e in ("gloo", "nccl") if e not in engines]
     parts = [f"Engines that produced these records: {', '.join(engines) or 'none'}"
-             + (f"; never run: {', '.join(never)}" if never else "") + "."]
+             + (f"; not in these records: {', '.join(never)}" if never else "") + "."]
+    gpu_dir = os.path.join(results_dir, "gpu")
+    gpu_runs = sorted(d for d in os.listdir(gpu_dir)
+                      if os.path.isdir(os.path.join(gpu_dir, d))) if os.path.isdir(gpu_dir) else []
     parts.append("GPUs: " + (", ".join(on_gpu) if on_gpu else
-                             "none — no record in this report ran on a GPU") + ".")
+                             "none — no record in this report's tables ran on a GPU") + "."
+                 + (f" The GPU runs kept apart under results/gpu/ ({', '.join(gpu_runs)}) enter only "
+                    "the ledger's claims that name their record files, and the README's GPU section "
+                    "(tools/bundle/gpu_section.py)." if gpu_runs else ""))
     parts.append(f"Hosts: {', '.join(hosts)} ({', '.join(cpus_named)}"
                  + (", " + ", ".join(f"{n} CPUs on {h}" for h, n in sorted(ncpu.items()))
                     if ncpu else "") + "); ranks talk over loopback TCP on one host.")
