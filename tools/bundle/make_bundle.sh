@@ -8,7 +8,7 @@ set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-usage: make_bundle.sh --out DIR [--compilation_mode opt|fastbuild|dbg] [--tar]
+usage: make_bundle.sh --out DIR [--compilation_mode opt|fastbuild|dbg] [--cuda-arches 80,90|90|80] [--tar]
        make_bundle.sh --list-libs BINARY
        make_bundle.sh --check-versions ELF...
        bazel run //tools/bundle -- --out DIR [...]
@@ -18,6 +18,11 @@ usage: make_bundle.sh --out DIR [--compilation_mode opt|fastbuild|dbg] [--tar]
                          directory bazel was run from)
   --compilation_mode M   Bazel compilation mode for the bundle (default opt,
                          so bench binaries measure optimised code)
+  --cuda-arches A        the GPU architectures whose SASS the kernels carry:
+                         80,90 (default: A100 and H100/H200), or 90 (H100/H200
+                         only) or 80 alone, for a smaller bundle where one
+                         device call carries 64 MiB (--define=cuda_arches,
+                         third_party/cuda/cuda.bzl)
   --tar                  also write DIR.tar.gz; fails if it is 64 MiB or more
   --list-libs BINARY     print which shared libraries BINARY's bundle would
                          carry ("bundle NAME PATH") or leave to the target
@@ -55,7 +60,7 @@ done
 # shellcheck source=tools/bundle/bundle_lib.sh
 source "$here/bundle_lib.sh"
 
-out="" mode="opt" tar=0 list_libs="" check_versions=0
+out="" mode="opt" arches="80,90" tar=0 list_libs="" check_versions=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) [[ $# -ge 2 && -n "$2" ]] || die_usage "--out needs a folder"; out="$2"; shift 2 ;;
@@ -63,11 +68,15 @@ while [[ $# -gt 0 ]]; do
       [[ $# -ge 2 ]] || die_usage "--compilation_mode needs a value: opt, fastbuild or dbg"
       case "$2" in opt | fastbuild | dbg) mode="$2" ;; *) die_usage "--compilation_mode must be opt, fastbuild or dbg, got '$2'" ;; esac
       shift 2 ;;
+    --cuda-arches)
+      [[ $# -ge 2 ]] || die_usage "--cuda-arches needs a value: 80,90, 90 or 80"
+      case "$2" in 80,90 | 90 | 80) arches="$2" ;; *) die_usage "--cuda-arches must be 80,90, 90 or 80, got '$2'" ;; esac
+      shift 2 ;;
     --tar) tar=1; shift ;;
     --list-libs) [[ $# -ge 2 ]] || die_usage "--list-libs needs a binary"; list_libs="$2"; shift 2 ;;
     --check-versions) check_versions=1; shift; break ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --out, --compilation_mode, --tar, --list-libs, --check-versions, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --out, --compilation_mode, --cuda-arches, --tar, --list-libs, --check-versions, --help" ;;
   esac
 done
 
@@ -95,6 +104,7 @@ fi
 cd "$workspace"
 
 bazel_flags=(--compilation_mode="$mode")
+[[ "$arches" == 80,90 ]] || bazel_flags+=(--define=cuda_arches="$arches")
 echo "== querying targets"
 gpu_tests=$(bazel query --noshow_progress 'attr(tags, "[\[ ]gpu[,\]]", tests(//...))' 2>/dev/null | sort)
 pattern=""
@@ -223,6 +233,7 @@ cuda_version="$(sed -n 's/^CUDA_VERSION = "\(.*\)"/\1/p' "$defs")"
   echo "commit: $commit"
   echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname) ($(uname -m)), -c $mode"
   echo "cuda: $cuda_version (runtime linked statically; needs an NVIDIA driver that supports it)"
+  echo "cuda arches: $arches (SASS; PTX of the newest)"
   echo "compiler: $(gcc --version | head -1)"
   echo "glibc: built with $(ldd --version | head -1)"
   echo "target needs: glibc >= $BUNDLE_MAX_GLIBC and a libstdc++.so.6 with GLIBCXX_$BUNDLE_MAX_GLIBCXX (GCC 12 or newer); highest needed by a file here: GLIBC_$(awk '{print $2}' <<<"$versions" | sed 's/GLIBC_//' | grep -v none | sort -V | tail -1), GLIBCXX_$(awk '{print $3}' <<<"$versions" | sed 's/GLIBCXX_//' | grep -v none | sort -V | tail -1)"

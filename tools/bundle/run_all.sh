@@ -387,7 +387,7 @@ if ((mps_started)) || [[ -n "$mps_external" ]]; then mps_now=on mps_wanted_once=
   fi
   echo "mps: $mps_line"
   echo "records' commit: $DDP_PITFALLS_COMMIT"
-  sed -n '1,4p' "$here/MANIFEST.txt" 2>/dev/null
+  sed -n '1,5p' "$here/MANIFEST.txt" 2>/dev/null
 } >"$out/environment.txt"
 cat "$out/environment.txt"
 
