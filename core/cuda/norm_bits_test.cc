@@ -49,21 +49,33 @@ void ExpectSameBits(const std::vector<T>& gpu, const std::vector<T>& host, const
   EXPECT_EQ(differ, 0) << what << ": the GPU's bits are not the emulation's";
 }
 
+// A shape's random inputs (x spread wider than dy), host copies.
+template <typename T>
+struct Inputs {
+  Inputs(const BitsShape& s, uint64_t seed)
+      : x(testing::ToStd(testing::RandomTensor<T>(s.n, s.c, s.h, s.w, seed, 3.0).data)),
+        dy(testing::ToStd(testing::RandomTensor<T>(s.n, s.c, s.h, s.w, seed + 1).data)),
+        gamma(testing::RandomNonZero<T>(s.c, seed + 2, 0.5, 1.5)),
+        beta(testing::RandomNonZero<T>(s.c, seed + 3, -0.5, 0.5)),
+        shape{s.n, s.c, int64_t{s.h} * s.w},
+        size(static_cast<std::size_t>(shape.Size())),
+        c(static_cast<std::size_t>(s.c)),
+        tag(std::to_string(s.n) + "x" + std::to_string(s.c) + "x" + std::to_string(s.h) + "x" + std::to_string(s.w) +
+            " ") {}
+  std::vector<T> x, dy, gamma, beta;
+  NchwShape shape;
+  std::size_t size, c;
+  std::string tag;
+};
+
 template <typename T>
 void BatchNormBits(const BitsShape& s) {
   using Buf = DeviceBuffer<T>;
-  const std::vector<T> x = testing::ToStd(testing::RandomTensor<T>(s.n, s.c, s.h, s.w, 21, 3.0).data);
-  const std::vector<T> dy = testing::ToStd(testing::RandomTensor<T>(s.n, s.c, s.h, s.w, 22).data);
-  const std::vector<T> gamma = testing::RandomNonZero<T>(s.c, 23, 0.5, 1.5);
-  const std::vector<T> beta = testing::RandomNonZero<T>(s.c, 24, -0.5, 0.5);
+  const Inputs<T> in(s, 21);
+  const auto& [x, dy, gamma, beta, shape, size, c, tag] = in;
   const std::vector<T> rm0 = testing::RandomNonZero<T>(s.c, 25, -1, 1);
   const std::vector<T> rv0 = testing::RandomNonZero<T>(s.c, 26, 0.5, 2);
-  const NchwShape shape{s.n, s.c, int64_t{s.h} * s.w};
   const int64_t count = int64_t{s.n} * s.h * s.w;
-  const auto size = static_cast<std::size_t>(shape.Size());
-  const auto c = static_cast<std::size_t>(s.c);
-  const std::string tag = std::to_string(s.n) + "x" + std::to_string(s.c) + "x" + std::to_string(s.h) + "x" +
-                          std::to_string(s.w) + " ";
 
   DeviceBackend b;
   const Buf d_x(x), d_dy(dy), d_gamma(gamma), d_beta(beta);
@@ -117,16 +129,10 @@ void BatchNormBits(const BitsShape& s) {
 template <typename T>
 void GroupNormBits(const BitsShape& s) {
   using Buf = DeviceBuffer<T>;
-  const std::vector<T> x = testing::ToStd(testing::RandomTensor<T>(s.n, s.c, s.h, s.w, 31, 3.0).data);
-  const std::vector<T> dy = testing::ToStd(testing::RandomTensor<T>(s.n, s.c, s.h, s.w, 32).data);
-  const std::vector<T> gamma = testing::RandomNonZero<T>(s.c, 33, 0.5, 1.5);
-  const std::vector<T> beta = testing::RandomNonZero<T>(s.c, 34, -0.5, 0.5);
-  const NchwShape shape{s.n, s.c, int64_t{s.h} * s.w};
-  const auto size = static_cast<std::size_t>(shape.Size());
-  const auto c = static_cast<std::size_t>(s.c);
+  const Inputs<T> in(s, 31);
+  const auto& [x, dy, gamma, beta, shape, size, c, tag0] = in;
   const auto segs = static_cast<std::size_t>(s.n) * s.groups;
-  const std::string tag = std::to_string(s.n) + "x" + std::to_string(s.c) + "x" + std::to_string(s.h) + "x" +
-                          std::to_string(s.w) + " G=" + std::to_string(s.groups) + " ";
+  const std::string tag = tag0 + "G=" + std::to_string(s.groups) + " ";
 
   DeviceBackend b;
   const Buf d_x(x), d_dy(dy), d_gamma(gamma), d_beta(beta);
