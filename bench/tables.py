@@ -506,6 +506,23 @@ def update(path, marker, text):
     os.replace(tmp, path)
 
 
+def emit(prog, marker, update_file, make_text):
+    """The output step of a table maker's command line: print make_text(),
+    or with update_file put it in that file's `marker` block; on input it
+    cannot read, one line `prog: why` on stderr and exit code 2.
+    Shared by tools/bundle/gpu_table.py and bench/peers/norm_gpu_table.py."""
+    try:
+        text = make_text()
+        if update_file:
+            update(update_file, marker, text)
+        else:
+            print(text)
+    except (InputError, KeyError, ValueError, TypeError, ZeroDivisionError, UnicodeDecodeError) as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
     ap.add_argument("--results", default="results", help="folder of the JSON files")

@@ -33,7 +33,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tables import InputError, load, short_commit, spread, update  # noqa: E402  bench/tables.py
+from tables import InputError, emit, load, short_commit, spread  # noqa: E402  bench/tables.py
 
 GOAL = 0.8
 PREFIX = {"ours": "norm_kernels", "torch": "torch_norm_gpu"}
@@ -221,19 +221,14 @@ def table_main(argv, doc, tool, script, marker, render):
     ap.add_argument("run", nargs="+", metavar="RUN.json", help=f"{script}'s JSON (one file: both sides)")
     ap.add_argument("--update", metavar="FILE", help=f"rewrite FILE's {marker} table")
     args = ap.parse_args(argv)
-    try:
+
+    def text():
         if len(args.run) != 1:
             raise InputError(f"{len(args.run)} files given: give one, {script}'s (ratios come from repetitions "
                              f"of one run, never from separate files)")
-        text = render(load(args.run[0]), args.run[0])
-        if args.update:
-            update(args.update, marker, text)
-        else:
-            print(text)
-    except (InputError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
-        print(f"{tool}: {e}", file=sys.stderr)
-        return 2
-    return 0
+        return render(load(args.run[0]), args.run[0])
+
+    return emit(tool, marker, args.update, text)
 
 
 def main(argv):

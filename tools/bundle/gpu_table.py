@@ -17,7 +17,7 @@ import sys
 import tarfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-from tables import InputError, update  # noqa: E402  bench/tables.py
+from tables import InputError, emit  # noqa: E402  bench/tables.py
 
 GOOD = {"pass", "ok"}  # run_all.sh's summary.tsv: a test passed, a pair or benchmark as expected
 KINDS = (("test", "gpu tests", "passed"), ("pair", "pair binaries on NCCL", "had every record as expected"),
@@ -131,16 +131,7 @@ def cli(prog, doc, what, marker, render, argv):
     ap.add_argument("input", metavar="INPUT", help=what)
     ap.add_argument("--update", metavar="FILE", help=f"rewrite FILE's {marker} block")
     args = ap.parse_args(argv)
-    try:
-        text = render(args.input)
-        if args.update:
-            update(args.update, marker, text)
-        else:
-            print(text)
-    except (InputError, KeyError, ValueError, TypeError, UnicodeDecodeError) as e:
-        print(f"{prog}: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return emit(prog, marker, args.update, lambda: render(args.input))
 
 
 def main(argv):
