@@ -312,6 +312,35 @@ TEST(RankEnvironment, BadValuesExit2WithAMessage) {
   }
 }
 
+// The fixture itself: a typo in a behaviour, a flag without its value, an
+// unknown flag or no rank environment is exit 2 naming it (a typo must not
+// pass as "exit 0"); --help is exit 0.
+TEST(RankProgram, BadInputExit2WithAMessage) {
+  struct FlagCase {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<FlagCase> cases = {
+      {{"--others", "hnag"}, "--others hnag: allowed exit3, abort, sigkill, hang, ok, collective, new-comms"},
+      {{"--fail-how", "exit4"}, "--fail-how exit4: allowed"},
+      {{"--fail-rank"}, "--fail-rank needs a value"},
+      {{"--bogus"}, "unknown flag --bogus"},
+      {{}, "RANK and WORLD_SIZE must both be set"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> argv = {Runfile(kProgram)};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    Cmd cmd(argv);
+    cmd.unset_env = {"RANK", "WORLD_SIZE"};
+    const auto r = RunCmd(cmd);
+    EXPECT_TRUE(r.exited && r.exit_code == 2) << c.message << ": " << r.Describe() << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find(c.message), std::string::npos) << r.stderr_text;
+  }
+  const auto help = RunCmd(Cmd({Runfile(kProgram), "--help"}));
+  EXPECT_TRUE(help.ok()) << help.Describe();
+  EXPECT_NE(help.stdout_text.find("usage: rank_program"), std::string::npos) << help.stdout_text;
+}
+
 // Several-host rendezvous through Redis, on a loopback redis-server started
 // here: the run works, its keys are gone afterwards, and its run id cannot
 // be reused while another run's keys are still in the store.

@@ -21,6 +21,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/comm/make_comm.h"
@@ -44,6 +45,29 @@ int Fail(const std::exception& e) {
   return 5;
 }
 
+bool IsBehaviour(const std::string& v) {
+  for (const char* b : {"exit3", "abort", "sigkill", "hang", "ok", "collective", "new-comms"}) {
+    if (v == b) return true;
+  }
+  return false;
+}
+
+// --help (error == nullptr): the flags on stdout, exit 0; otherwise the error
+// and the flags on stderr, exit 2.
+int Usage(const char* error) {
+  constexpr const char* kFlags =
+      "usage: rank_program [--fail-rank R] [--fail-how exit3|abort|sigkill|hang]\n"
+      "                    [--others ok|hang|collective|new-comms] [--ready-dir D]\n"
+      "                    [--grandchild] [--setsid-grandchild]\n"
+      "  a test fixture: one allreduce, then what the flags ask; run it under ddprun\n";
+  if (error == nullptr) {
+    std::printf("%s", kFlags);
+    return 0;
+  }
+  std::fprintf(stderr, "%s\n%s", error, kFlags);
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -52,19 +76,40 @@ int main(int argc, char** argv) {
   bool grandchild = false, setsid_grandchild = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    const bool takes_value = a == "--fail-rank" || a == "--fail-how" || a == "--others" || a == "--ready-dir";
+    if (takes_value && i + 1 >= argc) return Usage(("rank_program: " + a + " needs a value").c_str());
+    if (a == "--help" || a == "-h") return Usage(nullptr);
     if (a == "--fail-rank") fail_rank = std::atoi(argv[++i]);
     else if (a == "--fail-how") fail_how = argv[++i];
     else if (a == "--others") others = argv[++i];
     else if (a == "--ready-dir") ready_dir = argv[++i];
     else if (a == "--grandchild") grandchild = true;
     else if (a == "--setsid-grandchild") setsid_grandchild = true;
+    else return Usage(("rank_program: unknown flag " + a).c_str());
+  }
+  // Either flag may name any behaviour; a typo must not pass as "exit 0".
+  for (const auto& [flag, value] : {std::pair{"--fail-how", fail_how}, std::pair{"--others", others}}) {
+    if (!IsBehaviour(value)) {
+      return Usage((std::string("rank_program: ") + flag + " " + value +
+                    ": allowed exit3, abort, sigkill, hang, ok, collective, new-comms")
+                       .c_str());
+    }
+  }
+  // Without a rank's environment (RANK, WORLD_SIZE, ...) there is no world to
+  // join: say so and exit 2 before forking anything.
+  ddp::comm::CommOptions options;
+  try {
+    options = ddp::comm::OptionsFromEnvironment();
+  } catch (const ddp::comm::ConfigError& e) {
+    std::fprintf(stderr, "rank_program: %s (run it under ddprun)\n", e.what());
+    return 2;
   }
   std::printf("PID %d\n", static_cast<int>(::getpid()));
   std::vector<pid_t> children;
   if (grandchild) children.push_back(SleepingChild(false));
   if (setsid_grandchild) children.push_back(SleepingChild(true));
   std::fflush(stdout);
-  auto comm = ddp::comm::MakeComm(ddp::comm::OptionsFromEnvironment());
+  auto comm = ddp::comm::MakeComm(options);
   std::vector<double> v = {1.0};
   comm->Allreduce(std::span(v));
   std::printf("SUM %g\n", v[0]);

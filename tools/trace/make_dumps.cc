@@ -48,8 +48,13 @@ int Rank(const ddp::launch::RankEnv& env, const std::string& dir, bool skip) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  constexpr const char* kUsage = "usage: make_dumps DIR skip|agree\n";
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
   if (argc != 3 || (std::string(argv[2]) != "skip" && std::string(argv[2]) != "agree")) {
-    std::fprintf(stderr, "usage: make_dumps DIR skip|agree\n");
+    std::fprintf(stderr, "%s", kUsage);
     return 2;
   }
   const std::string dir = argv[1];

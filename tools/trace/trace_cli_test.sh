@@ -9,6 +9,10 @@ tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
+"$make_dumps" --help > "$tmp/help.log" 2>&1 || fail "make_dumps --help: exit $?"
+grep -q '^usage: make_dumps DIR skip|agree$' "$tmp/help.log" || fail "make_dumps --help: $(cat "$tmp/help.log")"
+"$make_dumps" "$tmp/x" both > /dev/null 2>&1; [[ $? -eq 2 ]] || fail "make_dumps DIR both: not exit 2"
+
 skip="$tmp/skip"
 "$make_dumps" "$skip" skip > "$tmp/skip.log" 2>&1 || fail "make_dumps skip: exit $?"
 site=$(sed -n 's/^SITE //p' "$tmp/skip.log" | head -1)
