@@ -9,15 +9,17 @@
 #   tools/setup.sh --torch2.15      # also the second PyTorch stack: a venv
 #       .venv-torch2.15 with tools/vs_pytorch/requirements-torch2.15.txt
 #       (torch 2.15.0, torchmetrics 1.9.0, pytorch-lightning 2.6.6) from the
-#       Python package index: about 5.6 GB, about 2 minutes. Only the
-#       evidence scripts under */pytorch/ use it; bazel test //... never does.
+#       Python package index: about 5.6 GB, about 2 minutes; and beside it
+#       torchmetrics 1.5.2 in .venv-torch2.15/torchmetrics-1.5.2
+#       (requirements-torchmetrics1.5.2.txt). Only the evidence scripts
+#       under */pytorch/ use them; bazel test //... never does.
 #
 # CUDA and NCCL are not Debian packages here: when present (CUDA_PATH, nvcc
 # on PATH, or /usr/local/cuda) the build uses them, otherwise GPU targets are
 # skipped. See README.md.
 set -euo pipefail
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 
 dev=0
 torch215=0
@@ -58,13 +60,30 @@ torch215_venv() {
   local req="$root/tools/vs_pytorch/requirements-torch2.15.txt"
   if "$venv/bin/python" -c 'import sys, torch; sys.exit(torch.__version__.split("+")[0] != "2.15.0")' \
       >/dev/null 2>&1; then
-    echo "setup.sh: $venv already has torch 2.15.0; nothing to do."
+    echo "setup.sh: $venv already has torch 2.15.0."
+  else
+    echo "setup.sh: creating $venv from $req (about 5.6 GB, about 2 minutes)"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q -r "$req"
+    "$venv/bin/python" -c 'import torch, torchmetrics, pytorch_lightning, sklearn; print("setup.sh: torch", torch.__version__, "torchmetrics", torchmetrics.__version__, "pytorch-lightning", pytorch_lightning.__version__)'
+  fi
+  torchmetrics_older "$venv"
+}
+
+# torchmetrics 1.5.2 beside the venv's 1.9.0, in its own folder that only
+# repro/autograd_lost_gather/pytorch/torchmetrics_loss.py puts on sys.path
+# (the release before the change seed 002 proposes; the pin file says why).
+torchmetrics_older() {
+  local dir="$1/torchmetrics-1.5.2"
+  if PYTHONPATH="$dir" "$1/bin/python" -c 'import sys, torchmetrics; sys.exit(torchmetrics.__version__ != "1.5.2")' \
+      >/dev/null 2>&1; then
+    echo "setup.sh: $dir already has torchmetrics 1.5.2; nothing to do."
     return 0
   fi
-  echo "setup.sh: creating $venv from $req (about 5.6 GB, about 2 minutes)"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q -r "$req"
-  "$venv/bin/python" -c 'import torch, torchmetrics, pytorch_lightning, sklearn; print("setup.sh: torch", torch.__version__, "torchmetrics", torchmetrics.__version__, "pytorch-lightning", pytorch_lightning.__version__)'
+  rm -rf "$dir"
+  "$1/bin/pip" install -q --no-deps --require-hashes --target "$dir" \
+    -r "$root/tools/vs_pytorch/requirements-torchmetrics1.5.2.txt"
+  echo "setup.sh: torchmetrics 1.5.2 in $dir"
 }
 
 missing=()
