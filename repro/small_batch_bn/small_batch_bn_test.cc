@@ -5,7 +5,9 @@
 // batch means. Reduced configuration (3 seeds, 4 epochs at a 4x higher
 // learning rate): the models are less trained than in the README's run
 // (SyncBN ~29% error instead of ~20%), the gap is larger (~13 pp).
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/testing/backend.h"
 #include "gtest/gtest.h"
@@ -62,6 +64,24 @@ TEST(SmallBatchBnRepro, PerRankBnIsWorseThanSyncBnByAtLeast5pp) {
   EXPECT_GE(M(r.measured, "rank_spread2"), 0.04);
   EXPECT_LE(M(r.measured, "rank_spread2"), 0.4);
   EXPECT_LT(M(r.measured, "rank_spread1"), M(r.measured, "rank_spread2"));
+  // The epoch-to-epoch swing (ledger claims 28, 33) re-derives from each
+  // seed's own curve: one value per epoch, the last the final error, and the
+  // largest rise between consecutive epochs.
+  for (const results::Json* side : {&r.measured, &r.reference}) {
+    const results::Json& curves = side->at("val_error_per_epoch_by_seed");
+    ASSERT_EQ(curves.size(), 3u);
+    double max_rise = 0;
+    for (std::size_t k = 0; k < curves.size(); ++k) {
+      const std::vector<double> c = curves[k].get<std::vector<double>>();
+      ASSERT_EQ(c.size(), static_cast<std::size_t>(sizes.epochs));
+      EXPECT_EQ(c.back(), side->at("val_errors")[k].get<double>());
+      double rise = 0;
+      for (std::size_t e = 1; e < c.size(); ++e) rise = std::max(rise, c[e] - c[e - 1]);
+      EXPECT_EQ(side->at("val_error_max_rises")[k].get<double>(), rise) << "seed " << k;
+      max_rise = std::max(max_rise, rise);
+    }
+    EXPECT_EQ(M(*side, "val_error_max_rise"), max_rise);
+  }
 }
 
 }  // namespace

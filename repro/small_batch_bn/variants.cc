@@ -29,6 +29,7 @@
 // spread of the batch means, the running-stat error.
 #include "repro/small_batch_bn/variants.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -185,6 +186,27 @@ Json Summary(const std::vector<TrainResult>& runs) {
     curve.push_back(mean_of([&](const TrainResult& r) { return r.val_error[e]; }));
   }
   j["val_error_per_epoch"] = curve;
+  // The seed's "validation accuracy swings by about +-10 pp" is about one
+  // run's epoch-to-epoch jumps, which the seed-averaged curve smooths away:
+  // per seed, the largest rise of the validation error from one epoch to the
+  // next (learning only lowers it, so a rise is the swing), and each seed's
+  // whole curve, so the swing can be read again another way.
+  Json rises = Json::array(), by_seed = Json::array();
+  double max_rise = 0, mean_rise = 0;
+  for (const TrainResult& r : runs) {
+    double rise = 0;
+    for (std::size_t e = 1; e < r.val_error.size(); ++e) rise = std::max(rise, r.val_error[e] - r.val_error[e - 1]);
+    rises.push_back(rise);
+    max_rise = std::max(max_rise, rise);
+    mean_rise += rise / static_cast<double>(runs.size());
+    Json seed_curve = Json::array();
+    for (double e : r.val_error) seed_curve.push_back(e);
+    by_seed.push_back(seed_curve);
+  }
+  j["val_error_max_rises"] = rises;
+  j["val_error_max_rise"] = max_rise;
+  j["val_error_mean_max_rise"] = mean_rise;
+  j["val_error_per_epoch_by_seed"] = by_seed;
   // Per rank, the first seed's first optimizer step (task.h StepCopies).
   if (const TrainResult& r = runs.front(); !r.ranks_comm_staging.empty()) {
     Json staging = Json::array(), copies = Json::array();
