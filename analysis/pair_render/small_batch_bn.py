@@ -6,6 +6,8 @@ unchanged. Errors print in percent; -1 in a record means "not applicable"
                           batch, one column per norm (the table behind figure1.png;
                           repro/small_batch_bn/plot_figure.py draws it)
   small_batch_bn_fix      the fix records: per setting, per fix the worst per-step error
+  small_batch_bn_swing    the repro sweep: per row, each seed's largest epoch-to-epoch
+                          rise of the validation error, the variant's and SyncBN's
 """
 
 
@@ -119,8 +121,33 @@ def fix_all(rows):
     return out
 
 
+def rises(side):
+    """'2.2, 8.0 (mean 4.0)': each seed's largest rise, in pp, and their mean."""
+    r = side.get("val_error_max_rises")
+    if not r:
+        return "-"
+    return ", ".join(f"{100 * x:.1f}" for x in r) + f" (mean {100 * side['val_error_mean_max_rise']:.1f})"
+
+
+def repro_swing(rows):
+    out = ["| variant | task | protocol | b/rank | accum | epochs | largest rise per seed, pp (variant) "
+           "| the same for its reference | reference | mean ratio variant / reference |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        m, ref, c = r["measured"], r["reference"], r["config"]
+        if "val_error_max_rises" not in m:
+            continue
+        ratio = (m["val_error_mean_max_rise"] / ref["val_error_mean_max_rise"]
+                 if ref.get("val_error_mean_max_rise") else None)
+        out.append(f"| {r['variant']} | {c['task']} | {c.get('protocol', '')} | {c['batch_per_rank']} "
+                   f"| {c['accumulate']} | {c.get('epochs', '')} | {rises(m)} | {rises(ref)} | {ref.get('what', '')} "
+                   f"| {'-' if ratio is None else f'{ratio:.2f}'} |")
+    return out
+
+
 RENDERERS = {
     "small_batch_bn": lambda rows: "\n".join(repro_all(rows)),
     "small_batch_bn_figure1": lambda rows: "\n".join(repro_figure1(rows)),
     "small_batch_bn_fix": lambda rows: "\n".join(fix_all(rows)),
+    "small_batch_bn_swing": lambda rows: "\n".join(repro_swing(rows)),
 }
