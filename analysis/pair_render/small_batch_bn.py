@@ -8,6 +8,9 @@ unchanged. Errors print in percent; -1 in a record means "not applicable"
   small_batch_bn_fix      the fix records: per setting, per fix the worst per-step error
   small_batch_bn_swing    the repro sweep: per row, each seed's largest epoch-to-epoch
                           rise of the validation error, the variant's and SyncBN's
+  small_batch_bn_bn_eval  the repro sweep's bn_eval rows (BN layers in eval mode while
+                          training from epoch E): the swing from max(E, 1) on against
+                          per_rank_bn's, seed by seed, and the final errors
 """
 
 
@@ -59,8 +62,9 @@ def figure1_series(rows):
     by_b = {}
     for r in rows:
         c, m, ref = r["config"], r["measured"], r["reference"]
-        if c.get("task") != "digits" or c.get("accumulate") != 1 or "val_error" not in m:
-            continue
+        if (c.get("task") != "digits" or c.get("accumulate") != 1 or "val_error" not in m
+                or r["variant"] not in ("per_rank_bn", "group_norm", "precise_bn")):
+            continue  # bn_eval (seed 003's debug step) is not a norm of the figure
         d = by_b.setdefault(c["batch_per_rank"], {})
         name = {"per_rank_bn": "per-rank BN", "group_norm": "GroupNorm", "precise_bn": "PreciseBN"}[r["variant"]]
         d[name] = (m["val_error"], m["val_error_ci95"])
@@ -145,9 +149,32 @@ def repro_swing(rows):
     return out
 
 
+def repro_bn_eval(rows):
+    out = ["| BN in eval mode from epoch | b/rank | largest rise per seed from that epoch on, pp: bn_eval "
+           "| per_rank_bn | per_rank_bn − bn_eval, pp [95% interval] | final val error %: bn_eval "
+           "| per_rank_bn | SyncBN | bn_eval − per_rank_bn, pp [95% interval] | seeds | verdict |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        m, ref, c = r["measured"], r["reference"], r["config"]
+        if r["variant"] != "bn_eval" or "swing_cut" not in m:
+            continue
+
+        def seeds(key):
+            return ", ".join(f"{100 * x:.1f}" for x in m[key])
+        out.append(f"| {c['bn_eval_from_epoch']} (rises from {m['swing_from_epoch']}) | {c['batch_per_rank']} "
+                   f"| {seeds('val_error_max_rises_from')} | {seeds('per_rank_bn_max_rises_from')} "
+                   f"| {interval(m['swing_cut'], m['swing_cut_ci95'])} "
+                   f"| {pct(m['val_error'], m['val_error_ci95'])} | {pct(m['per_rank_bn_val_error'])} "
+                   f"| {pct(ref['val_error'], ref['val_error_ci95'])} "
+                   f"| {interval(m['val_error_minus_per_rank_bn'], m['val_error_minus_per_rank_bn_ci95'])} "
+                   f"| {m['seeds']} | {r['verdict']} |")
+    return out
+
+
 RENDERERS = {
     "small_batch_bn": lambda rows: "\n".join(repro_all(rows)),
     "small_batch_bn_figure1": lambda rows: "\n".join(repro_figure1(rows)),
     "small_batch_bn_fix": lambda rows: "\n".join(fix_all(rows)),
     "small_batch_bn_swing": lambda rows: "\n".join(repro_swing(rows)),
+    "small_batch_bn_bn_eval": lambda rows: "\n".join(repro_bn_eval(rows)),
 }

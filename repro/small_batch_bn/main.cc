@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
       "Trains TinyCnn under DDP (W ranks x --batch_size per rank, Gloo) on noisy UCI digits with\n"
       "per-rank BatchNorm and with SyncBatchNorm, over --seeds seeds, and prints the validation-error\n"
       "gap with its 95% interval. --sweep: per-rank batch {2,4,8,16,32} x {per-rank BN, PreciseBN,\n"
-      "GroupNorm} vs SyncBN, gradient accumulation, and the TinyImages counter-example.";
+      "GroupNorm} vs SyncBN, gradient accumulation, the TinyImages counter-example, and per-rank BN\n"
+      "with its BN layers in eval mode while training (seed 003's debug step; --bn_eval_from_epoch).";
   spec.defaults.world_size = 4;
   spec.defaults.batch_size = 2;
   spec.defaults.seeds = 5;
@@ -36,6 +37,10 @@ int main(int argc, char** argv) {
     flags.Bool("sync_bn_ddp", &o.sync_bn_ddp,
                "train the SyncBN reference on the ranks (default: one process replaying the ranks' batches, "
                "what SyncBN computes)");
+    flags.Int("bn_eval_from_epoch", &o.bn_eval_from_epoch,
+              "one run (not --sweep): train per-rank BN with its BN layers in eval mode from this epoch on "
+              "(seed 003's debug step; the bn_eval row); -1: never",
+              -1, 1000);
     flags.Int("precise_batches", &o.precise_batches, "PreciseBN: batches averaged per rank (M)", 1, 100000);
     flags.Choice("norm_device", &norm_device,
                  "where the norm layers and the gradient / PreciseBN all-reduces compute: auto (the GPU under "

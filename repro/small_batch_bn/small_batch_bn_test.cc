@@ -84,5 +84,96 @@ TEST(SmallBatchBnRepro, PerRankBnIsWorseThanSyncBnByAtLeast5pp) {
   }
 }
 
+// Seed 003's debug step (the bn_eval row): with the BN layers in eval mode
+// from epoch 0 the running statistics never move from their initial 0 / 1
+// (PyTorch's eval mode updates nothing) and no rank spread is measured.
+TEST(SmallBatchBnRepro, BnEvalFromTheStartFreezesTheRunningStatistics) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f;
+  f.world_size = 2;
+  f.backend = testing::TestBackend();
+  f.seeds = 1;
+  f.timeout = 30;
+  PairOptions o;
+  o.epochs = 1;
+  o.warmup_epochs = 0;
+  TrainConfig cfg = BaseConfig(f, o);
+  cfg.batch_per_rank = 8;  // the mechanism does not depend on b; fewer steps
+  cfg.bn_eval_from_epoch = 0;
+  const std::vector<TrainResult> runs = RunDdp(f, cfg);
+  ASSERT_EQ(runs.size(), 1u);
+  Model fresh(cfg.task.task, NormKind::kBatchNorm, cfg.task.seed, nullptr);
+  const nn::Vector<double> initial = nn::FlattenBuffers(fresh.Buffers());
+  ASSERT_EQ(runs[0].buffers.size(), initial.size());
+  EXPECT_EQ(runs[0].buffers, initial) << "the running statistics moved in eval mode";
+  EXPECT_EQ(runs[0].rank_spread1, -1);
+  EXPECT_GT(runs[0].steps, 0);
+  // Trained nonetheless: the parameters moved.
+  EXPECT_NE(runs[0].params, nn::FlattenValues(fresh.Params()));
+}
+
+// The bn_eval record re-derives from its curves: up to the switch (epoch E)
+// the run is per_rank_bn's run (same seed: the same curve to the last bit);
+// the swing is each seed's largest rise from epoch max(E, 1) on, and the
+// verdict is "per_rank_bn's minus bn_eval's has a 95% interval above 0".
+TEST(SmallBatchBnRepro, BnEvalRecordReDerivesFromItsCurves) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f;
+  f.world_size = 2;
+  f.batch_size = 8;
+  f.backend = testing::TestBackend();
+  // Where NCCL ranks share a GPU: 2 epochs (the switch at 1) of 2 seeds, so
+  // the three runs stay near 30 s at tens of milliseconds per collective.
+  struct Sizes {
+    int epochs;
+    int seeds;
+  };
+  const Sizes sizes = testing::PickSizes(2, Sizes{3, 3}, Sizes{2, 2}, "2 epochs x 2 seeds (not 3 x 3)");
+  f.seeds = sizes.seeds;
+  f.timeout = 30;
+  PairOptions o;
+  o.epochs = sizes.epochs;
+  o.warmup_epochs = 0;
+  o.base_lr = 0.2;
+  o.bn_eval_from_epoch = 1;
+  const auto records = RunRepro(f, o);
+  ASSERT_EQ(records.size(), 1u);
+  const std::size_t n = static_cast<std::size_t>(sizes.seeds), epochs = static_cast<std::size_t>(sizes.epochs);
+  const results::Record& r = records[0];
+  ASSERT_NE(r.verdict, results::Verdict::kError) << r.error;
+  EXPECT_EQ(r.variant, "bn_eval");
+  EXPECT_EQ(r.config.at("bn_eval_from_epoch").get<int>(), 1);
+  const results::Json& mine = r.measured.at("val_error_per_epoch_by_seed");
+  const results::Json& theirs = r.measured.at("per_rank_bn_val_error_per_epoch_by_seed");
+  ASSERT_EQ(mine.size(), n);
+  ASSERT_EQ(theirs.size(), n);
+  EXPECT_EQ(M(r.measured, "swing_from_epoch"), 1);
+  double cut = 0, final_diff = 0, mine_rise = 0, theirs_rise = 0;  // means over seeds
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::vector<double> a = mine[k].get<std::vector<double>>(), b = theirs[k].get<std::vector<double>>();
+    ASSERT_EQ(a.size(), epochs);
+    ASSERT_EQ(b.size(), epochs);
+    EXPECT_EQ(a[0], b[0]) << "seed " << k << ": epoch 0 is trained the same way in both";
+    double ra = 0, rb = 0;
+    for (std::size_t e = 1; e < epochs; ++e) {
+      ra = std::max(ra, a[e] - a[e - 1]);
+      rb = std::max(rb, b[e] - b[e - 1]);
+    }
+    EXPECT_EQ(r.measured.at("val_error_max_rises_from")[k].get<double>(), ra);
+    EXPECT_EQ(r.measured.at("per_rank_bn_max_rises_from")[k].get<double>(), rb);
+    cut += (rb - ra) / static_cast<double>(n);
+    mine_rise += ra / static_cast<double>(n);
+    theirs_rise += rb / static_cast<double>(n);
+    final_diff += (a.back() - b.back()) / static_cast<double>(n);
+  }
+  EXPECT_NEAR(M(r.measured, "swing_cut"), cut, 1e-15);
+  EXPECT_NEAR(M(r.measured, "val_error_mean_max_rise_from"), mine_rise, 1e-15);
+  EXPECT_NEAR(M(r.measured, "per_rank_bn_mean_max_rise_from"), theirs_rise, 1e-15);
+  EXPECT_NEAR(M(r.measured, "val_error_minus_per_rank_bn"), final_diff, 1e-15);
+  EXPECT_EQ(r.verdict, M(r.measured, "swing_cut") - M(r.measured, "swing_cut_ci95") > 0
+                           ? results::Verdict::kReproduced
+                           : results::Verdict::kNotReproduced);
+}
+
 }  // namespace
 }  // namespace ddp::small_batch_bn

@@ -196,8 +196,8 @@ results::Json StepCopies::Layers() const {
 
 results::Json StepCopies::Staging() const { return device::StagingJson(staged_, comm_.staged_copies()); }
 
-double ForwardBackward(Model& m, const Images& batch, double loss_scale) {
-  m.net().SetTraining(true);
+double ForwardBackward(Model& m, const Images& batch, double loss_scale, bool norm_training) {
+  m.net().SetTraining(norm_training);
   const nn::Matrix<double> logits = m.net().Forward(batch.x);
   if (batch.size() == 0) {
     m.net().Backward(nn::Matrix<double>::Zero(0, logits.cols()));

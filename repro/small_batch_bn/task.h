@@ -137,8 +137,10 @@ class StepCopies {
 // Training forward + backward of one (micro-)batch in train mode; the
 // parameter gradients accumulate d(loss_scale * mean loss)/dθ. An empty batch
 // still runs the layers (a SyncBatchNorm rank with no samples joins the
-// collectives with count 0) and adds nothing. Returns the mean loss (0 when empty).
-double ForwardBackward(Model& m, const Images& batch, double loss_scale);
+// collectives with count 0) and adds nothing. Returns the mean loss (0 when
+// empty). norm_training = false: the norm layers run in eval mode (TinyCnn's
+// only mode-dependent layers, so this is also model.eval() while training).
+double ForwardBackward(Model& m, const Images& batch, double loss_scale, bool norm_training = true);
 
 // DDP's gradient average: all-reduce (sum) the flat gradient, divide by W.
 // On m's device (m.device(), the --norm_device placement) the flat gradient

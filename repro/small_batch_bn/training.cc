@@ -84,6 +84,9 @@ TrainResult Train(comm::Comm* comm, const TrainConfig& c) {
   const int rank = comm ? comm->rank() : 0;
   if (comm && comm->world_size() != w) throw std::invalid_argument("Train: world size mismatch");
   if (c.precise_bn && c.norm == NormKind::kGroupNorm) throw std::invalid_argument("Train: PreciseBN needs BatchNorm");
+  if (c.bn_eval_from_epoch >= 0 && (c.norm != NormKind::kBatchNorm || c.precise_bn)) {
+    throw std::invalid_argument("Train: BN layers in eval mode need plain BatchNorm without PreciseBN");
+  }
   if (replay && c.norm == NormKind::kBatchNorm && w > 1) {
     throw std::invalid_argument("Train: one process cannot replay per-rank BatchNorm (that needs the ranks)");
   }
@@ -111,6 +114,7 @@ TrainResult Train(comm::Comm* comm, const TrainConfig& c) {
     const int64_t total = per_epoch * c.epochs;
     const auto warmup = static_cast<int64_t>(std::llround(c.warmup_epochs * static_cast<double>(per_epoch)));
     last_batches.clear();
+    const bool bn_eval = c.bn_eval_from_epoch >= 0 && epoch >= c.bn_eval_from_epoch;
     for (const auto& step : batches) {
       const bool decay = c.cosine || out.steps < warmup;
       sgd.set_lr(decay ? LearningRate(peak_lr, out.steps, warmup, total) : peak_lr);
@@ -123,8 +127,9 @@ TrainResult Train(comm::Comm* comm, const TrainConfig& c) {
         // broadcast_buffers: before micro-batch 0 the buffers are already rank
         // 0's (they travelled with the last step's gradients, see below).
         if (per_rank_bn && k > 0) BroadcastBuffers(comm, m);
-        ForwardBackward(m, batch, 1.0 / c.accumulate);
-        if (per_rank_bn && micro_n++ % c.spread_every == 0) {
+        ForwardBackward(m, batch, 1.0 / c.accumulate, /*norm_training=*/!bn_eval);
+        // In eval mode the layers keep no batch statistics to compare.
+        if (per_rank_bn && !bn_eval && micro_n++ % c.spread_every == 0) {
           AddRankSpread(*comm, m, spread_sum);
           ++spread_n;
         }

@@ -17,7 +17,9 @@
 //  - learning rate: base_lr x global batch / 32 (the linear scaling rule of
 //    Goyal et al., which the GroupNorm paper's Figure 1 follows), linear
 //    warm-up over the first warmup_epochs, then cosine decay to 0;
-//  - after each epoch: optional PreciseBN, then the validation error (eval mode).
+//  - after each epoch: optional PreciseBN, then the validation error (eval mode);
+//  - optionally (bn_eval_from_epoch) the BatchNorm layers in eval mode while
+//    training, from a given epoch on.
 // Measurements: validation error per epoch and of the final model, the final
 // model's error on its last epoch's training images (eval mode: does the
 // model underfit?), the running-stat error against the statistics each BN
@@ -49,6 +51,13 @@ struct TrainConfig {
   int precise_batches = 32;  // M: batches PreciseBN averages over (per rank)
   int gn_groups = 4;
   int spread_every = 16;     // measure the ranks' batch-mean spread every k-th micro-batch
+  // >= 0: from this epoch on, the BatchNorm layers train in eval mode (seed
+  // 003's debug step, set_bn_eval after model.train()): every training
+  // forward normalises with the running statistics of that moment, which no
+  // longer change (PyTorch's eval mode updates nothing), and the backward
+  // treats them as constants. -1: never. Plain BatchNorm only (no PreciseBN:
+  // it would rewrite the frozen statistics).
+  int bn_eval_from_epoch = -1;
   // Where the norm layers compute (task.h Model; kAuto: the GPU under nccl).
   device::Placement placement = device::Placement::kAuto;
 };

@@ -25,6 +25,17 @@
 //                real batch of 8 per rank (same global batch 32): the
 //                statistics stay those of 2 samples (rank spread sqrt(4) = 2x
 //                the real batch's, accepted 1.4-2.8): reproduced.
+//   bn_eval      (sweep: b = 2, from epoch 0 and from half-way) seed 003's
+//                debug step: per_rank_bn with the BN layers in eval mode
+//                while training from epoch E on. The post says the curve is
+//                then "clearly steadier (final accuracy may drop slightly)".
+//                Judged seed by seed against per_rank_bn (same seeds, the
+//                same run up to epoch E): the largest epoch-to-epoch rise of
+//                the validation error over the epochs from max(E, 1) on;
+//                reproduced when per_rank_bn's minus bn_eval's has a 95%
+//                interval above 0. Expected: not reproduced (what the sweep
+//                measured; README). The final-error difference to
+//                per_rank_bn is reported, not judged.
 // Secondary columns: training error (does the model underfit?), the cross-rank
 // spread of the batch means, the running-stat error.
 #include "repro/small_batch_bn/variants.h"
@@ -55,6 +66,7 @@ struct Row {
   int batch;
   int accumulate = 1;
   bool first_protocol = false;  // this pair's first training protocol (see FirstProtocol)
+  int bn_eval_from = -1;        // bn_eval: the first epoch trained with the BN layers in eval mode
 };
 
 // The first version of this pair trained 6 epochs at a constant learning rate
@@ -68,7 +80,10 @@ void FirstProtocol(TrainConfig* c) {
 
 std::vector<Row> Rows(const harness::CommonFlags& f, const PairOptions& o) {
   const Task task = ParseTask(o.task);
-  if (!o.sweep) return {{"per_rank_bn", task, f.batch_size}};
+  if (!o.sweep) {
+    if (o.bn_eval_from_epoch >= 0) return {{"bn_eval", task, f.batch_size, 1, false, o.bn_eval_from_epoch}};
+    return {{"per_rank_bn", task, f.batch_size}};
+  }
   std::vector<Row> rows;
   for (int b : o.sweep_batches) {
     for (const char* v : {"per_rank_bn", "precise_bn", "group_norm"}) rows.push_back({v, Task::kDigits, b});
@@ -77,10 +92,12 @@ std::vector<Row> Rows(const harness::CommonFlags& f, const PairOptions& o) {
   rows.push_back({"grad_accum", Task::kDigits, 2, 4});
   rows.push_back({"per_rank_bn", Task::kTinyImages, 2});
   rows.push_back({"per_rank_bn", Task::kTinyImages, 2, 1, true});
+  rows.push_back({"bn_eval", Task::kDigits, 2, 1, false, 0});
+  rows.push_back({"bn_eval", Task::kDigits, 2, 1, false, o.epochs / 2});
   return rows;
 }
 
-// What one row trains: (norm, PreciseBN, task, b, accumulate).
+// What one row trains: (norm, PreciseBN, task, b, accumulate, protocol, BN eval from).
 struct RunKey {
   NormKind norm;
   bool precise;
@@ -88,6 +105,7 @@ struct RunKey {
   int batch;
   int accumulate;
   bool first_protocol = false;
+  int bn_eval_from = -1;
   auto operator<=>(const RunKey&) const = default;
 };
 
@@ -95,7 +113,59 @@ std::string Describe(const RunKey& k, int w) {
   return std::string(ToString(k.norm)) + (k.precise ? "+precise_bn" : "") + " on " + ToString(k.task) + ", W=" +
          std::to_string(w) + " x b=" + std::to_string(k.batch) +
          (k.accumulate > 1 ? " x " + std::to_string(k.accumulate) + " accumulated" : "") +
-         (k.first_protocol ? ", first protocol" : "");
+         (k.first_protocol ? ", first protocol" : "") +
+         (k.bn_eval_from >= 0 ? ", BN layers in eval mode from epoch " + std::to_string(k.bn_eval_from) : "");
+}
+
+// Per seed, the largest rise of the validation error from epoch e - 1 to e
+// over e >= from (from >= 1); 0 when it never rises there.
+std::vector<double> MaxRises(const std::vector<TrainResult>& runs, int from) {
+  std::vector<double> out;
+  for (const TrainResult& r : runs) {
+    double rise = 0;
+    for (std::size_t e = static_cast<std::size_t>(from); e < r.val_error.size(); ++e) {
+      rise = std::max(rise, r.val_error[e] - r.val_error[e - 1]);
+    }
+    out.push_back(rise);
+  }
+  return out;
+}
+
+Json Array(const std::vector<double>& v) {
+  Json a = Json::array();
+  for (double x : v) a.push_back(x);
+  return a;
+}
+
+// seed 003's debug step against per_rank_bn, seed by seed (variants.cc's
+// header): the swing over the epochs from max(E, 1) on and the final error.
+void JudgeBnEval(int from_epoch, const std::vector<TrainResult>& eval, const std::vector<TrainResult>& per_rank,
+                 results::Record* rec) {
+  if (eval.size() != per_rank.size()) throw std::invalid_argument("JudgeBnEval: different numbers of seeds");
+  const int from = std::max(from_epoch, 1);
+  const std::vector<double> mine = MaxRises(eval, from), theirs = MaxRises(per_rank, from);
+  std::vector<double> cut;
+  for (std::size_t k = 0; k < mine.size(); ++k) cut.push_back(theirs[k] - mine[k]);
+  const SeedStats s = Summarize(cut);
+  Json& m = rec->measured;
+  m["swing_from_epoch"] = from;
+  m["val_error_max_rises_from"] = Array(mine);
+  m["per_rank_bn_max_rises_from"] = Array(theirs);
+  m["swing_cut"] = s.mean;  // per_rank_bn's largest rise minus bn_eval's, mean over seeds
+  m["swing_cut_ci95"] = s.ci95;
+  m["val_error_mean_max_rise_from"] = Summarize(mine).mean;
+  m["per_rank_bn_mean_max_rise_from"] = Summarize(theirs).mean;
+  const Json vs = Gap(eval, per_rank);
+  m["val_error_minus_per_rank_bn"] = vs.at("val_error_gap");
+  m["val_error_minus_per_rank_bn_ci95"] = vs.at("val_error_gap_ci95");
+  const Json theirs_summary = Summary(per_rank);
+  m["per_rank_bn_val_error"] = theirs_summary.at("val_error");
+  m["per_rank_bn_val_error_per_epoch_by_seed"] = theirs_summary.at("val_error_per_epoch_by_seed");
+  rec->verdict = s.mean - s.ci95 > 0 ? results::Verdict::kReproduced : results::Verdict::kNotReproduced;
+  // What the sweep measured at 5 seeds, from epoch 0 and from half-way
+  // (README.md, "BN layers in eval mode"): not steadier. A run that comes
+  // out steadier differs from that record and is flagged.
+  rec->expected = results::Verdict::kNotReproduced;
 }
 
 }  // namespace
@@ -108,6 +178,14 @@ std::string ValidateOptions(const PairOptions& o) {
   if (!(o.warmup_epochs >= 0 && o.warmup_epochs <= o.epochs)) return "--warmup_epochs must be in [0, --epochs]";
   if (o.sweep && o.sweep_batches.empty() && !o.sweep_extras) {
     return "--sweep_batches is empty and --sweep_extras=false: the sweep would have no rows";
+  }
+  if (o.bn_eval_from_epoch >= 0 && o.sweep) {
+    return "--bn_eval_from_epoch is for one run, not --sweep (the sweep's bn_eval rows start at epoch 0 and at "
+           "--epochs / 2)";
+  }
+  if (!(o.bn_eval_from_epoch >= -1 && o.bn_eval_from_epoch < o.epochs)) {
+    return "--bn_eval_from_epoch must be -1 (never) or in [0, --epochs - 1] (got " +
+           std::to_string(o.bn_eval_from_epoch) + ")";
   }
   return "";
 }
@@ -191,19 +269,15 @@ Json Summary(const std::vector<TrainResult>& runs) {
   // per seed, the largest rise of the validation error from one epoch to the
   // next (learning only lowers it, so a rise is the swing), and each seed's
   // whole curve, so the swing can be read again another way.
-  Json rises = Json::array(), by_seed = Json::array();
+  const std::vector<double> rises = MaxRises(runs, 1);
+  Json by_seed = Json::array();
   double max_rise = 0, mean_rise = 0;
-  for (const TrainResult& r : runs) {
-    double rise = 0;
-    for (std::size_t e = 1; e < r.val_error.size(); ++e) rise = std::max(rise, r.val_error[e] - r.val_error[e - 1]);
-    rises.push_back(rise);
-    max_rise = std::max(max_rise, rise);
-    mean_rise += rise / static_cast<double>(runs.size());
-    Json seed_curve = Json::array();
-    for (double e : r.val_error) seed_curve.push_back(e);
-    by_seed.push_back(seed_curve);
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    max_rise = std::max(max_rise, rises[k]);
+    mean_rise += rises[k] / static_cast<double>(runs.size());
+    by_seed.push_back(Array(runs[k].val_error));
   }
-  j["val_error_max_rises"] = rises;
+  j["val_error_max_rises"] = Array(rises);
   j["val_error_max_rise"] = max_rise;
   j["val_error_mean_max_rise"] = mean_rise;
   j["val_error_per_epoch_by_seed"] = by_seed;
@@ -244,6 +318,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
     cfg.precise_bn = k.precise;
     cfg.batch_per_rank = k.batch;
     cfg.accumulate = k.accumulate;
+    cfg.bn_eval_from_epoch = k.bn_eval_from;
     if (k.first_protocol) FirstProtocol(&cfg);
     const bool one_process = k.norm == NormKind::kSyncBatchNorm && !o.sync_bn_ddp;
     std::fprintf(stderr, "small_batch_bn: %s%s, %d seeds...\n", Describe(k, f.world_size).c_str(),
@@ -279,6 +354,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
     if (row.task == Task::kDigits) rec.config["noise"] = o.noise;
     rec.config["seed"] = static_cast<double>(f.seed);
     rec.config["norm_device"] = device::ToString(device::Resolve(o.placement, f.backend));
+    if (row.bn_eval_from >= 0) rec.config["bn_eval_from_epoch"] = row.bn_eval_from;
     const bool accum = row.variant == "grad_accum";
     const bool small = row.batch <= 4;
     try {
@@ -286,6 +362,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
       RunKey mine{NormKind::kBatchNorm, false, row.task, row.batch, row.accumulate, row.first_protocol};
       if (row.variant == "precise_bn") mine.precise = true;
       if (row.variant == "group_norm") mine.norm = NormKind::kGroupNorm;
+      mine.bn_eval_from = row.bn_eval_from;
       const std::vector<TrainResult>& got = runs(mine);
       rec.measured = Summary(got);
       if (accum) {
@@ -331,6 +408,17 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
           rec.measured["val_error_minus_b32_ci95"] = Field(vs32, "val_error_gap_ci95");
           rec.verdict = Field(vs32, "val_error_gap") < kNoDamage ? results::Verdict::kControl
                                                                   : results::Verdict::kControlFailed;
+        } else if (row.variant == "bn_eval") {
+          const RunKey per_rank{NormKind::kBatchNorm, false, row.task, row.batch, row.accumulate, row.first_protocol};
+          JudgeBnEval(row.bn_eval_from, got, runs(per_rank), &rec);
+          std::printf("small_batch_bn: bn_eval from epoch %d: largest rise from epoch %d on %.1f pp lower than "
+                      "per_rank_bn's, 95%% interval [%+.1f, %+.1f]; final error %+.1f pp vs per_rank_bn\n",
+                      row.bn_eval_from, static_cast<int>(Field(rec.measured, "swing_from_epoch")),
+                      100 * Field(rec.measured, "swing_cut"),
+                      100 * (Field(rec.measured, "swing_cut") - Field(rec.measured, "swing_cut_ci95")),
+                      100 * (Field(rec.measured, "swing_cut") + Field(rec.measured, "swing_cut_ci95")),
+                      100 * Field(rec.measured, "val_error_minus_per_rank_bn"));
+          std::fflush(stdout);
         } else if (row.task == Task::kTinyImages) {
           // The counter-example: on TinyImages (under either protocol) the
           // damage is not significant: the interval of the difference

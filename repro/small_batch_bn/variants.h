@@ -32,6 +32,11 @@ struct PairOptions {
   // --backend nccl (the one-process SyncBN reference stays on the host),
   // else the host.
   device::Placement placement = device::Placement::kAuto;
+  // One run (not --sweep): >= 0 trains the per-rank BatchNorm model with its
+  // BN layers in eval mode from this epoch on (the bn_eval row); -1: the
+  // per_rank_bn row. The sweep has its own bn_eval rows (from epoch 0 and
+  // from half-way).
+  int bn_eval_from_epoch = -1;
 };
 
 // "" or the message naming the flag and its allowed values.
