@@ -48,6 +48,7 @@ scripts=(
   "small_batch_bn_sync_bn|fixes/small_batch_bn/pytorch/sync_bn_cases.py|1.13,2.15|fixes/small_batch_bn/README.md|pytorch"
   "small_batch_bn_bn_eval|repro/small_batch_bn/pytorch/bn_eval_mode.py|1.13,2.15|repro/small_batch_bn/README.md|pytorch"
   "autograd_lost_gather_diff_gather|fixes/autograd_lost_gather/pytorch/diff_gather.py|1.13,2.15|fixes/autograd_lost_gather/README.md|pytorch"
+  "autograd_lost_gather_memory|fixes/autograd_lost_gather/pytorch/gather_memory.py|1.13,2.15|fixes/autograd_lost_gather/README.md|memory"
   "mean_of_means_lightning|repro/mean_of_means/pytorch/lightning_accumulator.py|2.15|repro/mean_of_means/README.md|pytorch_lightning"
   "autograd_lost_gather_torchmetrics|repro/autograd_lost_gather/pytorch/torchmetrics_loss.py|2.15|repro/autograd_lost_gather/README.md|torchmetrics"
 )
