@@ -411,8 +411,8 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
         } else if (row.variant == "bn_eval") {
           const RunKey per_rank{NormKind::kBatchNorm, false, row.task, row.batch, row.accumulate, row.first_protocol};
           JudgeBnEval(row.bn_eval_from, got, runs(per_rank), &rec);
-          std::printf("small_batch_bn: bn_eval from epoch %d: largest rise from epoch %d on %.1f pp lower than "
-                      "per_rank_bn's, 95%% interval [%+.1f, %+.1f]; final error %+.1f pp vs per_rank_bn\n",
+          std::printf("small_batch_bn: bn_eval from epoch %d: largest rise from epoch %d on, per_rank_bn's minus "
+                      "bn_eval's %+.1f pp, 95%% interval [%+.1f, %+.1f]; final error %+.1f pp vs per_rank_bn\n",
                       row.bn_eval_from, static_cast<int>(Field(rec.measured, "swing_from_epoch")),
                       100 * Field(rec.measured, "swing_cut"),
                       100 * (Field(rec.measured, "swing_cut") - Field(rec.measured, "swing_cut_ci95")),
