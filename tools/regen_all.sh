@@ -58,6 +58,7 @@ STEPS=(
   "missing_set_epoch_fix|-|bazel run //fixes/missing_set_epoch -- --json \$PWD/results/missing_set_epoch_fix.json"
   "missing_set_epoch_fix_sweep|-|bazel run //fixes/missing_set_epoch -- --sweep --json \$PWD/results/missing_set_epoch_fix_sweep.json"
   "small_batch_bn_repro_sweep|-|bazel run //repro/small_batch_bn -- --sweep --json \$PWD/results/small_batch_bn_repro_sweep.json"
+  "small_batch_bn_repro_levers|-|bazel run //repro/small_batch_bn -- --levers --json \$PWD/results/small_batch_bn_repro_levers.json"
   "small_batch_bn_fix|-|bazel run //fixes/small_batch_bn -- --json \$PWD/results/small_batch_bn_fix.json"
   "small_batch_bn_fix_sweep|-|bazel run //fixes/small_batch_bn -- --sweep --json \$PWD/results/small_batch_bn_fix_sweep.json"
   "autograd_lost_gather_repro|-|bazel run //repro/autograd_lost_gather -- --sweep --json \$PWD/results/autograd_lost_gather_repro.json"

@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
       "per-rank BatchNorm and with SyncBatchNorm, over --seeds seeds, and prints the validation-error\n"
       "gap with its 95% interval. --sweep: per-rank batch {2,4,8,16,32} x {per-rank BN, PreciseBN,\n"
       "GroupNorm} vs SyncBN, gradient accumulation, the TinyImages counter-example, and per-rank BN\n"
-      "with its BN layers in eval mode while training (seed 003's debug step; --bn_eval_from_epoch).";
+      "with its BN layers in eval mode while training (seed 003's debug step; --bn_eval_from_epoch).\n"
+      "--levers: per-rank BN vs SyncBN under the levers seed 003 says do not help.";
   spec.defaults.world_size = 4;
   spec.defaults.batch_size = 2;
   spec.defaults.seeds = 5;
@@ -41,6 +42,9 @@ int main(int argc, char** argv) {
               "one run (not --sweep): train per-rank BN with its BN layers in eval mode from this epoch on "
               "(seed 003's debug step; the bn_eval row); -1: never",
               -1, 1000);
+    flags.Bool("levers", &o.levers,
+               "per_rank_bn vs SyncBN at --batch_size per rank under each lever seed 003 says does not help: "
+               "lr x0.25, lr x4, momentum 0, no augmentation (rows 'lever')");
     flags.Int("precise_batches", &o.precise_batches, "PreciseBN: batches averaged per rank (M)", 1, 100000);
     flags.Choice("norm_device", &norm_device,
                  "where the norm layers and the gradient / PreciseBN all-reduces compute: auto (the GPU under "

@@ -175,5 +175,59 @@ TEST(SmallBatchBnRepro, BnEvalRecordReDerivesFromItsCurves) {
                            : results::Verdict::kNotReproduced);
 }
 
+// The "no augmentation" lever: the training noise drawn once, the same
+// noisy images every epoch; by default every epoch draws its own.
+TEST(SmallBatchBnRepro, NoAugmentationShowsTheSameNoisyImagesEveryEpoch) {
+  TaskConfig c;
+  c.seed = 3;
+  auto same = [](const Images& a, const Images& b) {
+    return a.x.data.size() == b.x.data.size() && a.x.data == b.x.data;
+  };
+  EXPECT_FALSE(same(TrainImages(c, 0), TrainImages(c, 1)));
+  c.fresh_noise = false;
+  EXPECT_TRUE(same(TrainImages(c, 0), TrainImages(c, 1)));
+  EXPECT_TRUE(same(TrainImages(c, 0), TrainImages(c, 7)));
+}
+
+// --levers: one row per lever, each trained (and its SyncBN reference) with
+// the lever applied, and the record says which and with what.
+TEST(SmallBatchBnRepro, LeversRunOneRowPerLeverWithItsSettings) {
+  DDP_REQUIRE_BACKEND();
+  harness::CommonFlags f;
+  f.world_size = 2;
+  f.batch_size = 16;  // few steps: the rows' settings are checked, not the damage
+  f.backend = testing::TestBackend();
+  f.seeds = 2;
+  f.timeout = 30;
+  PairOptions o;
+  o.epochs = testing::PickSizes(2, 2, 1, "1 epoch (not 2)");
+  o.warmup_epochs = 0;
+  o.levers = true;
+  ASSERT_EQ(ValidateOptions(o), "");
+  const auto records = RunRepro(f, o);
+  ASSERT_EQ(records.size(), 4u);
+  std::vector<std::string> levers;
+  std::vector<double> ref_errors;
+  for (const results::Record& r : records) {
+    ASSERT_NE(r.verdict, results::Verdict::kError) << r.error;
+    EXPECT_EQ(r.variant, "lever");
+    const std::string lever = r.config.at("lever").get<std::string>();
+    levers.push_back(lever);
+    const double base_peak = 0.05 * 2 * 16 / 32.0;
+    EXPECT_DOUBLE_EQ(M(r.config, "peak_lr"), lever == "lr_x0.25" ? base_peak / 4
+                                             : lever == "lr_x4"  ? base_peak * 4
+                                                                 : base_peak);
+    EXPECT_EQ(M(r.config, "momentum"), lever == "momentum_0" ? 0.0 : 0.9);
+    EXPECT_EQ(r.config.at("fresh_noise").get<bool>(), lever != "no_augmentation");
+    ref_errors.push_back(M(r.reference, "train_error"));
+  }
+  EXPECT_EQ(levers, (std::vector<std::string>{"lr_x0.25", "lr_x4", "momentum_0", "no_augmentation"}));
+  // Each lever changed the training: the SyncBN references differ.
+  std::sort(ref_errors.begin(), ref_errors.end());
+  EXPECT_EQ(std::adjacent_find(ref_errors.begin(), ref_errors.end()), ref_errors.end());
+  o.sweep = true;
+  EXPECT_NE(ValidateOptions(o), "");
+}
+
 }  // namespace
 }  // namespace ddp::small_batch_bn

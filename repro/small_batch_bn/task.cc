@@ -95,7 +95,7 @@ Images TrainImages(const TaskConfig& c, int epoch) {
   data::DigitsConfig d;
   d.indices = data::DigitsSplit(c.n_val, kSplitSeed).first;
   d.noise = c.noise;
-  d.noise_seed = data::StreamSeed(c.seed, static_cast<uint64_t>(epoch));
+  d.noise_seed = data::StreamSeed(c.seed, static_cast<uint64_t>(c.fresh_noise ? epoch : 0));
   return FromDataset(data::Digits(std::move(d)), 1);
 }
 

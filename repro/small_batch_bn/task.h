@@ -53,6 +53,9 @@ struct TaskConfig {
   int64_t n_val = 500;       // digits: validation images (the rest train); tiny images: each split's size
   int64_t n_train_tiny = 1297;
   double noise = 0.3;        // digits: pixel noise sd
+  // digits: false draws the training noise once (epoch 0's) and shows the
+  // same noisy images every epoch: the augmentation turned off.
+  bool fresh_noise = true;
   uint64_t seed = 0;         // the run's seed: training noise and (with the model) initialisation
 };
 

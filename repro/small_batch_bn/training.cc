@@ -97,7 +97,7 @@ TrainResult Train(comm::Comm* comm, const TrainConfig& c) {
   Model m(c.task.task, c.norm, c.task.seed, comm, c.gn_groups, nullptr, c.placement);
   const auto params = m.Params();
   const double peak_lr = c.base_lr * static_cast<double>(w) * c.batch_per_rank * c.accumulate / 32.0;
-  nn::Sgd<double> sgd(params, {.lr = peak_lr, .momentum = 0.9});
+  nn::Sgd<double> sgd(params, {.lr = peak_lr, .momentum = c.momentum});
   const Images val = ValImages(c.task);
 
   TrainResult out;

@@ -48,6 +48,7 @@ struct TrainConfig {
   double base_lr = 0.05;     // per 32 images of global batch
   double warmup_epochs = 3;
   bool cosine = true;        // false: constant learning rate after the warm-up (this pair's first protocol)
+  double momentum = 0.9;     // SGD momentum (0: plain SGD)
   int precise_batches = 32;  // M: batches PreciseBN averages over (per rank)
   int gn_groups = 4;
   int spread_every = 16;     // measure the ranks' batch-mean spread every k-th micro-batch

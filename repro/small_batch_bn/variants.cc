@@ -36,6 +36,13 @@
 //                interval above 0. Expected: not reproduced (what the sweep
 //                measured; README). The final-error difference to
 //                per_rank_bn is reported, not judged.
+//   lever        (--levers, b = --batch_size) seed 003's "turning off
+//                augmentation or changing the optimizer or learning rate
+//                does not help": per_rank_bn against SyncBN, both under the
+//                lever: the learning rate x0.25 and x4, plain SGD (momentum
+//                0), the training noise drawn once (no augmentation).
+//                Reproduced (the lever does not help) when the gap's 95%
+//                interval stays above 0, as per_rank_bn's.
 // Secondary columns: training error (does the model underfit?), the cross-rank
 // spread of the batch means, the running-stat error.
 #include "repro/small_batch_bn/variants.h"
@@ -67,7 +74,18 @@ struct Row {
   int accumulate = 1;
   bool first_protocol = false;  // this pair's first training protocol (see FirstProtocol)
   int bn_eval_from = -1;        // bn_eval: the first epoch trained with the BN layers in eval mode
+  std::string lever = "";       // lever: one of kLevers ("": none)
 };
+
+// The lever rows' changes to the base configuration (ApplyLever).
+const char* const kLevers[] = {"lr_x0.25", "lr_x4", "momentum_0", "no_augmentation"};
+
+void ApplyLever(const std::string& lever, TrainConfig* c) {
+  if (lever == "lr_x0.25") c->base_lr *= 0.25;
+  if (lever == "lr_x4") c->base_lr *= 4;
+  if (lever == "momentum_0") c->momentum = 0;
+  if (lever == "no_augmentation") c->task.fresh_noise = false;
+}
 
 // The first version of this pair trained 6 epochs at a constant learning rate
 // 0.05 (global batch 8) and found no damage on TinyImages.
@@ -80,6 +98,11 @@ void FirstProtocol(TrainConfig* c) {
 
 std::vector<Row> Rows(const harness::CommonFlags& f, const PairOptions& o) {
   const Task task = ParseTask(o.task);
+  if (o.levers) {
+    std::vector<Row> rows;
+    for (const char* l : kLevers) rows.push_back({"lever", task, f.batch_size, 1, false, -1, l});
+    return rows;
+  }
   if (!o.sweep) {
     if (o.bn_eval_from_epoch >= 0) return {{"bn_eval", task, f.batch_size, 1, false, o.bn_eval_from_epoch}};
     return {{"per_rank_bn", task, f.batch_size}};
@@ -106,6 +129,7 @@ struct RunKey {
   int accumulate;
   bool first_protocol = false;
   int bn_eval_from = -1;
+  std::string lever = "";
   auto operator<=>(const RunKey&) const = default;
 };
 
@@ -114,7 +138,8 @@ std::string Describe(const RunKey& k, int w) {
          std::to_string(w) + " x b=" + std::to_string(k.batch) +
          (k.accumulate > 1 ? " x " + std::to_string(k.accumulate) + " accumulated" : "") +
          (k.first_protocol ? ", first protocol" : "") +
-         (k.bn_eval_from >= 0 ? ", BN layers in eval mode from epoch " + std::to_string(k.bn_eval_from) : "");
+         (k.bn_eval_from >= 0 ? ", BN layers in eval mode from epoch " + std::to_string(k.bn_eval_from) : "") +
+         (k.lever.empty() ? "" : ", lever " + k.lever);
 }
 
 // Per seed, the largest rise of the validation error from epoch e - 1 to e
@@ -178,6 +203,9 @@ std::string ValidateOptions(const PairOptions& o) {
   if (!(o.warmup_epochs >= 0 && o.warmup_epochs <= o.epochs)) return "--warmup_epochs must be in [0, --epochs]";
   if (o.sweep && o.sweep_batches.empty() && !o.sweep_extras) {
     return "--sweep_batches is empty and --sweep_extras=false: the sweep would have no rows";
+  }
+  if (o.levers && (o.sweep || o.bn_eval_from_epoch >= 0)) {
+    return "--levers is a run of its own: not with --sweep or --bn_eval_from_epoch";
   }
   if (o.bn_eval_from_epoch >= 0 && o.sweep) {
     return "--bn_eval_from_epoch is for one run, not --sweep (the sweep's bn_eval rows start at epoch 0 and at "
@@ -320,6 +348,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
     cfg.accumulate = k.accumulate;
     cfg.bn_eval_from_epoch = k.bn_eval_from;
     if (k.first_protocol) FirstProtocol(&cfg);
+    ApplyLever(k.lever, &cfg);
     const bool one_process = k.norm == NormKind::kSyncBatchNorm && !o.sync_bn_ddp;
     std::fprintf(stderr, "small_batch_bn: %s%s, %d seeds...\n", Describe(k, f.world_size).c_str(),
                  one_process ? " (one process replaying the ranks)" : "", f.seeds);
@@ -345,6 +374,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
     rec.config["global_batch"] = f.world_size * row.batch * row.accumulate;
     TrainConfig shown = BaseConfig(f, o);
     if (row.first_protocol) FirstProtocol(&shown);
+    ApplyLever(row.lever, &shown);
     rec.config["protocol"] = row.first_protocol ? "first" : "current";
     rec.config["epochs"] = shown.epochs;
     rec.config["base_lr"] = shown.base_lr;
@@ -355,14 +385,21 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, const PairO
     rec.config["seed"] = static_cast<double>(f.seed);
     rec.config["norm_device"] = device::ToString(device::Resolve(o.placement, f.backend));
     if (row.bn_eval_from >= 0) rec.config["bn_eval_from_epoch"] = row.bn_eval_from;
+    if (!row.lever.empty()) {
+      rec.config["lever"] = row.lever;
+      rec.config["momentum"] = shown.momentum;
+      rec.config["fresh_noise"] = shown.task.fresh_noise;
+    }
     const bool accum = row.variant == "grad_accum";
     const bool small = row.batch <= 4;
     try {
-      const RunKey sync{NormKind::kSyncBatchNorm, false, row.task, row.batch, row.accumulate, row.first_protocol};
+      const RunKey sync{NormKind::kSyncBatchNorm, false, row.task, row.batch, row.accumulate, row.first_protocol, -1,
+                        row.lever};
       RunKey mine{NormKind::kBatchNorm, false, row.task, row.batch, row.accumulate, row.first_protocol};
       if (row.variant == "precise_bn") mine.precise = true;
       if (row.variant == "group_norm") mine.norm = NormKind::kGroupNorm;
       mine.bn_eval_from = row.bn_eval_from;
+      mine.lever = row.lever;
       const std::vector<TrainResult>& got = runs(mine);
       rec.measured = Summary(got);
       if (accum) {

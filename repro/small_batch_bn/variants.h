@@ -37,6 +37,9 @@ struct PairOptions {
   // per_rank_bn row. The sweep has its own bn_eval rows (from epoch 0 and
   // from half-way).
   int bn_eval_from_epoch = -1;
+  // --levers: per_rank_bn against SyncBN at --batch_size per rank under each
+  // of the levers seed 003 says do not help (variants.cc, the lever rows).
+  bool levers = false;
 };
 
 // "" or the message naming the flag and its allowed values.
