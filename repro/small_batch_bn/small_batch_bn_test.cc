@@ -227,6 +227,9 @@ TEST(SmallBatchBnRepro, LeversRunOneRowPerLeverWithItsSettings) {
   EXPECT_EQ(std::adjacent_find(ref_errors.begin(), ref_errors.end()), ref_errors.end());
   o.sweep = true;
   EXPECT_NE(ValidateOptions(o), "");
+  o.sweep = false;
+  o.task = "tiny_images";  // no pixel noise for no_augmentation to fix
+  EXPECT_NE(ValidateOptions(o), "");
 }
 
 }  // namespace

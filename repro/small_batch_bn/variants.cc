@@ -207,6 +207,10 @@ std::string ValidateOptions(const PairOptions& o) {
   if (o.levers && (o.sweep || o.bn_eval_from_epoch >= 0)) {
     return "--levers is a run of its own: not with --sweep or --bn_eval_from_epoch";
   }
+  if (o.levers && o.task != "digits") {
+    return "--levers runs on --task digits only (its no_augmentation lever fixes the digits' pixel noise; "
+           "tiny_images has none to fix)";
+  }
   if (o.bn_eval_from_epoch >= 0 && o.sweep) {
     return "--bn_eval_from_epoch is for one run, not --sweep (the sweep's bn_eval rows start at epoch 0 and at "
            "--epochs / 2)";
