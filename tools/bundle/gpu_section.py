@@ -9,7 +9,9 @@ and whether one call ran everything), the numbers that one process on the
 GPU measured (bench/norm_kernels at W = 1: each kernel's GB/s against a
 device-to-device copy timed in the same repetition, rows beyond the L2),
 what NCCL and PyTorch's NCCL did with the source post's raw unequal
-all_gather, and a list of what no committed record covers yet. Numbers
+all_gather, bench/padding on Gloo on the GPU machine's CPUs (bench/tables.py's
+table, saying whether its call ran anything beside it), and a list of what
+no committed record covers yet. Numbers
 come from the records only; rows of ranks sharing one GPU are functional
 and are named, never quoted. --update FILE rewrites FILE's `gpu-section`
 block (bench/tables.py's markers). Exit 2, one line `gpu_section: why`,
@@ -24,7 +26,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 sys.path.insert(0, HERE)
-from tables import InputError  # noqa: E402  bench/tables.py
+import tables  # noqa: E402  bench/tables.py
+from tables import InputError  # noqa: E402
 import gpu_table  # noqa: E402
 
 RUNS_WANTED = 10       # issue 44: at least 10 runs per engine and W
@@ -32,6 +35,8 @@ GOAL_FRAC = 0.8        # bench/README.md, norm_kernels: of the copy's GB/s, rows
 RAW_OURS = re.compile(r"wrong_all_gather_raw_nccl_w(\d+)\.run\d+\.json$")
 RAW_TORCH = re.compile(r"wrong_all_gather_unequal\.torch\.nccl_w(\d+)\.run\d+\.json$")
 NORM = re.compile(r"norm_kernels[^/]*\.nccl\.bench\.json$")
+OURS_DTYPE = "float64"
+PADDING_GLOO = re.compile(r"padding[^/]*\.gloo\.bench\.json$")
 PEERS = {"torch_norm_gpu.json": "norm_gpu", "torch_dist_gpu.json": "dist_gpu"}  # record: its table
 
 
@@ -155,21 +160,28 @@ def ours_raw(doc, call, path):
         m = r.get("measured", {})
         aucs = [float(a) for a in re.findall(r"r0: returned, [1-9]\d*/\d+ values not peer data, AUC ([-\d.e+]+)",
                                              m.get("first_gather", ""))]
-        yield w, int(m.get("runs", 0)), int(m.get("silent_runs", 0)), int(m.get("failed_runs", 0)), aucs
+        # The bundle's raw gather sends doubles (RawUnequal in
+        # repro/wrong_all_gather/variants.cc); its record does not name it.
+        ref = r.get("reference", {}).get("auc")
+        yield (w, OURS_DTYPE, int(m.get("runs", 0)), int(m.get("silent_runs", 0)), int(m.get("failed_runs", 0)),
+               aucs, ref)
 
 
 def torch_raw(doc):
+    ref = doc.get("config", {}).get("reference_auc")
     for c in doc.get("cases", []):
         a = c.get("rank0_auc", {})
         aucs = [x for x in (a.get("min"), a.get("max")) if x is not None]
         failed = sum(1 for run in c.get("per_run", []) if any(r.get("exit", 0) != 0 for r in run))
-        yield c["world_size"], int(c["runs"]), int(c["silent_runs"]), failed, aucs
+        yield c["world_size"], c.get("dtype", "?"), int(c["runs"]), int(c["silent_runs"]), failed, aucs, ref
 
 
 def raw_table(files):
-    """Per engine, W and device call (never pooled across calls: their
-    conditions differ, e.g. CUDA MPS on or off): runs, silent wrong values,
-    runs with an error or deadline, rank 0's AUC when silent."""
+    """Per engine, W, dtype and device call (never pooled across calls:
+    their conditions differ, e.g. CUDA MPS on or off): runs, silent wrong
+    values, runs with an error or deadline, rank 0's AUC when silent, and
+    the one-process AUC of that engine's data (the two engines draw
+    different scores)."""
     agg = {}
     for (run, call, path), data in files.items():
         name = path.split("/")[-1]
@@ -179,26 +191,55 @@ def raw_table(files):
             items, engine = torch_raw(load(call, path, data)), "PyTorch"
         else:
             continue
-        for w, runs, silent, failed, aucs in items:
-            a = agg.setdefault((w, engine != "PyTorch", engine, run, call),
-                               {"runs": 0, "silent": 0, "failed": 0, "aucs": []})
+        for w, dtype, runs, silent, failed, aucs, ref in items:
+            a = agg.setdefault((w, engine != "PyTorch", engine, dtype, run, call),
+                               {"runs": 0, "silent": 0, "failed": 0, "aucs": [], "refs": set()})
             a["runs"] += runs
             a["silent"] += silent
             a["failed"] += failed
             a["aucs"] += aucs
+            if isinstance(ref, (int, float)):
+                a["refs"].add(ref)
     out = ["The source post's raw all_gather of unequal lengths (seed 000's `gather_step_wrong`, n = 1003) "
-           "on NCCL, one row per engine, W and device call (runs of one call summed; calls never pooled):", ""]
-    out.append("| engine | W | run, call | runs | silent wrong values | ended in an error or deadline | "
-               "rank 0's AUC when silent |")
-    out.append("|---|---|---|---|---|---|---|")
+           "on NCCL, one row per engine, W, dtype of the gathered values and device call (runs of one call "
+           "summed; calls never pooled):", ""]
+    out.append("| engine | W | dtype | run, call | runs | silent wrong values | ended in an error or deadline | "
+               "rank 0's AUC when silent | one process's AUC |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
     best = {}
-    for key in sorted(agg, key=lambda k: (k[0], not k[1], k[3], k[4])):
-        w, _, engine, run, call = key
+    for key in sorted(agg, key=lambda k: (k[0], not k[1], k[4], k[5], k[3])):
+        w, _, engine, dtype, run, call = key
         a = agg[key]
         auc = f"{min(a['aucs']):.4f}..{max(a['aucs']):.4f}" if a["aucs"] else "-"
-        out.append(f"| {engine} | {w} | {run}, {call} | {a['runs']} | {a['silent']} | {a['failed']} | {auc} |")
-        best[(engine, w)] = max(best.get((engine, w), 0), a["runs"])
+        ref = "..".join(f"{x:.4f}" for x in sorted(a["refs"])) or "-"
+        out.append(f"| {engine} | {w} | {dtype} | {run}, {call} | {a['runs']} | {a['silent']} | {a['failed']} "
+                   f"| {auc} | {ref} |")
+        best[(engine, w, dtype)] = max(best.get((engine, w, dtype), 0), a["runs"])
     return out, best
+
+
+def jobs_text(run_dir, call):
+    """How many binaries the call's run_all.sh ran at once, from its console
+    ("== N runs, J at a time"): whether a benchmark of it ran alone."""
+    console = gpu_table.call_members(run_dir, lambda p: p == "console.txt").get((call, "console.txt"), b"")
+    m = re.search(r"^== \d+ runs?, (\d+) at a time", console.decode("utf-8", "replace"), re.M)
+    if not m:
+        return "how many binaries ran beside it is not in the call's console"
+    return ("the call ran one binary at a time" if m.group(1) == "1" else
+            f"the call ran {m.group(1)} binaries at a time: not alone")
+
+
+def padding_block(run_dir, key, data):
+    """bench/padding on Gloo (CPU ranks) on the GPU machine: bench/tables.py's
+    table of each fix's time over the equal-size floor, from the newest
+    complete run."""
+    run, call, path = key
+    doc = load(call, path, data)
+    where = f"`{path.split('/')[-1]}` of {run}, {call}"
+    return [f"bench/padding on Gloo, ranks on the GPU machine's CPUs ({where}; {jobs_text(run_dir, call)}): "
+            f"each method's time over the equal-size floor, median [min, max] over the "
+            f"interleaved repetitions (columns as in bench/padding/README.md).", "",
+            tables.context_line(doc.get("context", {}), "Run"), "", tables.padding_table(doc, where)]
 
 
 def render(gpu_dir):
@@ -241,9 +282,11 @@ def render(gpu_dir):
     if agg:
         out += raw
         out.append("")
-    for engine in ("ours (bundle)", "PyTorch"):
+    # Ten runs per engine and W in each engine's own dtype (PyTorch's: the
+    # post's float32); a run in the other dtype is a row of its own.
+    for engine, dtype in (("ours (bundle)", OURS_DTYPE), ("PyTorch", "float32")):
         for w in (2, 4):
-            got = agg.get((engine, w), 0)
+            got = agg.get((engine, w, dtype), 0)
             if got < RUNS_WANTED:
                 todo.append(f"the raw unequal all_gather on NCCL, {engine}, W = {w}: at most {got} of "
                             f"{RUNS_WANTED} runs in one call")
@@ -255,8 +298,11 @@ def render(gpu_dir):
             out.append("")
         else:
             todo.append(f"PyTorch's rows beside ours on the GPU (`{peer}`)")
-    if not any(re.search(r"padding[^/]*\.gloo\.bench\.json$", k[2]) and complete_bench(v)
-               for k, v in files.items()):
+    pads = sorted((k, v) for k, v in files.items() if PADDING_GLOO.search(k[2]) and complete_bench(v))
+    if pads:
+        out += padding_block(os.path.join(gpu_dir, pads[-1][0][0]), *pads[-1])
+        out.append("")
+    else:
         todo.append("bench/padding on Gloo at W = 4 on the GPU machine's cores, run alone, complete")
     out.append("Benchmark rows of ranks sharing one GPU (bench/sync_bn, bench/padding on NCCL) are functional "
                "checks, not performance numbers, and are not quoted here.")

@@ -6,7 +6,8 @@ whole run), the raw unequal all_gather per engine, W and call (never
 pooled across calls), what no record covers listed (a cut Gloo padding
 JSON does not count as complete), --update, and exit 2 with one line on
 input it cannot read. Then the top README holds exactly what gpu_section.py
-gives for the committed runs.
+gives for the committed runs (whose complete Gloo padding JSON shows its
+table there).
 
     gpu_section_test.py GPU_SECTION GPU_DIR README   (by //analysis:py_test.sh)
 """
@@ -63,6 +64,7 @@ norm = {"context": {"ddp_commit": "0123456789abcdef", "ddp_mps_client": "no", "d
 write(os.path.join(new, "call2", "records", "bench_norm_kernels_norm_kernels.nccl.bench.json"), norm)
 # Ours at W = 2: two runs in call2 (one silent, rank 0 AUC 0.7), one failed in call1.
 silent = {"variant": "raw_unequal", "backend": "nccl", "world_size": 2, "config": {"n": 1003},
+          "reference": {"auc": 0.8},
           "measured": {"runs": 1, "silent_runs": 1, "failed_runs": 0,
                        "first_gather": "r0: returned, 250/1003 values not peer data, AUC 0.7 (error -0.1); "
                                        "r1: returned, 0/1003 values not peer data, AUC 0.8 (error +0)"}}
@@ -73,8 +75,10 @@ write(os.path.join(new, "call2", "records", "wrong_all_gather_raw_nccl_w2.run1.j
 write(os.path.join(new, "call2", "records", "wrong_all_gather_raw_nccl_w2.run2.json"), [hang])
 write(os.path.join(new, "call1", "records", "wrong_all_gather_raw_nccl_w2.run1.json"), [hang])
 write(os.path.join(new, "call2", "records", "wrong_all_gather_unequal.torch.nccl_w2.run1.json"),
-      {"cases": [{"world_size": 2, "runs": 1, "silent_runs": 1, "rank0_auc": {"min": 0.65, "max": 0.65},
-                  "per_run": [[{"exit": 0}, {"exit": 0}]]}]})
+      {"config": {"reference_auc": 0.86}, "cases": [{"world_size": 2, "dtype": "float32", "runs": 1, "silent_runs": 1,
+                  "rank0_auc": {"min": 0.65, "max": 0.65}, "per_run": [[{"exit": 0}, {"exit": 0}]]},
+                 {"world_size": 2, "dtype": "float64", "runs": 1, "silent_runs": 0, "rank0_auc": {},
+                  "per_run": [[{"exit": 1}, {"exit": 0}]]}]})
 write(os.path.join(new, "call2", "records", "bench_padding_padding.gloo.bench.json"), '{"benchmarks": [{"na')
 write(os.path.join(new, "call2", "records", "torch_norm_gpu.json"), {"benchmarks": []})
 # An earlier run without per-call summaries.
@@ -93,11 +97,12 @@ expect("| bn_stats | 0.60 (600) |" in out, f"bn_stats: the median over repetitio
 expect("| bn_normalize | 0.90 (2700) |" in out, "bn_normalize")
 expect("N:2 C:16" not in out, "a row that fits the L2 is left out")
 expect("1 of 2 rows reach 0.8 of the copy (medians): **the goal is not met**" in out, "the goal counted")
-expect("| ours (bundle) | 2 | h200-2026-12-01, call1 | 1 | 0 | 1 | - |" in out, f"ours call1 apart: {out}")
-expect("| ours (bundle) | 2 | h200-2026-12-01, call2 | 2 | 1 | 1 | 0.7000..0.7000 |" in out,
+expect("| ours (bundle) | 2 | float64 | h200-2026-12-01, call1 | 1 | 0 | 1 | - | 0.8000 |" in out, f"ours call1 apart: {out}")
+expect("| ours (bundle) | 2 | float64 | h200-2026-12-01, call2 | 2 | 1 | 1 | 0.7000..0.7000 | 0.8000 |" in out,
        "ours call2: its two runs summed, the control (n = 1000) left out")
-expect("| PyTorch | 2 | h200-2026-12-01, call2 | 1 | 1 | 0 | 0.6500..0.6500 |" in out, "PyTorch row")
-expect(out.index("| ours (bundle) | 2 | h200-2026-12-01, call2") < out.index("| PyTorch | 2 |"), "ours first")
+expect("| PyTorch | 2 | float32 | h200-2026-12-01, call2 | 1 | 1 | 0 | 0.6500..0.6500 | 0.8600 |" in out, "PyTorch row")
+expect("| PyTorch | 2 | float64 | h200-2026-12-01, call2 | 1 | 0 | 1 | - | 0.8600 |" in out, "PyTorch's float64 row apart")
+expect(out.index("| ours (bundle) | 2 | float64 | h200-2026-12-01, call2") < out.index("| PyTorch | 2 |"), "ours first")
 for want in ("ours (bundle), W = 2: at most 2 of 10 runs in one call", "ours (bundle), W = 4: at most 0 of 10",
              "PyTorch, W = 2: at most 1 of 10", "(`torch_dist_gpu.json`)",
              "bench/padding on Gloo at W = 4"):

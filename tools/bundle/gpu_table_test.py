@@ -2,10 +2,10 @@
 logs.tar.gz): a row per binary with its status in each call, the counts in
 some call and in one call, the gpu-run block of a README rewritten, and
 exit 2 with one line for a missing run, a run without summaries and a
-summary without its header. Then the committed run's README holds exactly
+summary without its header. Then each committed run's README holds exactly
 what gpu_table.py gives for that run.
 
-    gpu_table_test.py GPU_TABLE RUN_README   (by //analysis:py_test.sh)
+    gpu_table_test.py GPU_TABLE RUN_README...   (by //analysis:py_test.sh)
 """
 import io
 import os
@@ -16,7 +16,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from script_check import expect, finish, run_script  # noqa: E402
 
-script, committed_readme = sys.argv[1], sys.argv[2]
+script, committed_readmes = sys.argv[1], sys.argv[2:]
 
 
 def run(*args):
@@ -80,13 +80,15 @@ with open(os.path.join(bad, "summary.tsv"), "w") as f:
 rc, _, err = run(os.path.dirname(bad))
 expect(rc == 2 and "header must name" in err, f"headerless summary: {rc} {err}")
 
-# The committed run's README is current.
-run_dir = os.path.dirname(committed_readme)
-rc, want, err = run(run_dir)
-doc = open(committed_readme).read()
-begin, end = "<!-- table:gpu-run:begin -->\n", "\n<!-- table:gpu-run:end -->"
-expect(rc == 0 and begin in doc and doc.split(begin, 1)[1].split(end, 1)[0] == want.rstrip("\n"),
-       f"{committed_readme}: its gpu-run table is not what gpu_table.py gives "
-       f"(python3 tools/bundle/gpu_table.py {run_dir} --update {committed_readme})")
+# Every committed run's README is current.
+for committed_readme in committed_readmes:
+    run_dir = os.path.dirname(committed_readme)
+    rc, want, err = run(run_dir)
+    doc = open(committed_readme).read()
+    begin, end = "<!-- table:gpu-run:begin -->\n", "\n<!-- table:gpu-run:end -->"
+    expect(rc == 0 and begin in doc and doc.split(begin, 1)[1].split(end, 1)[0] == want.rstrip("\n"),
+           f"{committed_readme}: its gpu-run table is not what gpu_table.py gives "
+           f"(python3 tools/bundle/gpu_table.py {run_dir} --update {committed_readme})")
+expect(len(committed_readmes) > 0, "no committed run README given")
 
 finish()
