@@ -144,8 +144,15 @@ OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle3.tar.gz --budget 0 --raw-nc
 grep -qx "lease: raw nccl: ours at W = 2: 10 of 10 runs exit 0" raw2.txt || fail "--raw-worlds 2: W = 2"
 ! grep -q 'world_size 4\|worlds 4' raw2.txt || fail "--raw-worlds 2 ran W = 4"
 grep -q 'exit 0 (100 s allowed for the W)' raw2.txt || fail "--raw-worlds 2: the whole time for W = 2"
+grep -q -- '--dtypes float32 ' raw2.txt || fail "PyTorch's default dtype is not the post's float32"
+# --raw-torch-dtype float64: PyTorch's gather in ours' dtype (the record names it).
+OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle3.tar.gz --budget 0 --raw-nccl 100 --raw-worlds 2 \
+  --raw-torch-dtype float64 --python "$PWD/fake_python" >raw3.txt 2>&1 || fail "--raw-torch-dtype exited $?: $(cat raw3.txt)"
+grep -q "unequal_all_gather.py --backend nccl --worlds 2 --runs 1 --dtypes float64 --pg_timeout 10" raw3.txt ||
+  fail "--raw-torch-dtype float64 not passed on: $(cat raw3.txt)"
+! grep -q -- '--dtypes float32' raw3.txt || fail "--raw-torch-dtype float64 still ran float32"
 
-for args in "--budget -1" "--raw-nccl later" "--raw-worlds 1" "--raw-worlds 2,x" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--dist-peers later" "--python /nonexistent"; do
+for args in "--budget -1" "--raw-nccl later" "--raw-worlds 1" "--raw-worlds 2,x" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--dist-peers later" "--python /nonexistent" "--raw-torch-dtype float16"; do
   set +e
   msg="$(OUT="$TEST_TMPDIR/out" bash "$lease" $args 2>&1)"
   rc=$?
