@@ -11,7 +11,7 @@ src="$TEST_SRCDIR/ddp_pitfalls/analysis/testdata"
 work="$TEST_TMPDIR/w"
 mkdir -p "$work/results"
 cp "$src"/*.json "$work/results/"
-cp -r "$src/gpu" "$work/results/"  # a GPU run's records (copies of results/gpu/h100-2026-11-27's)
+cp -r "$src/gpu" "$work/results/"  # two GPU runs' records (copies of those under results/gpu/)
 export BUILD_WORKING_DIRECTORY="$work" MPLCONFIGDIR="$TEST_TMPDIR/mpl"
 "$report" --results results --out out --latex || { echo "report failed"; exit 1; }
 /usr/bin/python3 "$check" "$work/out" "$claims" || { echo "report structure: see above"; exit 1; }
@@ -26,8 +26,8 @@ mv "$work/results/gpu" "$work/gpu.away"
 mv "$work/gpu.away" "$work/results/gpu"
 # ... except that the scope paragraph names the GPU runs kept apart, which
 # the comparison takes out (the text rejoined, its lines being wrapped).
-tr '\n' ' ' <"$work/out/report.md" | grep -q 'The GPU runs kept apart under results/gpu/ (h100-2026-11-27) enter only' \
-  || { echo "the scope paragraph does not name the GPU run kept apart"; exit 1; }
+tr '\n' ' ' <"$work/out/report.md" | grep -q 'The GPU runs kept apart under results/gpu/ (h100-2026-11-27, h100-2026-11-27b) enter only' \
+  || { echo "the scope paragraph does not name the GPU runs kept apart"; exit 1; }
 outside_ledger() {
   sed '/^## Claims ledger/,/^## Benchmarks/d' "$1" | tr '\n' ' ' |
     perl -pe 's/ The GPU runs kept apart under results\/gpu\/ \([^)]*\) enter only .*?gpu_section\.py\)\.//'
