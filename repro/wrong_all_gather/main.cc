@@ -1,5 +1,7 @@
 // repro/wrong_all_gather: distributed AUC/AP that differ from one process
 // (seed 000). Runs the variants of variants.cc over the rows of rows.h.
+#include <string>
+
 #include "core/harness/pair_main.h"
 #include "repro/wrong_all_gather/variants.h"
 
@@ -7,6 +9,7 @@ int main(int argc, char** argv) {
   bool sweep = false;
   int raw_runs = 20;
   bool raw_only = false;
+  std::string raw_dtype = "float64";
   ddp::harness::PairSpec spec;
   spec.program = "repro_wrong_all_gather";
   spec.summary =
@@ -20,6 +23,10 @@ int main(int argc, char** argv) {
     flags.Bool("raw_only", &raw_only,
                "only raw_unequal, at --n and --batch_size (per W with --sweep): many runs of "
                "what one engine does, without the other variants' worlds");
+    flags.Choice("raw_dtype", &raw_dtype,
+                 "what raw_unequal's gathers send: float64 (the suite's scores) or float32 (the "
+                 "post's tensors): a peer short by one element is 8 or 4 bytes short",
+                 {"float64", "float32"});
   };
   // raw_unequal aborts ranks on purpose (undefined behaviour in the engine):
   // under a launcher that abort would end the launcher's whole run, so the
@@ -32,7 +39,7 @@ int main(int argc, char** argv) {
     return "";
   };
   spec.run = [&](const ddp::harness::CommonFlags& f) {
-    return ddp::wrong_all_gather::RunRepro(f, sweep, raw_runs, raw_only);
+    return ddp::wrong_all_gather::RunRepro(f, sweep, raw_runs, raw_only, raw_dtype);
   };
   return ddp::harness::PairMain(argc, argv, spec);
 }

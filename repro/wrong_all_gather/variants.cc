@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -278,6 +279,45 @@ struct GatherOutcome {
 DDP_JSON_FIELDS(GatherOutcome, returned, error, gathered, not_peer_data, non_binary_labels,
                 metrics)
 
+// The raw all_gather of `mine` (this rank's own count) in the dtype asked
+// for: float64, the suite's scores, or float32, the post's tensors (the
+// count of bytes a peer falls short by is what differs: 4 or 8 per missing
+// element). Values come back as doubles; `out` starts at -1 everywhere.
+void RawAllgather(comm::Comm& comm, const std::vector<double>& mine, std::vector<double>& out,
+                  bool float32) {
+  if (!float32) {
+    comm.Allgather(mine.data(), out.data(), mine.size(), comm::DType::kFloat64);
+    return;
+  }
+  const std::vector<float> send(mine.begin(), mine.end());
+  std::vector<float> recv(out.size(), -1.0f);
+  comm.Allgather(send.data(), recv.data(), send.size(), comm::DType::kFloat32);
+  std::copy(recv.begin(), recv.end(), out.begin());
+}
+
+// A peer's value as it travelled: rounded to float when the gather was float32.
+double AsSent(double v, bool float32) { return float32 ? static_cast<float>(v) : v; }
+
+// The one-process AUC and AP of the scores as a float32 gather sends them:
+// rounding to float can tie two scores that differ in double, so the double
+// reference could differ from what an exact float32 gather gives. The raw
+// row's strided shares hold every sample once (no padding).
+Metrics ReferenceAsSent(const Config& c, bool float32) {
+  if (!float32) return Reference(c);
+  std::vector<double> scores;
+  std::vector<int> labels;
+  for (int r = 0; r < c.world_size; ++r) {
+    for (const Prediction& p : Flatten(RankShare(c, r))) {
+      scores.push_back(AsSent(p.score, true));
+      labels.push_back(p.label);
+    }
+  }
+  if (static_cast<int64_t>(scores.size()) != c.n) {
+    throw std::logic_error("raw_unequal's shares do not hold every sample once");
+  }
+  return Compute(scores, labels);
+}
+
 // One rank's raw_unequal result: the scores' gather, then the labels' (run
 // only when the first returned).
 struct RawUnequalResult {
@@ -295,7 +335,7 @@ DDP_JSON_FIELDS(RawUnequalResult, count, first, second)
 // gathered scores paired with the labels of the samples at those positions
 // (label 0 past a peer's data, the value of the post's zero-initialised
 // label buffers): what rank 0 reports when nothing else fails.
-RawUnequalResult RawUnequal(comm::Comm& comm, const Config& c) {
+RawUnequalResult RawUnequal(comm::Comm& comm, const Config& c, bool float32) {
   std::vector<std::vector<Prediction>> shares;
   for (int r = 0; r < c.world_size; ++r) shares.push_back(Flatten(RankShare(c, r)));
   const auto& mine = shares[comm.rank()];
@@ -304,11 +344,11 @@ RawUnequalResult RawUnequal(comm::Comm& comm, const Config& c) {
   std::vector<double> scores(mine.size() * c.world_size, -1.0);
   std::vector<double> labels(mine.size() * c.world_size, -1.0);
   auto is_peer_score = [&](int r, std::size_t i, double v) {
-    return i < shares[r].size() && v == shares[r][i].score;
+    return i < shares[r].size() && v == AsSent(shares[r][i].score, float32);
   };
   GatherOutcome& first = result.first;
   try {
-    comm.Allgather(Scores(mine).data(), scores.data(), mine.size(), comm::DType::kFloat64);
+    RawAllgather(comm, Scores(mine), scores, float32);
   } catch (const comm::CommError& e) {
     first.error = Short(e);
     return result;
@@ -327,7 +367,7 @@ RawUnequalResult RawUnequal(comm::Comm& comm, const Config& c) {
   first.metrics = Compute(scores, first_labels);
   GatherOutcome& second = result.second;
   try {
-    comm.Allgather(Labels(mine).data(), labels.data(), mine.size(), comm::DType::kFloat64);
+    RawAllgather(comm, Labels(mine), labels, float32);
   } catch (const comm::CommError& e) {
     second.error = Short(e);
     return result;
@@ -370,11 +410,12 @@ std::string MetricsText(const Metrics& m, const Metrics& ref) {
   return buf;
 }
 
-RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c, const Metrics& ref) {
+RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c, const Metrics& ref,
+                 bool float32) {
   harness::WorldOptions wo = f.World(row.world_size);
   wo.checked = false;  // raw: the point is what the engine does
   const harness::WorldResult world =
-      harness::RunWorld(wo, [&](comm::Comm& comm) { return Json(RawUnequal(comm, c)); });
+      harness::RunWorld(wo, [&](comm::Comm& comm) { return Json(RawUnequal(comm, c, float32)); });
   RawRun run;
   for (std::size_t r = 0; r < world.run.ranks.size() || r < world.rank_values.size(); ++r) {
     // Null for a rank that returned nothing (it died).
@@ -432,7 +473,12 @@ RawRun OneRawRun(const harness::CommonFlags& f, const Row& row, const Config& c,
 
 }  // namespace
 
-results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row, int runs) {
+results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row, int runs,
+                                 const std::string& raw_dtype) {
+  if (raw_dtype != "float64" && raw_dtype != "float32") {
+    throw std::invalid_argument("raw_dtype must be float64 or float32, got '" + raw_dtype + "'");
+  }
+  const bool float32 = raw_dtype == "float32";
   const Config c = row.At(Sharding::kStrided, 0);
   results::Record rec;
   rec.bug = "wrong_all_gather";
@@ -443,9 +489,10 @@ results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row, 
   rec.config = ConfigJson(row, Sharding::kStrided);
   rec.config["seeds"] = 1;  // undefined behaviour: the same data, repeated runs
   rec.config["runs"] = runs;
+  rec.config["raw_dtype"] = raw_dtype;  // what the gathers sent (labels too)
   // Equal counts (W divides N): the raw all_gather is legitimate: a control.
   rec.control = row.n % row.world_size == 0;
-  const Metrics ref = Reference(c);
+  const Metrics ref = ReferenceAsSent(c, float32);
   rec.reference = Json(ref);
   int silent = 0, failed = 0, wrong = 0, foreign = 0;
   std::string foreign_example;
@@ -455,7 +502,7 @@ results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row, 
   std::string first_example, outcome_example, undefined_reason;
   int example_run = 0;
   for (int k = 0; k < runs; ++k) {
-    const RawRun run = OneRawRun(f, row, c, ref);
+    const RawRun run = OneRawRun(f, row, c, ref, float32);
     silent += run.silent;
     failed += run.any_failed;
     wrong += run.any_wrong;
@@ -526,13 +573,13 @@ results::Record RawUnequalRecord(const harness::CommonFlags& f, const Row& row, 
 }
 
 std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep, int raw_runs,
-                                      bool raw_only) {
+                                      bool raw_only, const std::string& raw_dtype) {
   const std::vector<Row> all_rows = Rows(f, sweep);
   std::vector<results::Record> records;
   if (raw_only) {  // the post's row only: many runs of one engine's undefined behaviour
     for (const Row& row : all_rows) {
       if (row.n == f.n && row.batch_size == f.batch_size) {
-        records.push_back(RawUnequalRecord(f, row, raw_runs));
+        records.push_back(RawUnequalRecord(f, row, raw_runs, raw_dtype));
       }
     }
     return records;
@@ -541,7 +588,7 @@ std::vector<results::Record> RunRepro(const harness::CommonFlags& f, bool sweep,
     const std::vector<Row> rows = RowsOf(all_rows, w);
     std::fprintf(stderr, "wrong_all_gather: W=%d, %zu configurations x %d seeds...\n", w,
                  rows.size(), f.seeds);
-    for (const Row& row : rows) records.push_back(RawUnequalRecord(f, row, raw_runs));
+    for (const Row& row : rows) records.push_back(RawUnequalRecord(f, row, raw_runs, raw_dtype));
     const harness::WorldResult world = harness::RunWorld(
         f.World(w), [&](comm::Comm& comm) { return Json(RunDeterministic(comm, rows)); });
     for (std::size_t i = 0; i < rows.size(); ++i) {

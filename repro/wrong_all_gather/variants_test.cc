@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "core/testing/backend.h"
@@ -90,6 +91,16 @@ TEST(WrongAllGatherRepro, EveryVariantShowsItsSymptomAndSize) {
   }
 }
 
+// The raw tests' world: two ranks on the test's backend, a 5 s deadline
+// (a stalled gather ends in a DeadlineError, not a hang).
+harness::CommonFlags RawFlags() {
+  harness::CommonFlags f;
+  f.backend = testing::TestBackend();
+  f.world_size = 2;
+  f.timeout = 5;
+  return f;
+}
+
 // W = 2, lengths 502/501 (seed 000's case). On Gloo the shorter rank aborts
 // inside the engine in every run; the longer rank either gets a PeerError or
 // returns from its first all_gather with values that are not peer data
@@ -103,10 +114,7 @@ TEST(WrongAllGatherRepro, EveryVariantShowsItsSymptomAndSize) {
 TEST(WrongAllGatherRepro, TwoRanksUnequalLengthsFailOrReturnGarbage) {
   DDP_REQUIRE_BACKEND();
   DDP_SKIP_IF_SHARED_GPU(2, kSharedGpuCut);
-  harness::CommonFlags f;
-  f.backend = testing::TestBackend();
-  f.world_size = 2;
-  f.timeout = 5;
+  const harness::CommonFlags f = RawFlags();
   const Row row{.n = 1003, .world_size = 2, .batch_size = 32, .seeds = 1, .first_seed = 0};
   const results::Record r = RawUnequalRecord(f, row, /*runs=*/4);
   SCOPED_TRACE(Dump(r.config) + " " + Dump(r.measured) + " " + r.error);
@@ -133,12 +141,9 @@ TEST(WrongAllGatherRepro, TwoRanksUnequalLengthsFailOrReturnGarbage) {
 TEST(WrongAllGatherRepro, RawOnlyRunsThePostsRowAlone) {
   DDP_REQUIRE_BACKEND();
   DDP_SKIP_IF_SHARED_GPU(2, kSharedGpuCut);
-  harness::CommonFlags f;
-  f.backend = testing::TestBackend();
-  f.world_size = 2;
+  harness::CommonFlags f = RawFlags();
   f.n = 1003;
   f.batch_size = 32;
-  f.timeout = 5;
   const auto records = RunRepro(f, /*sweep=*/false, /*raw_runs=*/2, /*raw_only=*/true);
   ASSERT_EQ(records.size(), 1u);
   const results::Record& r = records[0];
@@ -148,6 +153,36 @@ TEST(WrongAllGatherRepro, RawOnlyRunsThePostsRowAlone) {
   EXPECT_EQ(r.config.at("batch_size").get<double>(), 32);
   EXPECT_EQ(M(r, "runs"), 2);
   EXPECT_EQ(r.verdict, results::Verdict::kReproduced);
+}
+
+// --raw_dtype float32 (the post's tensors): with equal counts (a control)
+// every value comes back as it was sent, rounded to float, and the AUC is the
+// one-process AUC of those rounded scores (a comparison with the unrounded
+// doubles would count every value as not peer data); with unequal counts the
+// symptom stays (Gloo aborts the shorter rank whatever the dtype). The record
+// names the dtype; another dtype is refused.
+TEST(WrongAllGatherRepro, Float32GathersAreJudgedByWhatWasSent) {
+  DDP_REQUIRE_BACKEND();
+  DDP_SKIP_IF_SHARED_GPU(2, kSharedGpuCut);
+  const harness::CommonFlags f = RawFlags();
+  const Row equal{.n = 1000, .world_size = 2, .batch_size = 32, .seeds = 1, .first_seed = 0};
+  const results::Record control = RawUnequalRecord(f, equal, /*runs=*/1, "float32");
+  SCOPED_TRACE(Dump(control.measured));
+  EXPECT_EQ(control.config.at("raw_dtype").get<std::string>(), "float32");
+  EXPECT_EQ(control.verdict, results::Verdict::kControl);
+  EXPECT_EQ(M(control, "silent_runs"), 0);
+  EXPECT_EQ(M(control, "failed_runs"), 0);
+  const std::string first = control.measured.at("first_gather").get<std::string>();
+  EXPECT_NE(first.find("r0: returned, 0/1000 values not peer data"), std::string::npos) << first;
+
+  const Row unequal{.n = 1003, .world_size = 2, .batch_size = 32, .seeds = 1, .first_seed = 0};
+  const results::Record raw = RawUnequalRecord(f, unequal, /*runs=*/1, "float32");
+  EXPECT_EQ(raw.verdict, results::Verdict::kReproduced) << Dump(raw.measured);
+  EXPECT_EQ(M(raw, "foreign_failed_runs"), 0);
+  if (f.backend == "gloo") {
+    EXPECT_EQ(M(raw, "failed_runs"), 1) << "rank 1 (501 values) aborts";
+  }
+  EXPECT_THROW(RawUnequalRecord(f, equal, 1, "float16"), std::invalid_argument);
 }
 
 }  // namespace

@@ -160,10 +160,11 @@ def ours_raw(doc, call, path):
         m = r.get("measured", {})
         aucs = [float(a) for a in re.findall(r"r0: returned, [1-9]\d*/\d+ values not peer data, AUC ([-\d.e+]+)",
                                              m.get("first_gather", ""))]
-        # The bundle's raw gather sends doubles (RawUnequal in
-        # repro/wrong_all_gather/variants.cc); its record does not name it.
+        # Records before --raw_dtype (e1ac90f and older) do not name it: their
+        # gathers sent doubles (RawUnequal in repro/wrong_all_gather/variants.cc).
+        dtype = r.get("config", {}).get("raw_dtype", OURS_DTYPE)
         ref = r.get("reference", {}).get("auc")
-        yield (w, OURS_DTYPE, int(m.get("runs", 0)), int(m.get("silent_runs", 0)), int(m.get("failed_runs", 0)),
+        yield (w, dtype, int(m.get("runs", 0)), int(m.get("silent_runs", 0)), int(m.get("failed_runs", 0)),
                aucs, ref)
 
 

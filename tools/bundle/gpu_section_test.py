@@ -74,6 +74,9 @@ control = dict(silent, config={"n": 1000}, measured={"runs": 1, "silent_runs": 0
 write(os.path.join(new, "call2", "records", "wrong_all_gather_raw_nccl_w2.run1.json"), [silent, control])
 write(os.path.join(new, "call2", "records", "wrong_all_gather_raw_nccl_w2.run2.json"), [hang])
 write(os.path.join(new, "call1", "records", "wrong_all_gather_raw_nccl_w2.run1.json"), [hang])
+# Ours in float32 (--raw_dtype): a row of its own, not counted toward the ten.
+write(os.path.join(new, "call2", "records", "wrong_all_gather_raw_nccl_w2.run3.json"),
+      [dict(silent, config={"n": 1003, "raw_dtype": "float32"})])
 write(os.path.join(new, "call2", "records", "wrong_all_gather_unequal.torch.nccl_w2.run1.json"),
       {"config": {"reference_auc": 0.86}, "cases": [{"world_size": 2, "dtype": "float32", "runs": 1, "silent_runs": 1,
                   "rank0_auc": {"min": 0.65, "max": 0.65}, "per_run": [[{"exit": 0}, {"exit": 0}]]},
@@ -102,6 +105,8 @@ expect("| ours (bundle) | 2 | float64 | h200-2026-12-01, call2 | 2 | 1 | 1 | 0.7
        "ours call2: its two runs summed, the control (n = 1000) left out")
 expect("| PyTorch | 2 | float32 | h200-2026-12-01, call2 | 1 | 1 | 0 | 0.6500..0.6500 | 0.8600 |" in out, "PyTorch row")
 expect("| PyTorch | 2 | float64 | h200-2026-12-01, call2 | 1 | 0 | 1 | - | 0.8600 |" in out, "PyTorch's float64 row apart")
+expect("| ours (bundle) | 2 | float32 | h200-2026-12-01, call2 | 1 | 1 | 0 | 0.7000..0.7000 | 0.8000 |" in out,
+       "ours' float32 row apart")
 expect(out.index("| ours (bundle) | 2 | float64 | h200-2026-12-01, call2") < out.index("| PyTorch | 2 |"), "ours first")
 for want in ("ours (bundle), W = 2: at most 2 of 10 runs in one call", "ours (bundle), W = 4: at most 0 of 10",
              "PyTorch, W = 2: at most 1 of 10", "(`torch_dist_gpu.json`)",

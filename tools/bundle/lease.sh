@@ -36,7 +36,7 @@ usage() {
   cat <<'USAGE'
 usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                 [--norm-peers SECONDS] [--dist-peers SECONDS] [--raw-nccl SECONDS] [--raw-worlds LIST]
-                [--raw-torch-dtype float32|float64] [--python PATH] [-- RUN_ALL_FLAGS...]
+                [--raw-dtype float32|float64] [--python PATH] [-- RUN_ALL_FLAGS...]
 
   --bundle TAR       the bundle archive (default .gpu/ddp-bundle.tar.gz)
   --budget SECONDS   run_all.sh's budget (default 420: 7 minutes, leaving the
@@ -60,9 +60,10 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                      W = 2, 700 s for everything)
   --raw-worlds LIST  the world sizes of --raw-nccl, in order (default 2,4;
                      2 alone gives the post's setting all of the time)
-  --raw-torch-dtype float32|float64  the dtype of PyTorch's gathered tensors in
-                     --raw-nccl (default float32, the post's; ours always
-                     gathers float64: float64 here is the same dtype as ours)
+  --raw-dtype float32|float64  both engines' gathered dtype in --raw-nccl
+                     (default: each its own, ours float64, PyTorch float32,
+                     the post's); a peer one element short is then 4 or 8
+                     bytes short on both
   --python PATH      the Python with torch for --norm-peers, --dist-peers and --raw-nccl (default: the first
                      of /opt/torch/.venv/bin/python3 and python3 that imports torch)
   -- FLAGS...        passed on to run_all.sh (e.g. --bench, --only REGEX)
@@ -75,7 +76,7 @@ die_usage() {
   exit 2
 }
 
-bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=90 peers_s=0 dist_s=0 raw_s=0 raw_worlds=2,4 raw_torch_dtype=float32 python=""
+bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=90 peers_s=0 dist_s=0 raw_s=0 raw_worlds=2,4 raw_dtype="" python=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bundle) [[ $# -ge 2 ]] || die_usage "--bundle needs a file"; bundle="$2"; shift 2 ;;
@@ -101,14 +102,14 @@ while [[ $# -gt 0 ]]; do
       [[ $# -ge 2 && "$2" =~ ^[2-8](,[2-8])*$ ]] ||
         die_usage "--raw-worlds must list world sizes from 2 to 8, comma-separated (e.g. 2 or 2,4), got '${2:-}'"
       raw_worlds="$2"; shift 2 ;;
-    --raw-torch-dtype)
+    --raw-dtype)
       [[ $# -ge 2 && "$2" =~ ^(float32|float64)$ ]] ||
-        die_usage "--raw-torch-dtype must be float32 or float64, got '${2:-}'"
-      raw_torch_dtype="$2"; shift 2 ;;
+        die_usage "--raw-dtype must be float32 or float64, got '${2:-}'"
+      raw_dtype="$2"; shift 2 ;;
     --python) [[ $# -ge 2 && -x "$2" ]] || die_usage "--python needs an executable, got '${2:-}'"; python="$2"; shift 2 ;;
     --) shift; break ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --dist-peers, --raw-nccl, --raw-worlds, --raw-torch-dtype, --python, --, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --dist-peers, --raw-nccl, --raw-worlds, --raw-dtype, --python, --, --help" ;;
   esac
 done
 [[ -n "${OUT:-}" && -d "$OUT" ]] || die_usage "\$OUT must name a folder (the device tool sets it)"
@@ -228,12 +229,12 @@ raw_run() {  # engine, W, run, seconds: one world, its own JSON
     LD_LIBRARY_PATH="$bundle_dir/lib${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
       DDP_PITFALLS_COMMIT="$commit" DDP_MPS=0 DDP_PITFALLS_STARTUP_TIMEOUT=15 timeout -k 10 "$s" \
       "$bundle_dir/bin/repro/wrong_all_gather/wrong_all_gather" --backend nccl --world_size "$w" \
-      --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 \
+      --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 --raw_dtype "${raw_dtype:-float64}" \
       --json "$work/gpu/records/wrong_all_gather_raw_nccl_w$w.run$i.json"
   else
     DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 timeout -k 10 "$s" "$python" \
       "$tree/repro/wrong_all_gather/pytorch/unequal_all_gather.py" --backend nccl --worlds "$w" \
-      --runs 1 --dtypes "$raw_torch_dtype" --pg_timeout 10 \
+      --runs 1 --dtypes "${raw_dtype:-float32}" --pg_timeout 10 \
       --out "$work/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.run$i.json"
   fi
 }

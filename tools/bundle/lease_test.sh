@@ -113,7 +113,7 @@ cat raw.txt
 ! grep -q 'fake run_all --out' raw.txt || fail "--budget 0 ran run_all"
 for w in 2 4; do
   for i in 1 10; do
-    grep -q "^fake repro --backend nccl --world_size $w --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 --json /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_raw_nccl_w$w.run$i.json lib=/tmp/lease\.[^ ]*/ddp-bundle/lib:/fake/nccl/lib.* commit=0123abc+dirty mps=0 startup=15" raw.txt ||
+    grep -q "^fake repro --backend nccl --world_size $w --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 --raw_dtype float64 --json /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_raw_nccl_w$w.run$i.json lib=/tmp/lease\.[^ ]*/ddp-bundle/lib:/fake/nccl/lib.* commit=0123abc+dirty mps=0 startup=15" raw.txt ||
       fail "ours at W = $w, run $i"
   done
   grep -qx "lease: raw nccl: ours at W = $w: 10 of 10 runs exit 0" raw.txt || fail "ours' count line at W = $w"
@@ -145,14 +145,17 @@ grep -qx "lease: raw nccl: ours at W = 2: 10 of 10 runs exit 0" raw2.txt || fail
 ! grep -q 'world_size 4\|worlds 4' raw2.txt || fail "--raw-worlds 2 ran W = 4"
 grep -q 'exit 0 (100 s allowed for the W)' raw2.txt || fail "--raw-worlds 2: the whole time for W = 2"
 grep -q -- '--dtypes float32 ' raw2.txt || fail "PyTorch's default dtype is not the post's float32"
-# --raw-torch-dtype float64: PyTorch's gather in ours' dtype (the record names it).
-OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle3.tar.gz --budget 0 --raw-nccl 100 --raw-worlds 2 \
-  --raw-torch-dtype float64 --python "$PWD/fake_python" >raw3.txt 2>&1 || fail "--raw-torch-dtype exited $?: $(cat raw3.txt)"
-grep -q "unequal_all_gather.py --backend nccl --worlds 2 --runs 1 --dtypes float64 --pg_timeout 10" raw3.txt ||
-  fail "--raw-torch-dtype float64 not passed on: $(cat raw3.txt)"
-! grep -q -- '--dtypes float32' raw3.txt || fail "--raw-torch-dtype float64 still ran float32"
+# --raw-dtype: both engines gather that dtype (each record names it).
+for d in float32 float64; do
+  OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle3.tar.gz --budget 0 --raw-nccl 100 --raw-worlds 2 \
+    --raw-dtype $d --python "$PWD/fake_python" >raw3.txt 2>&1 || fail "--raw-dtype $d exited $?: $(cat raw3.txt)"
+  grep -q "unequal_all_gather.py --backend nccl --worlds 2 --runs 1 --dtypes $d --pg_timeout 10" raw3.txt ||
+    fail "--raw-dtype $d not passed to PyTorch: $(cat raw3.txt)"
+  grep -q "^fake repro .* --timeout 5 --raw_dtype $d --json" raw3.txt || fail "--raw-dtype $d not passed to ours"
+  [[ "$(grep -c -- "--dtypes $d\|--raw_dtype $d" raw3.txt)" == 20 ]] || fail "--raw-dtype $d: not every run in $d"
+done
 
-for args in "--budget -1" "--raw-nccl later" "--raw-worlds 1" "--raw-worlds 2,x" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--dist-peers later" "--python /nonexistent" "--raw-torch-dtype float16"; do
+for args in "--budget -1" "--raw-nccl later" "--raw-worlds 1" "--raw-worlds 2,x" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--dist-peers later" "--python /nonexistent" "--raw-dtype float16"; do
   set +e
   msg="$(OUT="$TEST_TMPDIR/out" bash "$lease" $args 2>&1)"
   rc=$?
