@@ -383,12 +383,6 @@ std::vector<View> Views(const std::vector<std::optional<RankDump>>& dumps, const
   return views;
 }
 
-Json IntArray(const std::vector<int>& v) {
-  Json a = Json::array();
-  for (int x : v) a.push_back(x);
-  return a;
-}
-
 }  // namespace
 
 std::string RankSet(const std::vector<int>& ranks) {
@@ -491,13 +485,13 @@ Analysis Analyze(const std::vector<std::optional<RankDump>>& dumps, const Analyz
   j["class"] = a.klass;
   j["comm"] = a.comm;
   j["seq"] = static_cast<long long>(a.seq);
-  j["culprits"] = IntArray(a.culprits);
-  j["no_dump"] = IntArray(a.no_dump);
+  j["culprits"] = Json(a.culprits);
+  j["no_dump"] = Json(a.no_dump);
   j["site_divergence"] = finding.site_note;
   Json groups = Json::array();
   for (const Group& g : finding.groups) {
     Json gj;
-    gj["ranks"] = IntArray(g.ranks);
+    gj["ranks"] = Json(g.ranks);
     if (g.entry != nullptr) {
       gj["entry"] = ToJson(*g.entry);
       gj["state_s"] = g.max_s;

@@ -156,12 +156,6 @@ std::vector<double> MaxRises(const std::vector<TrainResult>& runs, int from) {
   return out;
 }
 
-Json Array(const std::vector<double>& v) {
-  Json a = Json::array();
-  for (double x : v) a.push_back(x);
-  return a;
-}
-
 // seed 003's debug step against per_rank_bn, seed by seed (variants.cc's
 // header): the swing over the epochs from max(E, 1) on and the final error.
 void JudgeBnEval(int from_epoch, const std::vector<TrainResult>& eval, const std::vector<TrainResult>& per_rank,
@@ -174,8 +168,8 @@ void JudgeBnEval(int from_epoch, const std::vector<TrainResult>& eval, const std
   const SeedStats s = Summarize(cut);
   Json& m = rec->measured;
   m["swing_from_epoch"] = from;
-  m["val_error_max_rises_from"] = Array(mine);
-  m["per_rank_bn_max_rises_from"] = Array(theirs);
+  m["val_error_max_rises_from"] = Json(mine);
+  m["per_rank_bn_max_rises_from"] = Json(theirs);
   m["swing_cut"] = s.mean;  // per_rank_bn's largest rise minus bn_eval's, mean over seeds
   m["swing_cut_ci95"] = s.ci95;
   m["val_error_mean_max_rise_from"] = Summarize(mine).mean;
@@ -307,9 +301,9 @@ Json Summary(const std::vector<TrainResult>& runs) {
   for (std::size_t k = 0; k < runs.size(); ++k) {
     max_rise = std::max(max_rise, rises[k]);
     mean_rise += rises[k] / static_cast<double>(runs.size());
-    by_seed.push_back(Array(runs[k].val_error));
+    by_seed.push_back(Json(runs[k].val_error));
   }
-  j["val_error_max_rises"] = Array(rises);
+  j["val_error_max_rises"] = Json(rises);
   j["val_error_max_rise"] = max_rise;
   j["val_error_mean_max_rise"] = mean_rise;
   j["val_error_per_epoch_by_seed"] = by_seed;
