@@ -222,17 +222,22 @@ fi
 # report: results/gpu/h100-2026-11-27), with a 5 s deadline and a 15 s
 # start-up bound (the stalled first collective's deadline is the larger of
 # the two; NCCL's default bound is 60 s), so a stalled run takes about
-# 15-20 s.
+# 15-20 s. Both engines run with NCCL_DEBUG=WARN (unless the caller set
+# it): whether NCCL itself prints a WARN line when its collective is
+# stalled and aborted is a claim of seed 001 (the ledger's claim 47), and
+# the console keeps what it prints.
 raw_run() {  # engine, W, run, seconds: one world, its own JSON
   local engine="$1" w="$2" i="$3" s="$4"
   if [[ $engine == ours ]]; then
     LD_LIBRARY_PATH="$bundle_dir/lib${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-      DDP_PITFALLS_COMMIT="$commit" DDP_MPS=0 DDP_PITFALLS_STARTUP_TIMEOUT=15 timeout -k 10 "$s" \
+      NCCL_DEBUG="${NCCL_DEBUG:-WARN}" DDP_PITFALLS_COMMIT="$commit" DDP_MPS=0 DDP_PITFALLS_STARTUP_TIMEOUT=15 \
+      timeout -k 10 "$s" \
       "$bundle_dir/bin/repro/wrong_all_gather/wrong_all_gather" --backend nccl --world_size "$w" \
       --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 --raw_dtype "${raw_dtype:-float64}" \
       --json "$work/gpu/records/wrong_all_gather_raw_nccl_w$w.run$i.json"
   else
-    DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 timeout -k 10 "$s" "$python" \
+    NCCL_DEBUG="${NCCL_DEBUG:-WARN}" DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 \
+      timeout -k 10 "$s" "$python" \
       "$tree/repro/wrong_all_gather/pytorch/unequal_all_gather.py" --backend nccl --worlds "$w" \
       --runs 1 --dtypes "${raw_dtype:-float32}" --pg_timeout 10 \
       --out "$work/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.run$i.json"

@@ -59,7 +59,7 @@ tar czf bundle2.tar.gz -C src ddp-bundle
 # the norm peers' driver; --out: the PyTorch evidence script).
 cat >fake_python <<'FAKE'
 #!/usr/bin/env bash
-echo "fake python $* commit=$DDP_PITFALLS_COMMIT"
+echo "fake python $* commit=$DDP_PITFALLS_COMMIT${NCCL_DEBUG:+ nccl_debug=$NCCL_DEBUG}"
 while [[ $# -gt 0 ]]; do [[ "$1" == --json || "$1" == --out ]] && echo '{"fake": true}' >"$2"; shift; done
 FAKE
 chmod +x fake_python
@@ -101,7 +101,7 @@ grep -q 'fake python .*/bench/peers/dist_gpu_table.py /tmp/lease\.[^ ]*/gpu/reco
 mkdir -p src/ddp-bundle/bin/repro/wrong_all_gather
 cat >src/ddp-bundle/bin/repro/wrong_all_gather/wrong_all_gather <<'FAKE'
 #!/usr/bin/env bash
-echo "fake repro $* lib=$LD_LIBRARY_PATH commit=$DDP_PITFALLS_COMMIT mps=$DDP_MPS startup=$DDP_PITFALLS_STARTUP_TIMEOUT"
+echo "fake repro $* lib=$LD_LIBRARY_PATH commit=$DDP_PITFALLS_COMMIT mps=$DDP_MPS startup=$DDP_PITFALLS_STARTUP_TIMEOUT nccl_debug=${NCCL_DEBUG:-}"
 while [[ $# -gt 0 ]]; do [[ "$1" == --json ]] && echo '[]' >"$2"; shift; done
 FAKE
 chmod +x src/ddp-bundle/bin/repro/wrong_all_gather/wrong_all_gather
@@ -113,7 +113,7 @@ cat raw.txt
 ! grep -q 'fake run_all --out' raw.txt || fail "--budget 0 ran run_all"
 for w in 2 4; do
   for i in 1 10; do
-    grep -q "^fake repro --backend nccl --world_size $w --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 --raw_dtype float64 --json /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_raw_nccl_w$w.run$i.json lib=/tmp/lease\.[^ ]*/ddp-bundle/lib:/fake/nccl/lib.* commit=0123abc+dirty mps=0 startup=15" raw.txt ||
+    grep -q "^fake repro --backend nccl --world_size $w --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 --raw_dtype float64 --json /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_raw_nccl_w$w.run$i.json lib=/tmp/lease\.[^ ]*/ddp-bundle/lib:/fake/nccl/lib.* commit=0123abc+dirty mps=0 startup=15 nccl_debug=WARN" raw.txt ||
       fail "ours at W = $w, run $i"
   done
   grep -qx "lease: raw nccl: ours at W = $w: 10 of 10 runs exit 0" raw.txt || fail "ours' count line at W = $w"
@@ -123,7 +123,7 @@ order="$(grep -oE '^lease: raw nccl: [a-z]+ at W = [0-9] exit' raw.txt | awk '{p
 [[ "$order" == "ours2 pytorch2 ours4 pytorch4 " ]] || fail "stage order: $order"
 for w in 2 4; do
   for i in 1 10; do
-    grep -q "fake python .*/repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl --worlds $w --runs 1 --dtypes float32 --pg_timeout 10 --out /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.run$i.json commit=0123abc+dirty" raw.txt ||
+    grep -q "fake python .*/repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl --worlds $w --runs 1 --dtypes float32 --pg_timeout 10 --out /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.run$i.json commit=0123abc+dirty nccl_debug=WARN" raw.txt ||
       fail "PyTorch's command line at W = $w, run $i"
   done
   grep -qx "lease: raw nccl: pytorch at W = $w: 10 of 10 runs exit 0" raw.txt || fail "PyTorch's count line at W = $w"
