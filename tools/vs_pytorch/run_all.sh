@@ -43,6 +43,7 @@ scripts=(
   "wrong_all_gather_torchmetrics|repro/wrong_all_gather/pytorch/torchmetrics_auroc.py|2.15|repro/wrong_all_gather/README.md|torchmetrics"
   "drop_last_hang_timeout|repro/drop_last_hang/pytorch/uneven_steps_timeout.py|1.13,2.15|repro/drop_last_hang/README.md|pytorch"
   "drop_last_hang_join|fixes/drop_last_hang/pytorch/join_divide.py|1.13,2.15|fixes/drop_last_hang/README.md|pytorch"
+  "drop_last_hang_final_barrier|fixes/drop_last_hang/pytorch/final_barrier.py|1.13,2.15|fixes/drop_last_hang/README.md|final_barrier"
   "torch_debug_detail|tools/vs_pytorch/checked_vs_detail/detail.py|1.13,2.15|core/comm/README.md|detail"
   "missing_set_epoch_sampler|repro/missing_set_epoch/pytorch/sampler_vs_golden.py|1.13,2.15|repro/missing_set_epoch/README.md|pytorch"
   "small_batch_bn_sync_bn|fixes/small_batch_bn/pytorch/sync_bn_cases.py|1.13,2.15|fixes/small_batch_bn/README.md|pytorch"
