@@ -29,6 +29,7 @@ failed (exit other than 0, killed at the bound, or an exception), with the
 first line of what it raised. A rank "hurt"
 is one that fails; the barrier helps only where a case without it hurts.
 """
+import argparse
 import datetime
 import faulthandler
 import os
@@ -156,10 +157,10 @@ def main():
                     help="seconds of rank-local work the other ranks do after their last step "
                          "(default 2)")
     # The rank processes' own flags.
-    ap.add_argument("--store", choices=STORES, help=argparse_suppress())
-    ap.add_argument("--port", type=int, help=argparse_suppress())
-    ap.add_argument("--early", type=int, help=argparse_suppress())
-    ap.add_argument("--barrier", type=int, help=argparse_suppress())
+    ap.add_argument("--store", choices=STORES, help=argparse.SUPPRESS)
+    ap.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--early", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--barrier", type=int, help=argparse.SUPPRESS)
     evidence.add_table_flags(ap)
     args = evidence.dispatch(ap, rank_main, print_table)
     if args.runs < 1 or args.tail_s < 0:
@@ -190,11 +191,6 @@ def main():
            "cases": cases}
     evidence.write_json(args.out, doc)
     return 0
-
-
-def argparse_suppress():
-    import argparse
-    return argparse.SUPPRESS
 
 
 if __name__ == "__main__":
