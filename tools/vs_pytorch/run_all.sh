@@ -44,6 +44,7 @@ scripts=(
   "drop_last_hang_timeout|repro/drop_last_hang/pytorch/uneven_steps_timeout.py|1.13,2.15|repro/drop_last_hang/README.md|pytorch"
   "drop_last_hang_join|fixes/drop_last_hang/pytorch/join_divide.py|1.13,2.15|fixes/drop_last_hang/README.md|pytorch"
   "drop_last_hang_final_barrier|fixes/drop_last_hang/pytorch/final_barrier.py|1.13,2.15|fixes/drop_last_hang/README.md|final_barrier"
+  "drop_last_hang_find_unused|fixes/drop_last_hang/pytorch/find_unused.py|1.13,2.15|fixes/drop_last_hang/README.md|find_unused"
   "torch_debug_detail|tools/vs_pytorch/checked_vs_detail/detail.py|1.13,2.15|core/comm/README.md|detail"
   "missing_set_epoch_sampler|repro/missing_set_epoch/pytorch/sampler_vs_golden.py|1.13,2.15|repro/missing_set_epoch/README.md|pytorch"
   "small_batch_bn_sync_bn|fixes/small_batch_bn/pytorch/sync_bn_cases.py|1.13,2.15|fixes/small_batch_bn/README.md|pytorch"
