@@ -1,10 +1,11 @@
-// Forward and backward of every layer, the losses and SGD against PyTorch 1.13
+// Forward and backward of every layer, the losses, SGD and Adam against PyTorch 1.13
 // golden vectors (golden/gen_golden.py): normwise relative error < 1e-10 in
 // double and < 1e-5 in float, per tensor.
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "core/nn/adam.h"
 #include "core/nn/batch_norm.h"
 #include "core/nn/conv2d.h"
 #include "core/nn/global_avg_pool.h"
@@ -38,6 +39,30 @@ struct Precision<float> {
 template <typename S>
 class GoldenTest : public ::testing::Test {
  protected:
+  // A parameter whose value is the golden tensor `name`.
+  static Parameter<S> Golden(const GoldenFile& g, const std::string& name) {
+    Parameter<S> p;
+    p.value = g.AsMatrix<S>(name);
+    return p;
+  }
+
+  // gen_golden.py's optimizer_case: a weight and a bias, then steps on the
+  // golden gradients, each step's parameters compared; before_step(k) runs
+  // first (a schedule's set_lr).
+  template <typename Opt, typename BeforeStep>
+  void CheckOptimizerSteps(const GoldenFile& g, Parameter<S>& weight, Parameter<S>& bias, Opt& opt, int steps,
+                           BeforeStep before_step) {
+    for (int step = 0; step < steps; ++step) {
+      before_step(step);
+      const std::string p = "step" + std::to_string(step) + ".";
+      weight.grad = g.AsMatrix<S>(p + "dweight");
+      bias.grad = g.AsMatrix<S>(p + "dbias");
+      opt.Step();
+      Expect(g, p + "weight", weight.value);
+      Expect(g, p + "bias", bias.value);
+    }
+  }
+
   GoldenFile Load(const std::string& case_name) {
     file_name_ = case_name + "_" + Precision<S>::kTag + ".txt";
     return GoldenFile::Load(file_name_);
@@ -160,19 +185,25 @@ TYPED_TEST(GoldenTest, Losses) {
 TYPED_TEST(GoldenTest, SgdMomentumWeightDecay) {
   using S = TypeParam;
   const GoldenFile g = this->Load("sgd");
-  Parameter<S> weight, bias;
-  weight.value = g.AsMatrix<S>("weight");
-  bias.value = g.AsMatrix<S>("bias");
+  Parameter<S> weight = this->Golden(g, "weight"), bias = this->Golden(g, "bias");
   Sgd<S> sgd({{"weight", &weight}, {"bias", &bias}},
              SgdOptions{.lr = g.Scalar("lr"), .momentum = g.Scalar("momentum"), .weight_decay = g.Scalar("weight_decay")});
-  for (int step = 0; step < 3; ++step) {
-    const std::string p = "step" + std::to_string(step) + ".";
-    weight.grad = g.AsMatrix<S>(p + "dweight");
-    bias.grad = g.AsMatrix<S>(p + "dbias");
-    sgd.Step();
-    this->Expect(g, p + "weight", weight.value);
-    this->Expect(g, p + "bias", bias.value);
-  }
+  this->CheckOptimizerSteps(g, weight, bias, sgd, 3, [](int) {});
+}
+
+// Four steps, the last at a quarter of the learning rate (a schedule's
+// set_lr): the bias corrections count steps, not learning rates.
+TYPED_TEST(GoldenTest, AdamWeightDecay) {
+  using S = TypeParam;
+  const GoldenFile g = this->Load("adam");
+  Parameter<S> weight = this->Golden(g, "weight"), bias = this->Golden(g, "bias");
+  Adam<S> adam({{"weight", &weight}, {"bias", &bias}},
+               AdamOptions{.lr = g.Scalar("lr"), .beta1 = g.Scalar("beta1"), .beta2 = g.Scalar("beta2"),
+                           .eps = g.Scalar("eps"), .weight_decay = g.Scalar("weight_decay")});
+  this->CheckOptimizerSteps(g, weight, bias, adam, 4, [&](int step) {
+    if (step == 3) adam.set_lr(g.Scalar("lr") / 4);
+  });
+  EXPECT_EQ(adam.steps(), 4);
 }
 
 }  // namespace

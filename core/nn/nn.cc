@@ -1,5 +1,6 @@
 // Explicit instantiations for float and double: every template in the library
 // is compiled (and warning-checked) once here, whatever the tests use.
+#include "core/nn/adam.h"
 #include "core/nn/batch_norm.h"
 #include "core/nn/conv2d.h"
 #include "core/nn/global_avg_pool.h"
@@ -26,6 +27,8 @@ template class GroupNorm<float>;
 template class GroupNorm<double>;
 template class Sgd<float>;
 template class Sgd<double>;
+template class Adam<float>;
+template class Adam<double>;
 template class Mlp<float>;
 template class Mlp<double>;
 template class TinyCnn<float>;

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
               -1, 1000);
     flags.Bool("levers", &o.levers,
                "per_rank_bn vs SyncBN at --batch_size per rank under each lever seed 003 says does not help: "
-               "lr x0.25, lr x4, momentum 0, no augmentation (rows 'lever')");
+               "lr x0.25, lr x4, momentum 0, Adam (lr 1e-3), no augmentation (rows 'lever')");
     flags.Int("precise_batches", &o.precise_batches, "PreciseBN: batches averaged per rank (M)", 1, 100000);
     flags.Choice("norm_device", &norm_device,
                  "where the norm layers and the gradient / PreciseBN all-reduces compute: auto (the GPU under "

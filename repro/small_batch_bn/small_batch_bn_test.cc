@@ -205,7 +205,7 @@ TEST(SmallBatchBnRepro, LeversRunOneRowPerLeverWithItsSettings) {
   o.levers = true;
   ASSERT_EQ(ValidateOptions(o), "");
   const auto records = RunRepro(f, o);
-  ASSERT_EQ(records.size(), 4u);
+  ASSERT_EQ(records.size(), 5u);
   std::vector<std::string> levers;
   std::vector<double> ref_errors;
   for (const results::Record& r : records) {
@@ -216,12 +216,18 @@ TEST(SmallBatchBnRepro, LeversRunOneRowPerLeverWithItsSettings) {
     const double base_peak = 0.05 * 2 * 16 / 32.0;
     EXPECT_DOUBLE_EQ(M(r.config, "peak_lr"), lever == "lr_x0.25" ? base_peak / 4
                                              : lever == "lr_x4"  ? base_peak * 4
+                                             : lever == "adam"   ? 1e-3
                                                                  : base_peak);
-    EXPECT_EQ(M(r.config, "momentum"), lever == "momentum_0" ? 0.0 : 0.9);
+    EXPECT_EQ(r.config.at("optimizer").get<std::string>(), lever == "adam" ? "adam" : "sgd");
+    if (lever == "adam") {
+      EXPECT_FALSE(r.config.contains("momentum"));
+    } else {
+      EXPECT_EQ(M(r.config, "momentum"), lever == "momentum_0" ? 0.0 : 0.9);
+    }
     EXPECT_EQ(r.config.at("fresh_noise").get<bool>(), lever != "no_augmentation");
     ref_errors.push_back(M(r.reference, "train_error"));
   }
-  EXPECT_EQ(levers, (std::vector<std::string>{"lr_x0.25", "lr_x4", "momentum_0", "no_augmentation"}));
+  EXPECT_EQ(levers, (std::vector<std::string>{"lr_x0.25", "lr_x4", "momentum_0", "adam", "no_augmentation"}));
   // Each lever changed the training: the SyncBN references differ.
   std::sort(ref_errors.begin(), ref_errors.end());
   EXPECT_EQ(std::adjacent_find(ref_errors.begin(), ref_errors.end()), ref_errors.end());

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/data/sampler.h"
+#include "core/nn/adam.h"
 #include "core/nn/sgd.h"
 #include "fixes/small_batch_bn/sync_batch_norm.h"
 
@@ -72,6 +73,11 @@ void AddRankSpread(comm::Comm& comm, Model& m, double spread_sum[2]) {
 
 }  // namespace
 
+double PeakLearningRate(const TrainConfig& c) {
+  if (c.optimizer == Optimizer::kAdam) return c.adam_lr;
+  return c.base_lr * static_cast<double>(c.world_size) * c.batch_per_rank * c.accumulate / 32.0;
+}
+
 double LearningRate(double peak, int64_t t, int64_t warmup, int64_t total) {
   if (t < warmup) return peak * static_cast<double>(t + 1) / static_cast<double>(warmup);
   const double span = static_cast<double>(std::max<int64_t>(total - warmup, 1));
@@ -96,8 +102,15 @@ TrainResult Train(comm::Comm* comm, const TrainConfig& c) {
 
   Model m(c.task.task, c.norm, c.task.seed, comm, c.gn_groups, nullptr, c.placement);
   const auto params = m.Params();
-  const double peak_lr = c.base_lr * static_cast<double>(w) * c.batch_per_rank * c.accumulate / 32.0;
-  nn::Sgd<double> sgd(params, {.lr = peak_lr, .momentum = c.momentum});
+  const double peak_lr = PeakLearningRate(c);
+  // One of the two optimizers; both take the schedule through set_lr.
+  std::optional<nn::Sgd<double>> sgd;
+  std::optional<nn::Adam<double>> adam;
+  if (c.optimizer == Optimizer::kAdam) {
+    adam.emplace(params, nn::AdamOptions{.lr = peak_lr});
+  } else {
+    sgd.emplace(params, nn::SgdOptions{.lr = peak_lr, .momentum = c.momentum});
+  }
   const Images val = ValImages(c.task);
 
   TrainResult out;
@@ -117,7 +130,9 @@ TrainResult Train(comm::Comm* comm, const TrainConfig& c) {
     const bool bn_eval = c.bn_eval_from_epoch >= 0 && epoch >= c.bn_eval_from_epoch;
     for (const auto& step : batches) {
       const bool decay = c.cosine || out.steps < warmup;
-      sgd.set_lr(decay ? LearningRate(peak_lr, out.steps, warmup, total) : peak_lr);
+      const double lr = decay ? LearningRate(peak_lr, out.steps, warmup, total) : peak_lr;
+      if (sgd) sgd->set_lr(lr);
+      if (adam) adam->set_lr(lr);
       nn::ZeroGrads(params);
       std::optional<StepCopies> copies;
       if (comm && out.steps == 0) copies.emplace(*comm, m);
@@ -140,7 +155,8 @@ TrainResult Train(comm::Comm* comm, const TrainConfig& c) {
       } else {
         AverageGradients(comm, m);
       }
-      sgd.Step();
+      if (sgd) sgd->Step();
+      if (adam) adam->Step();
       if (copies) {
         out.first_step_device_copies = copies->Layers();
         out.first_step_comm_staging = copies->Staging();

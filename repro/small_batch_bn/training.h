@@ -10,12 +10,14 @@
 //    images + DataLoader(drop_last), batch_per_rank * accumulate indices per
 //    rank and step; digits get fresh pixel noise every epoch;
 //  - step: `accumulate` micro-batches of batch_per_rank (loss / accumulate),
-//    then DDP: all-reduce the flat gradient, divide by W, SGD (momentum 0.9).
+//    then DDP: all-reduce the flat gradient, divide by W, SGD (momentum 0.9)
+//    or, as a lever, Adam;
 //    With per-rank BatchNorm every training forward starts from rank 0's
 //    buffers (PyTorch DDP's broadcast_buffers=True default), so the running
 //    statistics are rank 0's (task.h: AverageGradientsAndBroadcastBuffers);
 //  - learning rate: base_lr x global batch / 32 (the linear scaling rule of
-//    Goyal et al., which the GroupNorm paper's Figure 1 follows), linear
+//    Goyal et al., which the GroupNorm paper's Figure 1 follows; SGD) or
+//    adam_lr (Adam, whose step is scale-free: no batch scaling), linear
 //    warm-up over the first warmup_epochs, then cosine decay to 0;
 //  - after each epoch: optional PreciseBN, then the validation error (eval mode);
 //  - optionally (bn_eval_from_epoch) the BatchNorm layers in eval mode while
@@ -37,6 +39,8 @@
 
 namespace ddp::small_batch_bn {
 
+enum class Optimizer { kSgd, kAdam };
+
 struct TrainConfig {
   TaskConfig task;
   NormKind norm = NormKind::kBatchNorm;
@@ -49,6 +53,8 @@ struct TrainConfig {
   double warmup_epochs = 3;
   bool cosine = true;        // false: constant learning rate after the warm-up (this pair's first protocol)
   double momentum = 0.9;     // SGD momentum (0: plain SGD)
+  Optimizer optimizer = Optimizer::kSgd;
+  double adam_lr = 1e-3;     // Adam's peak learning rate (torch.optim.Adam's default); betas 0.9, 0.999
   int precise_batches = 32;  // M: batches PreciseBN averages over (per rank)
   int gn_groups = 4;
   int spread_every = 16;     // measure the ranks' batch-mean spread every k-th micro-batch
@@ -86,6 +92,9 @@ struct TrainResult {
   // Filled by RunDdp (not serialised): every rank's, in rank order.
   std::vector<results::Json> ranks_device_copies, ranks_comm_staging;
 };
+
+// The peak learning rate of a run: SGD's scaled by the global batch, Adam's as given.
+double PeakLearningRate(const TrainConfig& c);
 
 // The learning rate of step t (0-based) of `total`, warm-up over `warmup` steps.
 double LearningRate(double peak, int64_t t, int64_t warmup, int64_t total);

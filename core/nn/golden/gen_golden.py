@@ -168,14 +168,19 @@ def case_bce(gen, dt, w):
         w.put(k, v)
 
 
-def case_sgd(gen, dt, w):
-    lr, momentum, wd = 0.1, 0.9, 0.01
+def optimizer_case(gen, dt, w, make_opt, settings, steps, lr_at=None):
+    """A 3x4 weight and a bias, then `steps` optimizer steps on random
+    gradients; lr_at = (step, lr): the learning rate set before that step
+    (as a schedule does between steps)."""
     weight = torch.nn.Parameter(randn(gen, 3, 4).to(dt))
     bias = torch.nn.Parameter(randn(gen, 3).to(dt))
-    opt = torch.optim.SGD([weight, bias], lr=lr, momentum=momentum, weight_decay=wd)
-    for k, v in [("lr", lr), ("momentum", momentum), ("weight_decay", wd), ("weight", weight), ("bias", bias)]:
+    opt = make_opt([weight, bias])
+    for k, v in list(settings) + [("weight", weight), ("bias", bias)]:
         w.put(k, v)
-    for step in range(3):
+    for step in range(steps):
+        if lr_at and step == lr_at[0]:
+            for group in opt.param_groups:
+                group["lr"] = lr_at[1]
         weight.grad = randn(gen, 3, 4).to(dt)
         bias.grad = randn(gen, 3).to(dt)
         w.put("step%d.dweight" % step, weight.grad)
@@ -183,6 +188,20 @@ def case_sgd(gen, dt, w):
         opt.step()
         w.put("step%d.weight" % step, weight)
         w.put("step%d.bias" % step, bias)
+
+
+def case_sgd(gen, dt, w):
+    lr, momentum, wd = 0.1, 0.9, 0.01
+    optimizer_case(gen, dt, w, lambda ps: torch.optim.SGD(ps, lr=lr, momentum=momentum, weight_decay=wd),
+                   [("lr", lr), ("momentum", momentum), ("weight_decay", wd)], 3)
+
+
+def case_adam(gen, dt, w):
+    lr, beta1, beta2, eps, wd = 0.01, 0.9, 0.999, 1e-8, 0.01
+    optimizer_case(gen, dt, w,
+                   lambda ps: torch.optim.Adam(ps, lr=lr, betas=(beta1, beta2), eps=eps, weight_decay=wd),
+                   [("lr", lr), ("beta1", beta1), ("beta2", beta2), ("eps", eps), ("weight_decay", wd)],
+                   4, lr_at=(3, lr / 4))
 
 
 # name -> (seed, generator). Each case has its own seed, so adding a case
@@ -202,6 +221,7 @@ CASES = {
     "cross_entropy": (111, case_cross_entropy),
     "bce": (112, case_bce),
     "sgd": (113, case_sgd),
+    "adam": (114, case_adam),
 }
 
 
