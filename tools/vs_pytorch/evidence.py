@@ -221,6 +221,14 @@ def load_docs(paths):
     return docs
 
 
+def cases_by_version(paths, key="cases"):
+    """(PyTorch version, case) for every case of every record, in order: the
+    rows of a script's README table."""
+    for doc in load_docs(paths):
+        for case in doc[key]:
+            yield doc["provenance"]["torch_version"], case
+
+
 def emit_table(args, text):
     if not args.update:
         sys.stdout.write(text)

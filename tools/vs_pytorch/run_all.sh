@@ -48,6 +48,7 @@ scripts=(
   "torch_debug_detail|tools/vs_pytorch/checked_vs_detail/detail.py|1.13,2.15|core/comm/README.md|detail"
   "missing_set_epoch_sampler|repro/missing_set_epoch/pytorch/sampler_vs_golden.py|1.13,2.15|repro/missing_set_epoch/README.md|pytorch"
   "small_batch_bn_sync_bn|fixes/small_batch_bn/pytorch/sync_bn_cases.py|1.13,2.15|fixes/small_batch_bn/README.md|pytorch"
+  "small_batch_bn_no_group|fixes/small_batch_bn/pytorch/sync_bn_no_group.py|1.13,2.15|fixes/small_batch_bn/README.md|no_group"
   "small_batch_bn_bn_eval|repro/small_batch_bn/pytorch/bn_eval_mode.py|1.13,2.15|repro/small_batch_bn/README.md|pytorch"
   "autograd_lost_gather_diff_gather|fixes/autograd_lost_gather/pytorch/diff_gather.py|1.13,2.15|fixes/autograd_lost_gather/README.md|pytorch"
   "autograd_lost_gather_memory|fixes/autograd_lost_gather/pytorch/gather_memory.py|1.13,2.15|fixes/autograd_lost_gather/README.md|memory"
