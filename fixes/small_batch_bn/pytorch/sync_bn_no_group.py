@@ -23,6 +23,11 @@ it can be run here without GPUs, on float64 rows, in train mode:
                chunk alone and against BatchNorm1d on all 8 rows (what a
                synchronised layer would give), or what it raises
 
+  world_size_probe  the call 1.13's forward makes on a GPU input in train
+               mode, torch.distributed.get_world_size(group.WORLD), made
+               directly with no process group: its answer or what it raises
+               (2.15 asks torch.distributed.is_initialized() first)
+
 DataParallel itself is not run (it needs GPUs; with none it calls the
 module directly).
 """
@@ -91,6 +96,10 @@ def main():
         per.append(entry)
     cases.append({"case": "per_chunk", "chunks": per,
                   "error": next((c["error"] for c in per if c["error"]), "")})
+    try:
+        probe = "returned %d" % dist.get_world_size(dist.group.WORLD)
+    except Exception as e:  # noqa: BLE001  what PyTorch raises is the measurement
+        probe = "%s: %s" % (type(e).__name__, evidence.first_line(e))
     doc = {"what": "SyncBatchNorm called with no process group (what each DataParallel replica "
                    "does), CPU, float64, train mode, against BatchNorm1d",
            "config": {"channels": C, "rows": ROWS, "chunks": CHUNKS,
@@ -98,7 +107,7 @@ def main():
                       "cuda_available": torch.cuda.is_available()},
            "provenance": evidence.provenance("fixes/small_batch_bn/pytorch/sync_bn_no_group.py",
                                              backend="none (no process group)"),
-           "cases": cases}
+           "cases": cases, "world_size_probe": probe}
     evidence.write_json(args.out, doc)
     return 0
 
@@ -120,6 +129,9 @@ def print_table(paths):
             out.append("| %s | replica %d's call, its %d rows | %s | %s | %s |" % (
                 v, k, ch["rows"], "`%s`" % ch["error"] if ch["error"] else "-",
                 "-" if a is None else "%.3g" % a, "-" if b is None else "%.3g" % b))
+    for doc in evidence.load_docs(paths):
+        out.append("\nPyTorch %s, `torch.distributed.get_world_size(group.WORLD)` with no process "
+                   "group: %s." % (doc["provenance"]["torch_version"], doc["world_size_probe"].rstrip(".")))
     out.append("\n" + evidence.footer(paths))
     return "\n".join(out) + "\n"
 
