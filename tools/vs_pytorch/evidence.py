@@ -247,17 +247,29 @@ def emit_table(args, text):
     return 0
 
 
-def worlds(args):
-    """The --worlds flag as a list of ints (each >= 2), or exit 2 naming it."""
+def int_list(text, flag, minimum):
+    """A comma-separated flag value as a list of ints (each >= minimum), or
+    exit 2 naming the flag."""
     try:
-        out = [int(x) for x in args.worlds.split(",")]
+        out = [int(x) for x in text.split(",")]
     except ValueError:
         out = []
-    if not out or min(out) < 2:
-        print("--worlds: expected comma-separated integers >= 2, got '%s'" % args.worlds,
+    if not out or min(out) < minimum:
+        print("%s: expected comma-separated integers >= %d, got '%s'" % (flag, minimum, text),
               file=sys.stderr)
         sys.exit(2)
     return out
+
+
+def worlds(args):
+    """The --worlds flag as a list of ints (each >= 2), or exit 2 naming it."""
+    return int_list(args.worlds, "--worlds", 2)
+
+
+def record(what, config, script, **sections):
+    """The document a script writes: what it checks, its configuration, the
+    provenance (run from `script`, a path from the root), then its sections."""
+    return dict({"what": what, "config": config, "provenance": provenance(script)}, **sections)
 
 
 def footer(paths):
