@@ -8,7 +8,7 @@ unchanged. Errors print in percent; -1 in a record means "not applicable"
   small_batch_bn_fix      the fix records: per setting, per fix the worst per-step error
   small_batch_bn_swing    the repro sweep: per row, each seed's largest epoch-to-epoch
                           rise of the validation error, the variant's and SyncBN's
-  small_batch_bn_levers   the --levers rows (learning rate, momentum, augmentation)
+  small_batch_bn_levers   the --levers rows (learning rate, optimizer, augmentation)
                           under the sweep's per_rank_bn row at the same batch
   small_batch_bn_bn_eval  the repro sweep's bn_eval rows (BN layers in eval mode while
                           training from epoch E): the swing from max(E, 1) on against
@@ -180,7 +180,7 @@ def repro_levers(rows):
     batches = {r["config"]["batch_per_rank"] for r in levers}
     base = [r for r in rows if r["variant"] == "per_rank_bn" and r["config"].get("task") == "digits"
             and r["config"].get("accumulate") == 1 and r["config"]["batch_per_rank"] in batches]
-    out = ["| lever | b/rank | peak lr | momentum | training noise | per-rank BN val error % | SyncBN val error % "
+    out = ["| lever | b/rank | peak lr | optimizer | training noise | per-rank BN val error % | SyncBN val error % "
            "| gap pp [95% interval] | train error % (per-rank BN / SyncBN) | seeds | verdict |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in base + levers:
@@ -191,8 +191,11 @@ def repro_levers(rows):
             continue
         noise = "drawn once" if c.get("fresh_noise") is False else "fresh every epoch"
         lever = c.get("lever", "none (the sweep's per_rank_bn row)")
+        # Records without "optimizer" (the sweep's, older levers) trained with SGD.
+        opt = ("Adam (betas 0.9, 0.999)" if c.get("optimizer") == "adam"
+               else f"SGD, momentum {c.get('momentum', 0.9):g}")
         out.append(f"| {lever} | {c['batch_per_rank']} "
-                   f"| {c['peak_lr']:g} | {c.get('momentum', 0.9):g} | {noise} "
+                   f"| {c['peak_lr']:g} | {opt} | {noise} "
                    f"| {pct(m['val_error'], m['val_error_ci95'])} | {pct(ref['val_error'], ref['val_error_ci95'])} "
                    f"| {interval(m['val_error_gap'], m['val_error_gap_ci95'])} "
                    f"| {pct(m['train_error'])} / {pct(ref['train_error'])} | {m['seeds']} | {r['verdict']} |")
