@@ -159,6 +159,30 @@ def parser(description, pg_timeout=None, worlds=None):
     return ap
 
 
+def init_gloo(args):
+    """A rank's gloo process group through spawn_ranks' FileStore, with the
+    script's --pg_timeout."""
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=init_store(args.dir), rank=args.rank,
+                            world_size=args.world_size,
+                            timeout=datetime.timedelta(seconds=args.pg_timeout))
+
+
+def run_world(script, w, pg_timeout, extra=(), bound=None):
+    """One world of `script`'s ranks in a fresh folder: collect()'s list,
+    every rank bounded by `bound` seconds (default 6 x pg_timeout + 60)."""
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix=os.path.basename(script) + "_") as d:
+        procs = spawn_ranks(script, w, ["--pg_timeout", str(pg_timeout)] + list(extra), d,
+                            bound if bound is not None else 6 * pg_timeout + 60)
+        return collect(d, procs)
+
+
+def with_footer(lines, paths):
+    """A README table's lines, a blank line and the records' footer, as one text."""
+    return "\n".join(list(lines) + ["", footer(paths)]) + "\n"
+
+
 class RankLog(dict):
     """What a rank saw, rewritten to DIR/rankN.json at every dump(), so that
     what it wrote before dying is still there for collect()."""

@@ -42,6 +42,7 @@ scripts=(
   "wrong_all_gather_unequal|repro/wrong_all_gather/pytorch/unequal_all_gather.py|1.13,2.15|repro/wrong_all_gather/README.md|pytorch"
   "wrong_all_gather_torchmetrics|repro/wrong_all_gather/pytorch/torchmetrics_auroc.py|2.15|repro/wrong_all_gather/README.md|torchmetrics"
   "wrong_all_gather_auc_curve|repro/wrong_all_gather/pytorch/auc_curve.py|1.13,2.15|repro/wrong_all_gather/README.md|auc_curve"
+  "wrong_all_gather_torchmetrics_step_epoch|repro/wrong_all_gather/pytorch/torchmetrics_step_epoch.py|2.15|repro/wrong_all_gather/README.md|torchmetrics_step_epoch"
   "drop_last_hang_timeout|repro/drop_last_hang/pytorch/uneven_steps_timeout.py|1.13,2.15|repro/drop_last_hang/README.md|pytorch"
   "drop_last_hang_join|fixes/drop_last_hang/pytorch/join_divide.py|1.13,2.15|fixes/drop_last_hang/README.md|pytorch"
   "drop_last_hang_final_barrier|fixes/drop_last_hang/pytorch/final_barrier.py|1.13,2.15|fixes/drop_last_hang/README.md|final_barrier"
