@@ -3,7 +3,8 @@
 # tool), bounded, and brought back as one archive even when the call is cut.
 #
 #   bash tools/bundle/lease.sh [--bundle TAR] [--budget S] [--jobs N] [--norm-peers S]
-#                              [--dist-peers S] [--raw-nccl S] [--raw-worlds 2,4] [-- RUN_ALL_FLAGS...]
+#                              [--dist-peers S] [--hang-nccl S] [--raw-nccl S] [--raw-worlds 2,4]
+#                              [-- RUN_ALL_FLAGS...]
 #
 # Unpacks the bundle (made here by `bazel run //tools:bundle -- --out
 # .gpu/ddp-bundle --tar`, carried as `.gpu`), runs its run_all.sh with the
@@ -22,6 +23,12 @@
 # all_gather_into_tensor / gather_all_tensors at W = 2 on NCCL, interleaved
 # (gpu/records/torch_dist_gpu.json and gpu/dist_gpu_table.md; on one GPU
 # every row is shared-GPU: functional, not a performance claim).
+# With --hang-nccl S, then (at most S seconds, half each) PyTorch's DDP with
+# one rank a step ahead on NCCL at W = 2 (repro/drop_last_hang/pytorch/
+# uneven_steps_timeout.py --backend nccl), first with PyTorch's default
+# error handling, then with TORCH_NCCL_BLOCKING_WAIT=1, NCCL_DEBUG=WARN
+# (gpu/records/drop_last_hang_timeout.torch.nccl.bw0.json and .bw1.json,
+# gpu/hang_nccl_table.md; the ledger's claims 22 and 47).
 # With --raw-nccl S (at most S seconds; issue 44): what NCCL does with the
 # post's raw unequal all_gather, 10 runs at W = 2, then at W = 4 (or the
 # --raw-worlds given), each W the bundle's repro/wrong_all_gather --raw_only
@@ -29,13 +36,15 @@
 # repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl), into
 # gpu/records/. --budget 0 runs only the extra stages.
 # Prints run_all's console as it goes, then "lease: run_all exit N" (and
-# "lease: norm peers exit N", "lease: dist peers exit N", "lease: raw nccl exit N").
+# "lease: norm peers exit N", "lease: dist peers exit N", "lease: hang nccl exit N",
+# "lease: raw nccl exit N").
 set -uo pipefail
 
 usage() {
   cat <<'USAGE'
 usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
-                [--norm-peers SECONDS] [--dist-peers SECONDS] [--raw-nccl SECONDS] [--raw-worlds LIST]
+                [--norm-peers SECONDS] [--dist-peers SECONDS] [--hang-nccl SECONDS]
+                [--raw-nccl SECONDS] [--raw-worlds LIST]
                 [--raw-dtype float32|float64] [--python PATH] [-- RUN_ALL_FLAGS...]
 
   --bundle TAR       the bundle archive (default .gpu/ddp-bundle.tar.gz)
@@ -51,6 +60,11 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                      PyTorch's at W = 2 on NCCL, interleaved
                      (bench/peers/torch_dist_gpu.py), at most this long
                      (default 0: not run)
+  --hang-nccl SECONDS  then PyTorch's DDP with rank 0 one step ahead on NCCL at
+                     W = 2, the others alive, exited or in a barrier, with
+                     PyTorch's default error handling and then with
+                     TORCH_NCCL_BLOCKING_WAIT=1 (half of the time each;
+                     about 60-90 s each; default 0: not run)
   --raw-nccl SECONDS  then the post's raw unequal all_gather on NCCL, 10 runs at
                      W = 2, then at W = 4: ours (repro/wrong_all_gather
                      --raw_only, one world per run, without MPS) and
@@ -64,7 +78,7 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                      (default: each its own, ours float64, PyTorch float32,
                      the post's); a peer one element short is then 4 or 8
                      bytes short on both
-  --python PATH      the Python with torch for --norm-peers, --dist-peers and --raw-nccl (default: the first
+  --python PATH      the Python with torch for --norm-peers, --dist-peers, --hang-nccl and --raw-nccl (default: the first
                      of /opt/torch/.venv/bin/python3 and python3 that imports torch)
   -- FLAGS...        passed on to run_all.sh (e.g. --bench, --only REGEX)
 Needs $OUT (the device tool sets it): the archive goes there.
@@ -76,7 +90,7 @@ die_usage() {
   exit 2
 }
 
-bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=90 peers_s=0 dist_s=0 raw_s=0 raw_worlds=2,4 raw_dtype="" python=""
+bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=90 peers_s=0 dist_s=0 hang_s=0 raw_s=0 raw_worlds=2,4 raw_dtype="" python=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bundle) [[ $# -ge 2 ]] || die_usage "--bundle needs a file"; bundle="$2"; shift 2 ;;
@@ -95,6 +109,9 @@ while [[ $# -gt 0 ]]; do
     --dist-peers)
       [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die_usage "--dist-peers must be a whole number of seconds, got '${2:-}'"
       dist_s="$2"; shift 2 ;;
+    --hang-nccl)
+      [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die_usage "--hang-nccl must be a whole number of seconds, got '${2:-}'"
+      hang_s="$2"; shift 2 ;;
     --raw-nccl)
       [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || die_usage "--raw-nccl must be a whole number of seconds, got '${2:-}'"
       raw_s="$2"; shift 2 ;;
@@ -109,7 +126,7 @@ while [[ $# -gt 0 ]]; do
     --python) [[ $# -ge 2 && -x "$2" ]] || die_usage "--python needs an executable, got '${2:-}'"; python="$2"; shift 2 ;;
     --) shift; break ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --dist-peers, --raw-nccl, --raw-worlds, --raw-dtype, --python, --, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --dist-peers, --hang-nccl, --raw-nccl, --raw-worlds, --raw-dtype, --python, --, --help" ;;
   esac
 done
 [[ -n "${OUT:-}" && -d "$OUT" ]] || die_usage "\$OUT must name a folder (the device tool sets it)"
@@ -148,7 +165,7 @@ bundle_dir="$(dirname "$run_all")"
 tree="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"  # this tree's scripts
 commit="$(sed -n 's/^commit: \([^ ]*\).*/\1/p' "$bundle_dir/MANIFEST.txt" 2>/dev/null | head -1)"
 nccl=""
-if ((peers_s > 0 || dist_s > 0 || raw_s > 0)); then
+if ((peers_s > 0 || dist_s > 0 || hang_s > 0 || raw_s > 0)); then
   mkdir -p "$work/gpu/records"
   nccl="$("$run_all" --find-nccl 2>/dev/null | sed -n 's/^libnccl: \(.*\) (.*$/\1/p')"
   if [[ -z "$python" ]]; then
@@ -210,6 +227,39 @@ if ((dist_s > 0)); then
   pack
 fi
 ((rc == 0)) && rc=$dist_rc
+
+# Seed 001's hang on NCCL through PyTorch (the ledger's claims 22 and 47):
+# rank 0 one DDP step ahead at W = 2, the others alive, exited or in a
+# barrier, a 10 s process-group timeout; once with PyTorch's default error
+# handling, once with TORCH_NCCL_BLOCKING_WAIT=1, each its own invocation
+# and JSON with half of S, so a cut keeps the first.
+hang_rc=0
+if ((hang_s > 0)); then
+  if [[ -z "$python" ]]; then
+    say "hang nccl not run: no python3 with torch here"
+    hang_rc=1
+  else
+    for bw in 0 1; do
+      NCCL_DEBUG="${NCCL_DEBUG:-WARN}" DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 \
+        timeout -k 10 $((hang_s / 2)) "$python" "$tree/repro/drop_last_hang/pytorch/uneven_steps_timeout.py" \
+        --backend nccl --worlds 2 --blocking_wait "$bw" --pg_timeout 10 \
+        --out "$work/gpu/records/drop_last_hang_timeout.torch.nccl.bw$bw.json" > >(tee -a "$work/gpu/console.txt") 2>&1
+      r=$?
+      ((r == 0)) || hang_rc=$r
+      say "hang nccl: blocking wait $bw exit $r"
+      pack
+    done
+    tables=("$work"/gpu/records/drop_last_hang_timeout.torch.nccl.bw*.json)
+    if [[ -f "${tables[0]}" ]]; then
+      "$python" "$tree/repro/drop_last_hang/pytorch/uneven_steps_timeout.py" --table "${tables[@]}" \
+        >"$work/gpu/hang_nccl_table.md" 2>&1
+    fi
+    sleep 1
+    say "hang nccl exit $hang_rc ($python)"
+  fi
+  pack
+fi
+((rc == 0)) && rc=$hang_rc
 
 # The post's raw unequal all_gather on this GPU's NCCL (issue 44), W = 2
 # first (the post's setting), then W = 4 (--raw-worlds): ours and PyTorch's

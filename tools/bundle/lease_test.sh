@@ -155,7 +155,27 @@ for d in float32 float64; do
   [[ "$(grep -c -- "--dtypes $d\|--raw_dtype $d" raw3.txt)" == 20 ]] || fail "--raw-dtype $d: not every run in $d"
 done
 
-for args in "--budget -1" "--raw-nccl later" "--raw-worlds 1" "--raw-worlds 2,x" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--dist-peers later" "--python /nonexistent" "--raw-dtype float16"; do
+# --budget 0 --hang-nccl: PyTorch's uneven-steps script on NCCL at W = 2,
+# without and then with blocking wait, each its own JSON, NCCL_DEBUG=WARN,
+# the table from both; both records archived.
+rm -f out/gpu-run.tar.gz
+OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle3.tar.gz --budget 0 --hang-nccl 120 \
+  --python "$PWD/fake_python" >hang.txt 2>&1 || fail "--hang-nccl exited $?: $(cat hang.txt)"
+for bw in 0 1; do
+  grep -q "fake python .*/repro/drop_last_hang/pytorch/uneven_steps_timeout.py --backend nccl --worlds 2 --blocking_wait $bw --pg_timeout 10 --out /tmp/lease\.[^ ]*/gpu/records/drop_last_hang_timeout.torch.nccl.bw$bw.json commit=0123abc+dirty nccl_debug=WARN" hang.txt ||
+    fail "--hang-nccl: blocking wait $bw: $(cat hang.txt)"
+  grep -qx "lease: hang nccl: blocking wait $bw exit 0" hang.txt || fail "--hang-nccl: bw $bw exit line"
+done
+grep -q '^lease: hang nccl exit 0 ' hang.txt || fail "--hang-nccl exit line"
+! grep -q 'raw_nccl\|fake run_all --out' hang.txt || fail "--hang-nccl ran other stages"
+mkdir -p checkh && tar xzf out/gpu-run.tar.gz -C checkh
+for bw in 0 1; do
+  [[ -f checkh/gpu/records/drop_last_hang_timeout.torch.nccl.bw$bw.json ]] || fail "bw$bw record not archived"
+done
+grep -q 'uneven_steps_timeout.py --table .*nccl.bw0.json .*nccl.bw1.json' checkh/gpu/hang_nccl_table.md ||
+  fail "the hang table's command: $(cat checkh/gpu/hang_nccl_table.md)"
+
+for args in "--budget -1" "--hang-nccl soon" "--raw-nccl later" "--raw-worlds 1" "--raw-worlds 2,x" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--dist-peers later" "--python /nonexistent" "--raw-dtype float16"; do
   set +e
   msg="$(OUT="$TEST_TMPDIR/out" bash "$lease" $args 2>&1)"
   rc=$?

@@ -168,6 +168,17 @@ def init_gloo(args):
                             timeout=datetime.timedelta(seconds=args.pg_timeout))
 
 
+def cuda_rank_device(torch, w, r):
+    """The GPU of rank r of W on NCCL (r modulo the GPUs, made current), and
+    where ranks share a GPU a distinct NCCL_HOSTID: NCCL refuses two ranks
+    on one GPU unless they look like different hosts."""
+    gpus = torch.cuda.device_count()
+    if w > gpus:
+        os.environ["NCCL_HOSTID"] = "ddp-pitfalls-rank%d" % r
+    torch.cuda.set_device(r % gpus)
+    return r % gpus
+
+
 def run_world(script, w, pg_timeout, extra=(), bound=None):
     """One world of `script`'s ranks in a fresh folder: collect()'s list,
     every rank bounded by `bound` seconds (default 6 x pg_timeout + 60)."""

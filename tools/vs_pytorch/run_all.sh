@@ -14,7 +14,7 @@
 # $TORCH215_PYTHON, default .venv-torch2.15/bin/python of this checkout
 # (tools/setup.sh --torch2.15). A script whose stack lacks a package it
 # needs (torchmetrics, pytorch-lightning: 2.15 only) is not run there.
-# Takes about 40 minutes for both versions on 2 cores. Nothing in
+# Takes about 75 minutes for both versions on 2 cores (tools/vs_pytorch/README.md). Nothing in
 # bazel test //... runs this.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"

@@ -78,11 +78,7 @@ def rank_main(args):
     out["count"] = len(mine)
     nccl = args.backend == "nccl"
     if nccl:
-        gpus = torch.cuda.device_count()
-        if w > gpus:  # NCCL refuses a duplicate GPU unless the ranks look like hosts
-            os.environ["NCCL_HOSTID"] = "ddp-pitfalls-rank%d" % r
-        torch.cuda.set_device(r % gpus)
-        out["gpu"] = r % gpus
+        out["gpu"] = evidence.cuda_rank_device(torch, w, r)
         pred, label = pred.cuda(), label.cuda()
     dist.init_process_group(args.backend, init_method=evidence.init_store(args.dir),
                             rank=r, world_size=w,
