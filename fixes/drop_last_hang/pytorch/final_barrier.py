@@ -183,13 +183,12 @@ def main():
                               c["others_errors"] or "", c["runs_early_failed"],
                               c["others_max_wall_s"]), file=sys.stderr)
                     cases.append(c)
-    doc = {"what": "equal step counts, one rank leaving right after its last step while the "
-                   "others do --tail_s of local work, with and without a closing dist.barrier()",
-           "config": {"steps": STEPS, "rows": ROWS, "model": "DDP(Linear(8,1)), float64, SGD",
-                      "tail_s": args.tail_s, "pg_timeout_s": args.pg_timeout},
-           "provenance": evidence.provenance("fixes/drop_last_hang/pytorch/final_barrier.py"),
-           "cases": cases}
-    evidence.write_json(args.out, doc)
+    evidence.write_json(args.out, evidence.record(
+        "equal step counts, one rank leaving right after its last step while the others do "
+        "--tail_s of local work, with and without a closing dist.barrier()",
+        {"steps": STEPS, "rows": ROWS, "model": "DDP(Linear(8,1)), float64, SGD",
+         "tail_s": args.tail_s, "pg_timeout_s": args.pg_timeout},
+        "fixes/drop_last_hang/pytorch/final_barrier.py", cases=cases))
     return 0
 
 
