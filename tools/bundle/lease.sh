@@ -64,7 +64,9 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                      W = 2, the others alive, exited or in a barrier, with
                      PyTorch's default error handling and then with
                      TORCH_NCCL_BLOCKING_WAIT=1 (half of the time each;
-                     about 60-90 s each; default 0: not run)
+                     never run on a GPU yet, so how long it takes is not
+                     known: 3 worlds a half, each bounded at 90 s;
+                     default 0: not run)
   --raw-nccl SECONDS  then the post's raw unequal all_gather on NCCL, 10 runs at
                      W = 2, then at W = 4: ours (repro/wrong_all_gather
                      --raw_only, one world per run, without MPS) and
