@@ -313,8 +313,47 @@ class Terminated(BaseException):
         self.signum = signum
 
 
+# Signals received, in order. A handler's exception is swallowed when the
+# signal lands while Python runs a weakref or __del__ callback (matplotlib's
+# transform nodes have such callbacks; seen: SIGTERM mid-report, exit 0 and
+# "Exception ignored in: <function TransformNode...>"), so the handlers also
+# record the signal, the swallowed exception is kept quiet
+# (_quiet_unraisable), and main() raises it again after the work
+# (raise_pending).
+_PENDING = []
+
+
 def _terminate(signum, _frame):
+    _PENDING.append(signum)
     raise Terminated(signum)
+
+
+def _interrupt(signum, _frame):
+    _PENDING.append(signum)
+    raise KeyboardInterrupt
+
+
+def _quiet_unraisable(unraisable):
+    if isinstance(unraisable.exc_value, (Terminated, KeyboardInterrupt)) and _PENDING:
+        return  # raise_pending() raises it where it can unwind
+    sys.__unraisablehook__(unraisable)
+
+
+def install_signal_handlers():
+    """SIGINT, SIGTERM and SIGHUP unwind main() even when they land inside a
+    callback that swallows exceptions."""
+    signal.signal(signal.SIGINT, _interrupt)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminate)
+    sys.unraisablehook = _quiet_unraisable
+
+
+def raise_pending():
+    """Raises the first signal received, if any (one a callback swallowed)."""
+    if _PENDING:
+        if _PENDING[0] == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Terminated(_PENDING[0])
 
 
 def main(argv):
@@ -338,12 +377,12 @@ def main(argv):
     except outdir.OutError as e:
         print(f"report: {e}", file=sys.stderr)
         return 2
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _terminate)
+    install_signal_handlers()
     tmp = None
     try:
         tmp = outdir.stage(parent)
         _, failed = build(results, tmp, args.latex)
+        raise_pending()
         # No signal between marking the report complete and the exchange.
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         outdir.commit(tmp, out)
