@@ -11,9 +11,16 @@
 Evidence for repro/wrong_all_gather's `raw_unequal` rows (PyTorch 1.13 and
 2.15, gloo, CPU, real processes; with --backend nccl, the torch and NCCL of a
 GPU machine: tensors on the GPU, ranks beyond the GPUs share one, each with
-its own NCCL_HOSTID, which NCCL needs to accept two ranks on one GPU). N = 1003 validation samples split without padding
-(rank r holds samples r, r + W, ...: lengths 502/501 at W = 2), and every rank
-runs seed 000's `gather_step_wrong` on its whole share:
+its own NCCL_HOSTID, which NCCL needs to accept two ranks on one GPU). The
+N = 1003 validation samples are ours: repro/wrong_all_gather/raw_inputs.json
+(--inputs), every score and label exactly as our raw_unequal ranks gather
+them (written by //repro/wrong_all_gather:raw_inputs, checked by
+raw_inputs_test), so both engines gather the same values and have the same
+one-process AUC; --dtypes picks what the gathers send (float32, the post's
+tensors, or float64, our default), the same values rounded as ours rounds
+them. Split without padding (rank r holds samples r, r + W, ...: lengths
+502/501 at W = 2), and every rank runs seed 000's `gather_step_wrong` on its
+whole share:
 
     pred_list  = [torch.zeros_like(pred)  for _ in range(ws)]
     label_list = [torch.zeros_like(label) for _ in range(ws)]
@@ -45,18 +52,59 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 from tools.vs_pytorch import evidence  # noqa: E402
 
-N = 1003
-SEED = 0
+INPUTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "raw_inputs.json")
 
 
-def samples(n):
-    """Deterministic (score, label) of every sample: labels half 1, scores
-    informative (sigmoid of a shifted normal), as a validation set."""
+def load_inputs(path):
+    """Our raw_unequal's samples (raw_inputs.json), without torch: n, seed, the
+    scores as doubles (exact: hex floats), their float32 rounding as ours
+    sends it, the labels, our one-process AUC and AP, and the file's sha256."""
+    import hashlib
+    import json
+    with open(path, "rb") as f:
+        raw = f.read()
+    doc = json.loads(raw)
+    if doc.get("columns") != ["index", "score", "score_float32", "label"]:
+        raise ValueError("%s: columns %s, expected index, score, score_float32, label"
+                         % (path, doc.get("columns")))
+    rows = doc["samples"]
+    if [r[0] for r in rows] != list(range(doc["n"])):
+        raise ValueError("%s: samples are not indices 0..%d in order" % (path, doc["n"] - 1))
+    return {"n": doc["n"], "seed": doc["seed"],
+            "scores": [float.fromhex(r[1]) for r in rows],
+            "scores_float32": [float.fromhex(r[2]) for r in rows],
+            "labels": [int(r[3]) for r in rows],
+            "one_process": doc["one_process"],
+            "sha256": hashlib.sha256(raw).hexdigest()}
+
+
+def samples(inputs):
+    """The scores (float64) and labels (int64) as torch tensors."""
     import torch
-    g = torch.Generator().manual_seed(SEED)
-    labels = (torch.rand(n, generator=g) < 0.5).to(torch.int64)
-    scores = torch.sigmoid(torch.randn(n, generator=g, dtype=torch.float64) + 1.5 * labels)
-    return scores, labels
+    return (torch.tensor(inputs["scores"], dtype=torch.float64),
+            torch.tensor(inputs["labels"], dtype=torch.int64))
+
+
+def check_rounding(inputs):
+    """torch's float32 rounding of every score must be ours (a float32 gather
+    sends these): None when it is, else the first index where it is not."""
+    import torch
+    scores, _ = samples(inputs)
+    mine = scores.to(torch.float32).to(torch.float64).tolist()
+    for i, (a, b) in enumerate(zip(mine, inputs["scores_float32"])):
+        if a != b:
+            return i
+    return None
+
+
+def torch_version():
+    import torch
+    return torch.__version__
+
+
+def evidence_root():
+    """The checkout's root (record paths are relative to it)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..")
 
 
 def share(n, w, r):
@@ -70,8 +118,10 @@ def rank_main(args):
 
     dtype = {"float32": torch.float32, "float64": torch.float64}[args.dtype]
     w, r = args.world_size, args.rank
-    scores, labels = samples(N)
-    mine = share(N, w, r)
+    inputs = load_inputs(args.inputs)
+    n = inputs["n"]
+    scores, labels = samples(inputs)
+    mine = share(n, w, r)
     pred = scores[mine].to(dtype)
     label = labels[mine].to(dtype)  # labels travel as floats (y.float())
     out = evidence.RankLog(args.dir, r)
@@ -102,7 +152,7 @@ def rank_main(args):
     # Which gathered values are the peers' data, and what rank 0 would compute.
     not_peer, gathered, auc_scores, auc_labels = 0, 0, [], []
     for s in range(w):
-        peer = share(N, w, s)
+        peer = share(n, w, s)
         got = pred_list[s].cpu().to(torch.float64)
         for i in range(len(mine)):
             gathered += 1
@@ -136,17 +186,18 @@ def rank_main(args):
     return 0
 
 
-def reference_auc():
+def reference_auc(inputs, key="scores"):
+    """sklearn's one-process AUC of the scores (float64, or key
+    "scores_float32": as a float32 gather sends them)."""
     from sklearn.metrics import roc_auc_score
-    scores, labels = samples(N)
-    return roc_auc_score(labels.tolist(), scores.tolist())
+    return roc_auc_score(inputs["labels"], inputs[key])
 
 
-def one_run(w, dtype, pg_timeout, run_timeout, backend):
+def one_run(w, dtype, pg_timeout, run_timeout, backend, inputs_path):
     with tempfile.TemporaryDirectory(prefix="unequal_gather_") as d:
         procs = evidence.spawn_ranks(os.path.abspath(__file__), w,
                                      ["--dtype", dtype, "--pg_timeout", str(pg_timeout),
-                                      "--backend", backend], d,
+                                      "--backend", backend, "--inputs", inputs_path], d,
                                      run_timeout)
         ranks = evidence.collect(d, procs)
     for info in ranks:
@@ -196,7 +247,12 @@ def print_table(paths):
 def main():
     ap = evidence.parser(__doc__.split("\n\n")[0], pg_timeout=20, worlds="2,4")
     ap.add_argument("--runs", type=int, default=20, help="runs per case (default 20)")
-    ap.add_argument("--dtypes", default="float32,float64", help="score dtypes")
+    ap.add_argument("--dtypes", default="float32,float64",
+                    help="what the gathers send, comma-separated: float32 (the post's "
+                         "tensors), float64 (our raw_unequal's default); default both")
+    ap.add_argument("--inputs", default=INPUTS,
+                    help="the samples both engines gather (default: our raw_unequal's, "
+                         "repro/wrong_all_gather/raw_inputs.json)")
     ap.add_argument("--backend", choices=["gloo", "nccl"], default="gloo",
                     help="gloo (CPU tensors) or nccl (GPU tensors; needs a GPU)")
     evidence.add_table_flags(ap)
@@ -208,6 +264,19 @@ def main():
         return evidence.emit_table(args, print_table(args.table))
     if args.runs < 1:
         ap.error("--runs must be >= 1")
+    dtypes = args.dtypes.split(",")
+    bad = [d for d in dtypes if d not in ("float32", "float64")]
+    if bad:
+        ap.error("--dtypes: unknown dtype %r (allowed: float32, float64)" % bad[0])
+    try:
+        inputs = load_inputs(args.inputs)
+    except (OSError, ValueError, KeyError) as e:
+        ap.error("--inputs: cannot read %s: %s" % (args.inputs, e))
+    off = check_rounding(inputs)
+    if off is not None:
+        sys.exit("unequal_all_gather.py: torch %s rounds sample %d's score to float32 unlike "
+                 "ours (%s): the float32 gathers would not send the same values"
+                 % (torch_version(), off, args.inputs))
     if args.backend == "nccl":
         import torch
         if not torch.cuda.is_available():
@@ -215,11 +284,11 @@ def main():
                      % torch.__version__)
     cases = []
     for w in evidence.worlds(args):
-        for dtype in args.dtypes.split(","):
+        for dtype in dtypes:
             runs = []
             for k in range(args.runs):
                 runs.append(one_run(w, dtype, args.pg_timeout, 4 * args.pg_timeout + 30,
-                                    args.backend))
+                                    args.backend, args.inputs))
                 print("W=%d %s run %d/%d done" % (w, dtype, k + 1, args.runs), file=sys.stderr)
             silent = [run for run in runs
                       if any(r.get("first", {}).get("returned") and
@@ -231,18 +300,24 @@ def main():
                     if run[0]["first"].get("auc") is not None]
             cases.append({
                 "world_size": w, "dtype": dtype,
-                "counts": [len(share(N, w, r)) for r in range(w)],
+                "counts": [len(share(inputs["n"], w, r)) for r in range(w)],
                 "runs": len(runs), "silent_runs": len(silent),
                 "rank0_silent_runs": len(rank0_silent),
                 "rank0_not_peer_data": {"min": min(bad, default=None),
                                         "max": max(bad, default=None),
-                                        "peer_values": (w - 1) * len(share(N, w, 0))},
+                                        "peer_values": (w - 1) * len(share(inputs["n"], w, 0))},
                 "rank0_auc": {"min": min(aucs, default=None), "max": max(aucs, default=None)},
                 "per_run": runs})
     doc = {"what": "%s all_gather (list API) of per-rank tensors of unequal length, "
                    "seed 000's gather_step_wrong" % args.backend,
-           "config": {"n": N, "seed": SEED, "pg_timeout_s": args.pg_timeout,
-                      "reference_auc": reference_auc()},
+           "config": {"n": inputs["n"], "seed": inputs["seed"], "pg_timeout_s": args.pg_timeout,
+                      # The samples: ours (raw_inputs.json), the one-process AUC by
+                      # sklearn here and by our metrics when the file was made.
+                      "inputs": os.path.relpath(os.path.abspath(args.inputs), evidence_root()),
+                      "inputs_sha256": inputs["sha256"],
+                      "reference_auc": reference_auc(inputs),
+                      "reference_auc_float32": reference_auc(inputs, "scores_float32"),
+                      "reference_auc_ours": inputs["one_process"]["float64"]["auc"]},
            "provenance": evidence.provenance("repro/wrong_all_gather/pytorch/unequal_all_gather.py",
                                              args.backend),
            "cases": cases}
