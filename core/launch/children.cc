@@ -7,6 +7,7 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "core/launch/guardian.h"
@@ -19,15 +20,24 @@ std::mutex g_mu;
 std::set<pid_t> g_forked;
 std::set<int> g_fds;
 
-// The parent pid from /proc/<pid>/stat ("pid (comm) state ppid ..."; comm
-// may contain spaces and parentheses, so parse after the last ')').
-pid_t ParentOf(const std::string& pid) {
+// The fields of /proc/<pid>/stat after "pid (comm)": comm may contain
+// spaces and parentheses, so split after the last ')'. Empty when unreadable.
+std::vector<std::string> StatFields(const std::string& pid) {
   std::ifstream in("/proc/" + pid + "/stat");
   std::string stat;
-  if (!std::getline(in, stat)) return -1;
+  if (!std::getline(in, stat)) return {};
   const auto close = stat.rfind(')');
-  if (close == std::string::npos || close + 4 >= stat.size()) return -1;
-  return static_cast<pid_t>(std::strtol(stat.c_str() + close + 4, nullptr, 10));
+  if (close == std::string::npos) return {};
+  std::istringstream rest(stat.substr(close + 1));
+  std::vector<std::string> fields;
+  for (std::string f; rest >> f;) fields.push_back(f);
+  return fields;
+}
+
+// The parent pid (field 4: the second after comm).
+pid_t ParentOf(const std::string& pid) {
+  const auto fields = StatFields(pid);
+  return fields.size() > 1 ? static_cast<pid_t>(std::strtol(fields[1].c_str(), nullptr, 10)) : -1;
 }
 
 }  // namespace
@@ -63,6 +73,17 @@ void CloseOwnedFd(int fd) {
 std::vector<int> OwnedFds() {
   std::lock_guard<std::mutex> lock(g_mu);
   return std::vector<int>(g_fds.begin(), g_fds.end());
+}
+
+bool IsExiting(pid_t pid) {
+  // Field 3 is the state, field 9 the flags; PF_EXITING (0x4, linux/sched.h)
+  // is set in do_exit() before the process's files are closed.
+  constexpr unsigned long kPfExiting = 0x4;
+  const auto fields = StatFields(std::to_string(pid));
+  if (fields.size() < 7) return false;
+  const char state = fields[0].empty() ? '?' : fields[0][0];
+  if (state == 'Z' || state == 'X' || state == 'x') return true;
+  return (std::strtoul(fields[6].c_str(), nullptr, 10) & kPfExiting) != 0;
 }
 
 std::vector<pid_t> AdoptedChildren() {

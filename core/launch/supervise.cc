@@ -56,7 +56,12 @@ struct Stream {
 struct Live {
   bool running = true;
   int open_streams = 0;
-  std::optional<Clock::time_point> output_closed;  // both streams at EOF
+  // Both streams at EOF while the process was exiting: the most precise
+  // time it ended (a rank closes its sockets and output in its exit path,
+  // before it can be reaped). Not set when the output closed while the
+  // process lived on (it closed or redirected its own output): that says
+  // nothing about when, or why, it ended.
+  std::optional<Clock::time_point> output_closed;
   std::optional<Clock::time_point> reaped;
   std::optional<Clock::time_point> stopped_since;   // currently stopped
   int stop_signal = 0;
@@ -250,7 +255,9 @@ class Runner {
       s.fd = -1;
       FlushPending(s);
       Live& l = live_[s.child];
-      if (--l.open_streams == 0) l.output_closed = Clock::now();
+      if (--l.open_streams == 0 && IsExiting(children_[s.child].pid)) {
+        l.output_closed = Clock::now();
+      }
       return;
     }
   }

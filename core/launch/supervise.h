@@ -19,7 +19,8 @@
 // Blame: when ranks fail together, first_failed_rank is the root cause, not
 // the first rank reaped (see failure_report.h): the first rank whose failure
 // was its own, else a rank found stopped while its peers waited, else the
-// first rank seen to end.
+// first rank seen to end (its output closed while it exited, or it was
+// reaped): a rank that closed or redirected its own output has not ended.
 #pragma once
 
 #include <sys/types.h>

@@ -114,6 +114,33 @@ TEST(Supervise, AStoppedRankIsAStallEndedAtOnceAndBlamed) {
   EXPECT_EQ(result.ExitCode(), 128 + SIGSTOP);
 }
 
+// Issue 59 (1): ranks that send their own output to /dev/null closed their
+// pipes at once, and "ended" used to mean "output closed": the healthy ranks,
+// SIGTERMed by fail-fast, looked as if they had ended before it (and so
+// not killed by it), and rank 0 was blamed with exit 143. Rank 2 failed
+// first, by its own doing: it is blamed and its code is the run's.
+TEST(Supervise, BlameIgnoresWhenARankClosedItsOutput) {
+  SpawnOptions options;
+  options.fail_fast = true;
+  const auto result = SpawnRanks(
+      3,
+      [](const RankEnv&) {
+        ::execl("/bin/sh", "sh", "-c",
+                "exec >/dev/null 2>&1; if [ \"$RANK\" = 2 ]; then sleep 1; exit 3; fi; sleep 30",
+                static_cast<char*>(nullptr));
+        return 127;
+      },
+      options);
+  EXPECT_EQ(result.reason, StopReason::kFailFast) << result.Summary();
+  EXPECT_EQ(result.first_failed_rank, 2) << result.Summary();
+  EXPECT_EQ(result.ExitCode(), 3) << result.Summary();
+  EXPECT_TRUE(result.ranks[0].killed) << result.Summary();
+  EXPECT_TRUE(result.ranks[1].killed) << result.Summary();
+  EXPECT_FALSE(result.ranks[2].killed) << result.Summary();
+  // Its end is when it exited (after its 1 s sleep), not when it redirected.
+  EXPECT_GE(result.ranks[2].ended_at, milliseconds(900)) << result.Summary();
+}
+
 TEST(Supervise, ProcessesThatLeftTheirGroupAreKilledAndCannotHoldTheRunOpen) {
   // Each rank starts a grandchild in a new session (out of reach of the
   // group kill) that keeps the rank's stdout open, then exits 0.
