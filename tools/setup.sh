@@ -4,8 +4,9 @@
 # as root, or with sudo.
 #
 #   sudo tools/setup.sh             # build + test dependencies
-#   sudo tools/setup.sh --dev       # also PyTorch 1.13 and scikit-learn (golden
-#                                   # vectors, bench/peers side-by-side)
+#   sudo tools/setup.sh --dev       # also scikit-learn (golden vectors,
+#                                   # bench/peers side-by-side; PyTorch 1.13 is
+#                                   # in the default set: //guard's tests)
 #   tools/setup.sh --torch2.15      # also the second PyTorch stack: a venv
 #       .venv-torch2.15 with tools/vs_pytorch/requirements-torch2.15.txt
 #       (torch 2.15.0, torchmetrics 1.9.0, pytorch-lightning 2.6.6) from the
@@ -19,7 +20,7 @@
 # skipped. See README.md.
 set -euo pipefail
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 dev=0
 torch215=0
@@ -44,9 +45,13 @@ packages=(
   nlohmann-json3-dev
   redis-server python3 python3-matplotlib
   iproute2 nftables
+  python3-torch python3-venv python3-wheel
 )
+# python3-torch, python3-venv, python3-wheel: //guard's tests (real gloo
+# worlds under Debian's PyTorch 1.13; pip installs the guard into a fresh
+# venv offline, where setuptools needs wheel to build it).
 if [ "$dev" = 1 ]; then
-  packages+=(python3-torch python3-sklearn python3-numpy)
+  packages+=(python3-sklearn python3-numpy)
 fi
 if [ "$torch215" = 1 ]; then
   packages+=(python3-venv python3-pip)

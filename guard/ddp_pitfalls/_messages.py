@@ -1,0 +1,71 @@
+"""What each pitfall does, in the suite's measured terms, and its fix.
+
+Every number here is quoted from the pair README named beside it (the
+suite's records, PyTorch 1.13 and 2.15 on gloo); a message names that README
+so the reader can check the number and regenerate it. Kept in one place so
+the wording can be compared with the READMEs at a glance.
+"""
+
+# bug -> (what the mistake does, measured; the fix; the pair's README)
+TERMS = {
+    "wrong_all_gather": (
+        "PyTorch's gloo all_gather of 502 and 501 elements at W = 2: the shorter rank aborted "
+        "(gloo::EnforceNotMet) in 20 of 20 runs and the longer one returned silently with 252 of "
+        "502 values garbage in 7 to 13 of 20 runs (repro/wrong_all_gather/README.md, PyTorch table)",
+        "exchange the lengths first, pad every tensor to the longest, gather, and cut each peer's "
+        "slot back to its length (what torchmetrics' gather_all_tensors does; "
+        "fixes/wrong_all_gather/README.md)",
+        "repro/wrong_all_gather/README.md"),
+    "missing_set_epoch": (
+        "without set_epoch the DistributedSampler seeds its shuffle with seed + 0 every time: every "
+        "epoch replays epoch 0's order, position for position, on every rank (second pass "
+        "'identical' on PyTorch 1.13 and 2.15; repro/missing_set_epoch/README.md)",
+        "call sampler.set_epoch(epoch) before iterating each epoch, with a seed shared by all ranks "
+        "(fixes/missing_set_epoch/README.md)",
+        "repro/missing_set_epoch/README.md"),
+    "drop_last_hang": (
+        "the rank with the extra step waits in a collective no other rank enters: on gloo until the "
+        "process group's timeout, 30 minutes by default (1800 s on PyTorch 1.13 and 2.15), on NCCL "
+        "without a deadline until the job is killed (repro/drop_last_hang/README.md)",
+        "give every rank the same number of batches: a DistributedSampler (it pads every rank to "
+        "ceil(N/W)) with drop_last=True in the DataLoader, or wrap the loop in "
+        "torch.distributed.algorithms.Join with divide_by_initial_world_size=False "
+        "(fixes/drop_last_hang/README.md)",
+        "repro/drop_last_hang/README.md"),
+    "small_batch_bn": (
+        "at W = 4 x 2 samples per rank per-rank BatchNorm ended 6.0 pp worse in validation error "
+        "than SyncBatchNorm at the same global batch (25.5% vs 19.5%, 95% interval [+3.3, +8.8] pp, "
+        "5 seeds), +1.5 pp at 4 per rank, under 1 pp from 8 per rank on "
+        "(repro/small_batch_bn/README.md)",
+        "torch.nn.SyncBatchNorm.convert_sync_batchnorm(model) before wrapping in DDP (GPU "
+        "backends), or GroupNorm, or at least 8 samples per rank (fixes/small_batch_bn/README.md)",
+        "repro/small_batch_bn/README.md"),
+    "autograd_lost_gather": (
+        "torch.distributed.all_gather returns constants: a loss built only from them has zero "
+        "gradient (backward raises 'element 0 of tensors does not require grad'), and with your own "
+        "slot put back (torchmetrics >= 1.6) the DDP gradient is exactly 1/W of the true one "
+        "(0.5 at W = 2, 0.25 at W = 4; repro/autograd_lost_gather/README.md)",
+        "torch.distributed.nn.functional.all_gather (differentiable: its backward sends the "
+        "gradients back, fixes/autograd_lost_gather/README.md), or .detach() the tensor (or gather "
+        "under torch.no_grad()) if you only need the values",
+        "repro/autograd_lost_gather/README.md"),
+    "mean_of_means": (
+        "an average of per-rank averages differs from the one-process value whenever ranks hold "
+        "different counts: accuracy off by up to 0.0223 (once per evaluation) and 0.0318 (every "
+        "step) in the suite's sweep; Lightning's floored integer count inflates every logged "
+        "metric 1.375x at W = 16, N = 44 (repro/mean_of_means/README.md)",
+        "all_reduce the sum and the count together, one tensor [sum, count], and divide after "
+        "(fixes/mean_of_means/README.md)",
+        "repro/mean_of_means/README.md"),
+}
+
+BUGS = tuple(TERMS)
+
+
+def format_message(bug, what, site, rank, world):
+    """One line: 'ddp-pitfalls: <bug>: ...' naming the call site, the
+    measured consequence, the fix and the pair's README."""
+    does, fix, readme = TERMS[bug]
+    where = "rank %s of %s" % (rank, world) if rank is not None else "this process"
+    return ("ddp-pitfalls: %s: %s at %s (%s). What it does: %s. Fix: %s. More: ddp-pitfalls "
+            "%s." % (bug, what, site, where, does, fix, readme))

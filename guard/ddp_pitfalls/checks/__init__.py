@@ -1,0 +1,1 @@
+"""One module per pitfall: what it looks at, and why there."""

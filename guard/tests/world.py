@@ -1,0 +1,52 @@
+"""Starts a gloo world of real processes (tests/rank_main.py) and returns
+each rank's results and stderr. Used by the guard's tests."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def torch_or_skip():
+    """Exits 0 with the reason printed when torch cannot be imported (the
+    guard's tests need PyTorch: tools/setup.sh installs Debian's python3-torch)."""
+    try:
+        import torch  # noqa: F401
+        import torch.distributed as dist
+        if not dist.is_available():
+            raise ImportError("torch.distributed is not available")
+    except ImportError as e:
+        print("SKIPPED: torch is not importable by %s (%s); tools/setup.sh installs Debian's "
+              "python3-torch" % (sys.executable, e))
+        sys.exit(0)
+
+
+def run(mode, scenarios, world=2, off=(), timeout=120, install_after_init=False):
+    """{"results": [per rank: {scenario: result}], "stderr": [per rank], "exit": [...]}"""
+    with tempfile.TemporaryDirectory(prefix="guard_world_",
+                                     dir=os.environ.get("TEST_TMPDIR")) as d:
+        cmd = [sys.executable, os.path.join(HERE, "rank_main.py"), "--mode", mode,
+               "--scenarios", ",".join(scenarios), "--world", str(world), "--dir", d,
+               "--off", ",".join(off)] + (["--install_after_init"] if install_after_init else [])
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        procs = [subprocess.Popen(cmd + ["--rank", str(r)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env)
+                 for r in range(world)]
+        results, stderr, codes = [], [], []
+        for p in procs:
+            try:
+                out, err = p.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, err = p.communicate()
+            codes.append(p.returncode)
+            stderr.append(err)
+            per = {}
+            for line in out.splitlines():
+                if line.startswith("{"):
+                    doc = json.loads(line)
+                    per[doc["scenario"]] = doc
+            results.append(per)
+    return {"results": results, "stderr": stderr, "exit": codes}
