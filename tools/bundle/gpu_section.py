@@ -5,7 +5,8 @@ Reads every GPU run kept under results/gpu/ (RUN/logs.tar.gz or RUN/ with
 one folder per device call, as tools/bundle/gpu_table.py does) and prints
 one Markdown block: a heading naming the GPU, one line per run (commit,
 calls, how many gpu tests and pairs passed in some call and in one call,
-and whether one call ran everything), the numbers that one process on the
+how many of those tests ran every case and which skipped most of theirs,
+from the gtest lines of their logs, and whether one call ran everything), the numbers that one process on the
 GPU measured (bench/norm_kernels at W = 1: each kernel's GB/s against a
 device-to-device copy timed in the same repetition, rows beyond the L2),
 what NCCL and PyTorch's NCCL did with the source post's raw unequal
@@ -60,6 +61,24 @@ def complete_bench(data):
         return False
 
 
+def skipped_text(run, calls, status, keys):
+    """' (22 with every case run, 9 with cases skipped, 2 of them most:
+    `x` ran 1 of 9 cases, ...)': the passed tests apart by what ran (gpu_table.py),
+    '' when no log of theirs is kept."""
+    good = {k[1]: {c for c, (s, _) in status[k].items() if s in gpu_table.GOOD} for k in keys}
+    best = gpu_table.passed_cases({b: c for b, c in good.items() if c}, gpu_table.test_cases(run, calls))
+    if not best:
+        return ""
+    some = [b for b, (_, c) in best.items() if c["skipped"]]
+    most = sorted((b for b in some if 2 * best[b][1]["skipped"] > best[b][1]["total"]),
+                  key=lambda b: (best[b][1]["ran"] / best[b][1]["total"], b))
+    text = f" ({len(best) - len(some)} with every case run, {len(some)} with cases skipped"
+    if most:
+        text += f", {len(most)} of them most: " + ", ".join(
+            f"`{b}` ran {best[b][1]['ran']} of {best[b][1]['total']} cases" for b in most)
+    return text + ")"
+
+
 def run_line(name, run):
     """One run: its calls, commit, and the gpu_table counts; whether one call ran it all."""
     calls = gpu_table.read_calls(run)
@@ -75,7 +94,8 @@ def run_line(name, run):
             continue
         some = sum(1 for k in keys if any(s in gpu_table.GOOD for s, _ in status[k].values()))
         best = max(sum(1 for k in keys if status[k].get(c, ("-",))[0] in gpu_table.GOOD) for c in calls)
-        parts.append(f"{what}: {some} of {len(keys)} in some call, at most {best} in one call")
+        parts.append(f"{what}: {some} of {len(keys)} in some call{skipped_text(run, calls, status, keys) if kind == 'test' else ''}, "
+                     f"at most {best} in one call")
     # A call counts as the whole run only if run_all reached its summary
     # (a call cut from outside never lists what it did not start).
     finished = {c for (c, _), text in gpu_table.call_members(run, lambda p: p == "console.txt").items()
@@ -165,24 +185,30 @@ def ours_raw(doc, call, path):
         dtype = r.get("config", {}).get("raw_dtype", OURS_DTYPE)
         ref = r.get("reference", {}).get("auc")
         yield (w, dtype, int(m.get("runs", 0)), int(m.get("silent_runs", 0)), int(m.get("failed_runs", 0)),
-               aucs, ref)
+               aucs, ref, OURS_INPUTS)
+
+
+OURS_INPUTS = "ours"  # repro/wrong_all_gather's own samples (raw_inputs.json holds them)
 
 
 def torch_raw(doc):
     ref = doc.get("config", {}).get("reference_auc")
+    # Since 7b8517f the script gathers our samples (config.inputs); before,
+    # its own torch.Generator's (one-process AUC 0.8625 at n = 1003).
+    inputs = OURS_INPUTS if doc.get("config", {}).get("inputs") else "PyTorch's own"
     for c in doc.get("cases", []):
         a = c.get("rank0_auc", {})
         aucs = [x for x in (a.get("min"), a.get("max")) if x is not None]
         failed = sum(1 for run in c.get("per_run", []) if any(r.get("exit", 0) != 0 for r in run))
-        yield c["world_size"], c.get("dtype", "?"), int(c["runs"]), int(c["silent_runs"]), failed, aucs, ref
+        yield c["world_size"], c.get("dtype", "?"), int(c["runs"]), int(c["silent_runs"]), failed, aucs, ref, inputs
 
 
 def raw_table(files):
     """Per engine, W, dtype and device call (never pooled across calls:
     their conditions differ, e.g. CUDA MPS on or off): runs, silent wrong
     values, runs with an error or deadline, rank 0's AUC when silent, and
-    the one-process AUC of that engine's data (the two engines draw
-    different scores)."""
+    the one-process AUC of that engine's data and whose samples it gathered
+    (PyTorch's records before 7b8517f drew their own scores)."""
     agg = {}
     for (run, call, path), data in files.items():
         name = path.split("/")[-1]
@@ -192,9 +218,10 @@ def raw_table(files):
             items, engine = torch_raw(load(call, path, data)), "PyTorch"
         else:
             continue
-        for w, dtype, runs, silent, failed, aucs, ref in items:
+        for w, dtype, runs, silent, failed, aucs, ref, inputs in items:
             a = agg.setdefault((w, engine != "PyTorch", engine, dtype, run, call),
-                               {"runs": 0, "silent": 0, "failed": 0, "aucs": [], "refs": set()})
+                               {"runs": 0, "silent": 0, "failed": 0, "aucs": [], "refs": set(), "inputs": set()})
+            a["inputs"].add(inputs)
             a["runs"] += runs
             a["silent"] += silent
             a["failed"] += failed
@@ -205,8 +232,8 @@ def raw_table(files):
            "on NCCL, one row per engine, W, dtype of the gathered values and device call (runs of one call "
            "summed; calls never pooled):", ""]
     out.append("| engine | W | dtype | run, call | runs | silent wrong values | ended in an error or deadline | "
-               "rank 0's AUC when silent | one process's AUC |")
-    out.append("|---|---|---|---|---|---|---|---|---|")
+               "rank 0's AUC when silent | one process's AUC | samples gathered |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
     best = {}
     for key in sorted(agg, key=lambda k: (k[0], not k[1], k[4], k[5], k[3])):
         w, _, engine, dtype, run, call = key
@@ -214,7 +241,7 @@ def raw_table(files):
         auc = f"{min(a['aucs']):.4f}..{max(a['aucs']):.4f}" if a["aucs"] else "-"
         ref = "..".join(f"{x:.4f}" for x in sorted(a["refs"])) or "-"
         out.append(f"| {engine} | {w} | {dtype} | {run}, {call} | {a['runs']} | {a['silent']} | {a['failed']} "
-                   f"| {auc} | {ref} |")
+                   f"| {auc} | {ref} | {', '.join(sorted(a['inputs']))} |")
         best[(engine, w, dtype)] = max(best.get((engine, w, dtype), 0), a["runs"])
     return out, best
 

@@ -47,6 +47,11 @@ write(os.path.join(new, "call2", "summary.tsv"), HEADER + "test\tcore/a_test\tpa
 write(os.path.join(new, "call1", "environment.txt"), ENV)
 write(os.path.join(new, "call2", "console.txt"), "PASS ...\n== summary\n2 passed, 0 failed, 0 skipped\n")
 write(os.path.join(new, "call2", "environment.txt"), ENV)
+# Their gtest logs: a_test ran its one case, c_test 1 of 3 (2 skipped).
+write(os.path.join(new, "call2", "logs", "core.a_test.log"), "[ RUN      ] A.B\n[       OK ] A.B (4 ms)\n")
+write(os.path.join(new, "call2", "logs", "core.c_test.log"),
+      "[       OK ] C.A (4 ms)\n" + "".join(f"c_test.cc:9: Skipped\nshared GPU: W = 4 only\n\n"
+                                        f"[  SKIPPED ] C.{x} (0 ms)\n" for x in "BC"))
 
 
 def bench_row(name, rep, frac, gbps, fits):
@@ -82,6 +87,11 @@ write(os.path.join(new, "call2", "records", "wrong_all_gather_unequal.torch.nccl
                   "rank0_auc": {"min": 0.65, "max": 0.65}, "per_run": [[{"exit": 0}, {"exit": 0}]]},
                  {"world_size": 2, "dtype": "float64", "runs": 1, "silent_runs": 0, "rank0_auc": {},
                   "per_run": [[{"exit": 1}, {"exit": 0}]]}]})
+# PyTorch gathering our samples (unequal_all_gather.py --inputs): a row of its own, W = 4.
+write(os.path.join(new, "call2", "records", "wrong_all_gather_unequal.torch.nccl_w4.run1.json"),
+      {"config": {"reference_auc": 0.8, "inputs": "repro/wrong_all_gather/raw_inputs.json"},
+       "cases": [{"world_size": 4, "dtype": "float64", "runs": 1, "silent_runs": 0, "rank0_auc": {},
+                  "per_run": [[{"exit": 1}, {"exit": 0}, {"exit": 0}, {"exit": 0}]]}]})
 write(os.path.join(new, "call2", "records", "bench_padding_padding.gloo.bench.json"), '{"benchmarks": [{"na')
 write(os.path.join(new, "call2", "records", "torch_norm_gpu.json"), {"benchmarks": []})
 # An earlier run without per-call summaries.
@@ -91,7 +101,8 @@ rc, out, err = run(gpu)
 expect(rc == 0, f"exit {rc}: {err}")
 expect(out.startswith("### Measured on an NVIDIA H200\n"), f"heading: {out[:80]}")
 expect("- [h200-2026-12-01](results/gpu/h200-2026-12-01/README.md): NVIDIA H200, driver 580.1, bundle `0123456`, "
-       "2 device calls; gpu tests passed: 2 of 2 in some call, at most 2 in one call; pairs on NCCL as expected: "
+       "2 device calls; gpu tests passed: 2 of 2 in some call (1 with every case run, 1 with cases skipped, "
+       "1 of them most: `core/c_test` ran 1 of 3 cases), at most 2 in one call; pairs on NCCL as expected: "
        "1 of 1 in some call, at most 1 in one call; **everything in one call** (call2; longest gpu test 41 s)."
        in out, f"run line: {out}")
 expect("- earlier, without per-call summaries: [h100-2026-11-26](results/gpu/h100-2026-11-26/README.md)" in out,
@@ -103,11 +114,16 @@ expect("1 of 2 rows reach 0.8 of the copy (medians): **the goal is not met**" in
 expect("| ours (bundle) | 2 | float64 | h200-2026-12-01, call1 | 1 | 0 | 1 | - | 0.8000 |" in out, f"ours call1 apart: {out}")
 expect("| ours (bundle) | 2 | float64 | h200-2026-12-01, call2 | 2 | 1 | 1 | 0.7000..0.7000 | 0.8000 |" in out,
        "ours call2: its two runs summed, the control (n = 1000) left out")
-expect("| PyTorch | 2 | float32 | h200-2026-12-01, call2 | 1 | 1 | 0 | 0.6500..0.6500 | 0.8600 |" in out, "PyTorch row")
+expect("| PyTorch | 2 | float32 | h200-2026-12-01, call2 | 1 | 1 | 0 | 0.6500..0.6500 | 0.8600 | PyTorch's own |"
+       in out, "PyTorch row: a record without config.inputs drew its own samples")
+expect("| ours (bundle) | 2 | float64 | h200-2026-12-01, call1 | 1 | 0 | 1 | - | 0.8000 | ours |" in out,
+       "ours gathers its own samples")
 expect("| PyTorch | 2 | float64 | h200-2026-12-01, call2 | 1 | 0 | 1 | - | 0.8600 |" in out, "PyTorch's float64 row apart")
 expect("| ours (bundle) | 2 | float32 | h200-2026-12-01, call2 | 1 | 1 | 0 | 0.7000..0.7000 | 0.8000 |" in out,
        "ours' float32 row apart")
 expect(out.index("| ours (bundle) | 2 | float64 | h200-2026-12-01, call2") < out.index("| PyTorch | 2 |"), "ours first")
+expect("| PyTorch | 4 | float64 | h200-2026-12-01, call2 | 1 | 0 | 1 | - | 0.8000 | ours |" in out,
+       f"PyTorch on our samples: {out}")
 for want in ("ours (bundle), W = 2: at most 2 of 10 runs in one call", "ours (bundle), W = 4: at most 0 of 10",
              "PyTorch, W = 2: at most 1 of 10", "(`torch_dist_gpu.json`)",
              "bench/padding on Gloo at W = 4"):
@@ -151,5 +167,8 @@ begin, end = "<!-- table:gpu-section:begin -->\n", "\n<!-- table:gpu-section:end
 expect(rc == 0 and begin in doc and doc.split(begin, 1)[1].split(end, 1)[0] == out.rstrip("\n"),
        "README.md's gpu-section block is not what `python3 tools/bundle/gpu_section.py results/gpu` gives: "
        "rerun it with --update README.md")
+# The last H100 run's line says which passing tests skipped most of their cases (issue 58).
+expect("`fixes/small_batch_bn/test_nccl` ran 1 of 9 cases, `repro/wrong_all_gather/test_nccl` ran 1 of 3 cases"
+       in out, f"the committed runs' line does not count the skipped cases: {out[:1500]}")
 
 finish()

@@ -5,7 +5,10 @@ Reads a GPU run kept under results/gpu/RUN/ (its logs.tar.gz, or a folder,
 holding one folder per device call, each with run_all.sh's summary.tsv and
 environment.txt) and prints one Markdown block: the machine and the
 bundle's commit, then one row per binary with its status and seconds in
-each call, then how many passed in some call and how many in one call.
+each call and, for a test, how many of its cases ran and how many were
+skipped and why (read from the gtest output in the call's logs/), then how
+many passed in some call and in one call, the tests that passed with
+every case run apart from those that skipped cases, and why they skipped.
 --update FILE rewrites FILE's `gpu-run` table (bench/tables.py's markers).
 Exit 2, one line `gpu_table: why`, on input it cannot read.
 """
@@ -13,6 +16,7 @@ import argparse
 import csv
 import io
 import os
+import re
 import sys
 import tarfile
 
@@ -22,6 +26,71 @@ from tables import InputError, emit  # noqa: E402  bench/tables.py
 GOOD = {"pass", "ok"}  # run_all.sh's summary.tsv: a test passed, a pair or benchmark as expected
 KINDS = (("test", "gpu tests", "passed"), ("pair", "pair binaries on NCCL", "had every record as expected"),
          ("bench", "benchmark runs", "ok"))
+
+# gtest's per-case result lines, and a Google Benchmark row (a benchmark
+# smoke test prints rows, no gtest case).
+CASE_LINE = re.compile(r"^\[ {2}(?:     OK|FAILED  |SKIPPED) \] \S+ \(\d+ ms\)$", re.M)
+SKIP_REASON = re.compile(r"^\S+:\d+: Skipped\n(.*)$", re.M)
+BENCH_ROW = re.compile(r"^\S+/\S*\s+[\d.]+ (?:ns|us|ms|s)\s+[\d.]+ (?:ns|us|ms|s)\s+\d+\b", re.M)
+SHARED_GPU = "shared GPU: "  # core/testing's reason for a case left to the shared-GPU sizes
+
+
+def case_counts(log):
+    """What a test binary's log says ran: {"ran", "failed", "skipped",
+    "total", "why": {reason: count}, "bench_rows"}. A case counts once, by
+    its result line; a skip's reason is the line after gtest's
+    "FILE:LINE: Skipped"."""
+    text = log.decode("utf-8", "replace") if isinstance(log, bytes) else log
+    results = [m.group(0)[3:10].strip() for m in CASE_LINE.finditer(text)]
+    why = {}
+    for m in SKIP_REASON.finditer(text):
+        reason = m.group(1).strip() or "no reason given"
+        why[reason] = why.get(reason, 0) + 1
+    skipped = results.count("SKIPPED")
+    if sum(why.values()) < skipped:
+        why["no reason given"] = why.get("no reason given", 0) + skipped - sum(why.values())
+    return {"ran": results.count("OK") + results.count("FAILED"), "failed": results.count("FAILED"),
+            "skipped": skipped, "total": len(results), "why": why,
+            "bench_rows": len(BENCH_ROW.findall(text))}
+
+
+def short_why(reason):
+    """A skip's reason in a few words: core/testing's shared-GPU skips by
+    their kind, any other in its own words."""
+    return "at shared-GPU sizes" if reason.startswith(SHARED_GPU) else reason
+
+
+def cases_text(c):
+    """'1 of 9 cases; 8 skipped at shared-GPU sizes', '16 benchmark rows, no
+    gtest case', or '' when the log has neither."""
+    if c["total"] == 0:
+        return f"{c['bench_rows']} benchmark rows, no gtest case" if c["bench_rows"] else ""
+    text = f"{c['ran']} of {c['total']} case{'s' if c['total'] != 1 else ''}"
+    if c["failed"]:
+        text += f", {c['failed']} failed"
+    if c["skipped"]:
+        by = {}
+        for reason, n in c["why"].items():
+            by[short_why(reason)] = by.get(short_why(reason), 0) + n
+        text += "; " + ", ".join(f"{n} skipped {w}" if w == "at shared-GPU sizes" else f"{n} skipped: {w}"
+                                 for w, n in sorted(by.items(), key=lambda kv: -kv[1]))
+    return text
+
+
+def log_name(kind, binary):
+    """run_all.sh's log file for a summary row (its item_fields)."""
+    if kind == "test":
+        return binary.replace("/", ".") + ".log"
+    if kind == "pair":
+        return os.path.dirname(binary).replace("/", "_") + ".log"
+    rel, _, engine = binary.partition(" on ")
+    return f"{rel.replace('/', '_')}.{engine}.log"
+
+
+def read_case_counts(run):
+    """{(call, test binary): case_counts} from the test logs RUN's calls kept."""
+    logs = call_members(run, lambda p: p.startswith("logs/") and p.endswith(".log"))
+    return {(call, path[len("logs/"):]): case_counts(data) for (call, path), data in logs.items()}
 
 
 def call_members(run, want):
@@ -92,16 +161,64 @@ def environment_line(env):
     return f"GPU {gpu}; bundle commit `{commit[:12]}`; libnccl {fields.get('libnccl', '?')}"
 
 
+def test_cases(run, calls):
+    """{test binary: {call: case_counts}} for the tests each call's logs hold."""
+    counts = read_case_counts(run)
+    out = {}
+    for call in calls:
+        for r in rows_of(calls[call]["summary"], call):
+            c = counts.get((call, log_name(r["kind"], r["binary"])))
+            if r["kind"] == "test" and c is not None:
+                out.setdefault(r["binary"], {})[call] = c
+    return out
+
+
+def passed_cases(status_good, cases):
+    """Of the tests that passed in some call, the counts of the call where
+    the most cases ran: {binary: (call, case_counts)}; a test whose logs
+    are not kept is left out."""
+    best = {}
+    for binary, good_calls in status_good.items():
+        options = [(cases[binary][c]["ran"], c) for c in good_calls if c in cases.get(binary, {})]
+        if options:
+            _, call = max(options)
+            best[binary] = (call, cases[binary][call])
+    return best
+
+
+def skipped_lines(best):
+    """The tests that passed with cases skipped, most skipped first, apart
+    from those that ran every case; each with its counts and its reasons."""
+    every = [b for b, (_, c) in best.items() if not c["skipped"] and (c["total"] or c["bench_rows"])]
+    some = sorted((b for b, (_, c) in best.items() if c["skipped"]),
+                  key=lambda b: (best[b][1]["ran"] / best[b][1]["total"], b))
+    most = [b for b in some if 2 * best[b][1]["skipped"] > best[b][1]["total"]]
+    out = [f"- of those: {len(every)} ran every case; {len(some)} passed with cases skipped"
+           + (f" ({len(most)} of them most of their cases)" if most else "") + (", each with why:" if some else ".")]
+    for b in some:
+        call, c = best[b]
+        why = "; ".join(f"{reason} ({n} {'case' if n == 1 else 'cases'})" for reason, n in c["why"].items())
+        flag = ", **most cases skipped**" if b in most else ""
+        out.append(f"  - `{b}` ({call}{flag}): {c['ran']} of {c['total']} cases ran, {c['skipped']} skipped. "
+                   f"Why: {why}")
+    return out
+
+
 def render(run):
     calls = read_calls(run)
     names = list(calls)
+    cases = test_cases(run, calls)
     status = {}  # (kind, binary) -> {call: "status S s"}
     good = {}    # (kind, binary) -> set of calls where it was good
     for call in names:
         for r in rows_of(calls[call]["summary"], call):
             key = (r["kind"], r["binary"])
             # A run repeated in one call (a refusal rerun) shows its last status.
-            status.setdefault(key, {})[call] = f"{r['status']} {r['seconds']} s"
+            cell = f"{r['status']} {r['seconds']} s"
+            c = cases.get(r["binary"], {}).get(call) if r["kind"] == "test" else None
+            if c is not None and cases_text(c):
+                cell += f" ({cases_text(c)})"
+            status.setdefault(key, {})[call] = cell
             if r["status"] in GOOD:
                 good.setdefault(key, set()).add(call)
     first_env = next((c["environment"] for c in calls.values() if "environment" in c), "")
@@ -120,6 +237,8 @@ def render(run):
         some = sum(1 for k in keys if good.get(k))
         best = max(sum(1 for k in keys if c in good.get(k, ())) for c in names)
         out.append(f"- {what}: {some} of {len(keys)} {verb} in some call; at most {best} in one call.")
+        if kind == "test":
+            out += skipped_lines(passed_cases({k[1]: good[k] for k in keys if good.get(k)}, cases))
     return "\n".join(out)
 
 

@@ -1,9 +1,14 @@
 """gpu_table.py on a fake GPU run (two calls, as folders and as
-logs.tar.gz): a row per binary with its status in each call, the counts in
-some call and in one call, the gpu-run block of a README rewritten, and
+logs.tar.gz): a row per binary with its status in each call and, for a
+test, how many cases ran and were skipped and why (from the gtest lines of
+its log: a test that skipped most of its cases is listed apart, a
+benchmark smoke test shows its rows, not "0 ok"), the counts in some call
+and in one call, the gpu-run block of a README rewritten, and
 exit 2 with one line for a missing run, a run without summaries and a
 summary without its header. Then each committed run's README holds exactly
-what gpu_table.py gives for that run.
+what gpu_table.py gives for that run, and the last H100 run reads
+"1 of 9 cases" for fixes/small_batch_bn/test_nccl and "1 of 3" for
+repro/wrong_all_gather/test_nccl.
 
     gpu_table_test.py GPU_TABLE RUN_README...   (by //analysis:py_test.sh)
 """
@@ -32,9 +37,35 @@ calls = {
 }
 env = "date: 2026-11-27T08:00:33Z\ngpu: NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB\n" \
       "libnccl: /x/lib (pip)\nrecords' commit: 0123456789abcdef\n"
+
+def gtest(*cases):
+    """A gtest log: (name, "OK" | "SKIPPED", reason) per case."""
+    out = ["Running main() from gtest_main.cc"]
+    for name, result, reason in cases:
+        out.append(f"[ RUN      ] {name}")
+        if result == "SKIPPED":
+            out += [f"x_test.cc:12: Skipped", reason, ""]
+        out.append(f"[{'       OK' if result == 'OK' else '  SKIPPED'} ] {name} (3 ms)")
+    return "\n".join(out) + "\n"
+
+
+SHARED = "shared GPU: W = 4 only (not 2 and 3)"
+logs = {
+    "call1": {"core.a_test.log": gtest(("A.One", "OK", ""), ("A.Two", "OK", "")),
+              "repro.b.test_nccl.log": "[ RUN      ] B.X\nboom\n"},
+    "call2": {"repro.b.test_nccl.log": gtest(("B.X", "OK", ""), ("B.Y", "SKIPPED", SHARED),
+                                             ("B.Z", "SKIPPED", SHARED), ("B.W", "SKIPPED", "the rows run on gloo")),
+              "bench.s_nccl_test.log": "-----\nBenchmark  Time  CPU  Iterations\n-----\n"
+                                       "bn/C:16/rep:0/manual_time  1648 us  1171 us  3 W=2\n"
+                                       "sync_bn/C:16/rep:0/manual_time  2955 us  1314 us  3 W=2\nPASS\n"},
+}
+calls["call2"] += "test\tbench/s_nccl_test\tpass\t2\t0 ok\n"
 folder = os.path.join(tmp, "run")
 for call, text in calls.items():
-    os.makedirs(os.path.join(folder, call))
+    os.makedirs(os.path.join(folder, call, "logs"))
+    for name, log in logs[call].items():
+        with open(os.path.join(folder, call, "logs", name), "w") as f:
+            f.write(log)
     with open(os.path.join(folder, call, "summary.tsv"), "w") as f:
         f.write(text)
     with open(os.path.join(folder, call, "environment.txt"), "w") as f:
@@ -43,10 +74,17 @@ rc, out, err = run(folder)
 expect(rc == 0, f"folder run exit {rc}: {err}")
 expect(out.startswith("2 device calls (call1, call2); GPU NVIDIA H100 80GB HBM3, 580.159.04, 81559 MiB; "
                       "bundle commit `0123456789ab`; libnccl /x/lib (pip)."), f"heading: {out[:200]}")
-expect("| test | `repro/b/test_nccl` | fail 0 s | pass 9 s |" in out, "a row with both calls")
-expect("| test | `core/a_test` | pass 2 s | - |" in out, "a row absent from a call")
+expect("| test | `repro/b/test_nccl` | fail 0 s | pass 9 s (1 of 4 cases; 2 skipped at shared-GPU sizes, "
+       "1 skipped: the rows run on gloo) |" in out, f"a row with both calls, its cases counted: {out}")
+expect("| test | `core/a_test` | pass 2 s (2 of 2 cases) | - |" in out, "a row absent from a call")
+expect("| test | `bench/s_nccl_test` | - | pass 2 s (2 benchmark rows, no gtest case) |" in out,
+       "a benchmark smoke test shows its rows, not 0 ok")
+expect("- gpu tests: 3 of 3 passed in some call; at most 2 in one call." in out, f"tests count: {out}")
+expect("- of those: 2 ran every case; 1 passed with cases skipped (1 of them most of their cases), each with why:"
+       in out, f"tests that skipped cases apart: {out}")
+expect("  - `repro/b/test_nccl` (call2, **most cases skipped**): 1 of 4 cases ran, 3 skipped. Why: " + SHARED
+       + " (2 cases); the rows run on gloo (1 case)" in out, f"the skipped test's reasons: {out}")
 expect(out.index("| test |") < out.index("| pair |") < out.index("| bench |"), "rows by kind: tests, pairs, benchmarks")
-expect("- gpu tests: 2 of 2 passed in some call; at most 1 in one call." in out, f"tests count: {out}")
 expect("- pair binaries on NCCL: 1 of 1 had every record as expected in some call; at most 1 in one call." in out,
        "pairs count")
 expect("- benchmark runs: 1 of 1 ok in some call; at most 1 in one call." in out, "bench count")
@@ -57,7 +95,7 @@ os.makedirs(packed)
 with tarfile.open(os.path.join(packed, "logs.tar.gz"), "w:gz") as tar:
     tar.add(folder, arcname=".", recursive=False)
     for call in calls:
-        tar.add(os.path.join(folder, call), arcname=call)
+        tar.add(os.path.join(folder, call), arcname=call)  # with its logs/
 rc, out2, err = run(packed)
 expect(rc == 0 and out2 == out, f"the archive gives what the folder gives: {rc} {err}")
 readme = os.path.join(tmp, "README.md")
@@ -90,5 +128,14 @@ for committed_readme in committed_readmes:
            f"{committed_readme}: its gpu-run table is not what gpu_table.py gives "
            f"(python3 tools/bundle/gpu_table.py {run_dir} --update {committed_readme})")
 expect(len(committed_readmes) > 0, "no committed run README given")
+# The last H100 run: two tests that ran few of their cases say so (issue 58).
+last = [r for r in committed_readmes if r.endswith("h100-2026-11-27b/README.md")]
+expect(len(last) == 1, "results/gpu/h100-2026-11-27b/README.md not given")
+for r in last:
+    doc = open(r).read()
+    for row in ["| test | `fixes/small_batch_bn/test_nccl` | pass 10 s (1 of 9 cases; 8 skipped at shared-GPU sizes) |",
+                "| test | `repro/wrong_all_gather/test_nccl` | pass 32 s (1 of 3 cases; 2 skipped at shared-GPU sizes) |",
+                "| test | `bench/sync_bn_nccl_test` | pass 2 s (16 benchmark rows, no gtest case) |"]:
+        expect(row in doc, f"{r}: no row {row}")
 
 finish()
