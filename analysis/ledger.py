@@ -11,6 +11,11 @@ Verdict classes, kept apart in the report:
                               a measurement may be shown for information
   judged from code            "code" names the code read, "outcome" what it
                               showed (confirmed, partly, refuted)
+  not reproduced here         measured like the three above, but short of the
+                              claim's own setting (analysis/verdict_rules.py):
+                              "scope" says what ran and what did not
+The suite's own results, which no post states ("suite_results"), are
+measured the same way and counted apart from the posts' claims.
 A selector's "file" may name record files under the results folder by path
 ("gpu/<run>/records/call4/x.json"): a GPU run's records, kept out of the
 report's tables and read only for the claims that name them (read_named);
@@ -29,9 +34,11 @@ from pick import Summary, get, is_file, is_number, num, select, value
 from records import InputError
 
 MEASURED = ("confirmed", "partly", "refuted")
+NOT_REPRODUCED = "not reproduced here"
 NOT_TESTED = "not tested"
 FROM_CODE = "judged from code"
-CLASSES = MEASURED + (NOT_TESTED, FROM_CODE)
+CHECKED = MEASURED + (NOT_REPRODUCED,)  # the classes whose check must hold
+CLASSES = MEASURED + (NOT_REPRODUCED, NOT_TESTED, FROM_CODE)
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
        "==": operator.eq}
 PER_VERSION_KEYS = ("versions", "per_version", "by_version", "pytorch_versions",
@@ -62,18 +69,21 @@ def check_problem(check, where, can_be_negative=False):
     return None
 
 
-def problems(claim, sources=None):
-    """The ways a claim breaks the verdict rules (empty when it keeps them)."""
+def problems(claim, sources=None, own=False):
+    """The ways a claim breaks the verdict rules (empty when it keeps them).
+    own: one of the suite's own results (no seed, no quote)."""
     out = []
     v = claim.get("verdict")
     if v not in CLASSES:
         return [f"verdict {v!r} is not one of {', '.join(CLASSES)}"]
-    for key in ("bug", "seed", "claim"):
+    for key in ("bug", "claim") + (("why_not_a_claim",) if own else ("seed", "quote")):
         if not claim.get(key):
             out.append(f"no {key}")
-    if sources is not None and claim.get("seed") not in sources:
+    if not own and sources is not None and claim.get("seed") not in sources:
         out.append(f"seed {claim.get('seed')!r} has no entry in sources")
-    if v in MEASURED:
+    if v == NOT_REPRODUCED and not claim.get("scope"):
+        out.append("'not reproduced here' needs 'scope': what ran and what did not")
+    if v in CHECKED:
         alts = [dict(claim, **a) for a in claim.get("measures", []) if a] or [claim]
         for i, alt in enumerate(alts):
             where = "measure" if len(alts) == 1 else f"measure {i + 1}"
@@ -99,20 +109,24 @@ def problems(claim, sources=None):
     return out
 
 
-def load(path):
-    """(claims, sources) from claims.json; a claim that breaks the rules is
-    an InputError naming it."""
+def load(path, with_own=False):
+    """(claims, sources) from claims.json, and with_own the suite's own
+    results as a third; a claim that breaks the rules is an InputError
+    naming it."""
     try:
         with open(path) as f:
             doc = json.load(f)
         claims, sources = doc["claims"], doc.get("sources", {})
+        own = doc.get("suite_results", [])
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise InputError(f"{path}: cannot read the claims: {e}")
     bad = [f"claim {i} ({c.get('claim', '?')!r}): {p}"
            for i, c in enumerate(claims) for p in problems(c, sources)]
+    bad += [f"suite result {i} ({c.get('claim', '?')!r}): {p}"
+            for i, c in enumerate(own) for p in problems(c, own=True)]
     if bad:
         raise InputError(f"{path}: " + "; ".join(bad))
-    return claims, sources
+    return (claims, sources, own) if with_own else (claims, sources)
 
 
 def load_claims(path):
@@ -234,15 +248,15 @@ def rows(claims, recs, named=()):
     for c in claims:
         text, files, ok = measure(c, recs, named)
         verdict = c["verdict"]
-        if verdict in MEASURED and ok is False:
+        if verdict in CHECKED and ok is False:
             verdict += " (CHECK FAILED)"
             failed.append(c)
         if verdict == FROM_CODE:
             verdict = f"{FROM_CODE}: {c['outcome']}"
             text = text or c.get("evidence", "")
-        why = {NOT_TESTED: c.get("reason", ""), FROM_CODE: c.get("code", "")}.get(
-            c["verdict"], c.get("threshold", ""))
-        out.append([c["bug"], c["seed"], c["claim"], verdict, text or "-", files or "-",
+        why = {NOT_TESTED: c.get("reason", ""), FROM_CODE: c.get("code", ""),
+               NOT_REPRODUCED: c.get("scope", "")}.get(c["verdict"], c.get("threshold", ""))
+        out.append([c["bug"], c.get("seed", "-"), c["claim"], verdict, text or "-", files or "-",
                     c.get("readme", "-"), c.get("note", ""), check_text(c), why, per_version(c)])
     return out, failed
 

@@ -22,24 +22,32 @@ def gpu_run_sentence(claims, aside):
                "refused the process) are set aside" if aside else "") + ".")
 
 
-def section(claims, sources, recs, full=True, named=(), aside=0):
+def section(claims, sources, recs, full=True, named=(), aside=0, own=()):
     """(Markdown lines, ledger rows, measured claims whose check failed).
     full=False: the compact form for report.md (no bound column, shorter
     cells); the full form goes to ledger.md and claims.csv. named, aside:
     ledger.read_named's records of files claims name under the results
-    folder, and how many of those it set aside."""
+    folder, and how many of those it set aside. own: the suite's own
+    results (no post states them), in a table of their own, numbered S1..."""
     rows, failed = ledger.rows(claims, recs, named)
+    own_rows, own_failed = ledger.rows(list(own), recs, named)
+    failed = failed + own_failed
     n = ledger.counts(claims)
-    measured = sum(n[k] for k in ledger.MEASURED)
+    measured = sum(n[k] for k in ledger.CHECKED) + sum(
+        1 for c in own if c["verdict"] in ledger.CHECKED)
     numbered = list(enumerate(rows, 1))
     md = ["## Claims ledger", "",
           tables.para(
               f"{len(claims)} claims of the {len(sources)} source posts (cited below by seed "
-              f"number). Measured on the records of this report: {n['confirmed']} confirmed, "
-              f"{n['partly']} partly, {n['refuted']} refuted, each with a check whose bound "
-              "comes from the claim's own number, so that the check could fail. Kept apart: "
-              f"{n[ledger.NOT_TESTED]} not tested (with the reason) and {n[ledger.FROM_CODE]} "
-              "judged from code (naming the code), which no check covers. "
+              f"number), each quoting its post. Measured on the records of this report: "
+              f"{n['confirmed']} confirmed, {n['partly']} partly, {n['refuted']} refuted (only "
+              "where the claim's own setting ran), each with a check whose bound comes from the "
+              f"claim's own number, so that the check could fail; {n[ledger.NOT_REPRODUCED]} not "
+              "reproduced here (measured short of the claim's own setting, with the scope). Kept "
+              f"apart: {n[ledger.NOT_TESTED]} not tested (with the reason) and {n[ledger.FROM_CODE]} "
+              "judged from code (naming the code), which no check covers"
+              + (f"; and {len(own)} results of the suite's own that no post states, counted "
+                 "apart (S1...)" if own else "") + ". "
               + (f"{len(failed)} of the {measured} checks FAILED: those verdicts no longer follow "
                  "from the records." if failed else
                  f"Every one of the {measured} checks holds on these records.")
@@ -55,13 +63,19 @@ def section(claims, sources, recs, full=True, named=(), aside=0):
         return [f"### {title}", "", tables.markdown(head, [cells(k, r) for k, r in picked]), ""]
 
     vcol = ["per PyTorch version"] if has_versions else []
-    w = 1 if full else 0.45  # cell widths: the compact form keeps under half
+    w = 1 if full else 0.35  # cell widths: the compact form keeps about a third
     measured_head = ["#", "bug", "seed", "claim", "verdict", "measured", "check"] + (
         ["bound from", "record: variants"] if full else [])
     md += table("Measured verdicts", measured_head + vcol,
                 lambda r: r[3].split(" ")[0] in ledger.MEASURED,
                 lambda k, r: [str(k), r[0], r[1], r[2], r[3], tables.cell(r[4], int(160 * w)), r[8]]
                 + ([tables.cell(r[9], 200), tables.cell(r[5], 100)] if full else [])
+                + ([r[10]] if has_versions else []))
+    md += table("Not reproduced here", ["#", "bug", "seed", "claim", "measured", "check", "scope"]
+                + vcol,
+                lambda r: r[3].startswith(ledger.NOT_REPRODUCED),
+                lambda k, r: [str(k), r[0], r[1], r[2], tables.cell(r[4], int(160 * w)), r[8],
+                              tables.cell(r[9], int(260 * w))]
                 + ([r[10]] if has_versions else []))
     md += table("Not tested", ["#", "bug", "seed", "claim", "why not"]
                 + (["measured (information)"] if full else []) + vcol,
@@ -76,6 +90,13 @@ def section(claims, sources, recs, full=True, named=(), aside=0):
                               tables.cell(r[9], int(200 * w))]
                 + ([tables.cell(r[4], 200)] if full else [])
                 + ([r[10]] if has_versions else []))
+    if own_rows:
+        md += ["### The suite's own results (no post states them)", "",
+               tables.markdown(["#", "bug", "result", "verdict", "measured", "check"]
+                               + (["why not a post's claim"] if full else []),
+                               [[f"S{k}", r[0], r[2], r[3], tables.cell(r[4], int(160 * w)), r[8]]
+                                + ([tables.cell(c.get("why_not_a_claim", ""), 200)] if full else [])
+                                for k, (r, c) in enumerate(zip(own_rows, own), 1)]), ""]
     notes = [f"{k}. {r[7]}" for k, r in numbered if r[7]] if full else []
     if not full:
         md += [tables.para("Every claim with the bound each check uses and where it comes from, the "
@@ -85,4 +106,4 @@ def section(claims, sources, recs, full=True, named=(), aside=0):
         md += ["Notes on the claims (by #):", ""] + [tables.para(x) for x in notes] + [""]
     md += ["### Sources", ""] + [
         f"- seed {seed}: {ledger.cite(seed, sources)}" for seed in sorted(sources)] + [""]
-    return md, rows, failed
+    return md, rows + own_rows, failed

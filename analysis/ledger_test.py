@@ -71,7 +71,8 @@ def named_files_apart(tmp):
               f"{c['claim']}: a GPU run's record joined the tables' records: {text!r}, {files!r}")
     check(ledger.measure(missing, recs, named) == ("no record carries it", "", False),
           "a named file that is not there is not flagged")
-    md = "\n".join(ledger_section.section(claims, {"000": {}}, recs, named=named, aside=aside)[0])
+    md = " ".join("\n".join(ledger_section.section(claims, {"000": {}}, recs, named=named,
+                                                    aside=aside)[0]).split())
     check("Claims 1, 4 read record files of a GPU run" in md and "1 record(s)" in md,
           "the ledger does not say which claims read a GPU run and what it set aside")
 
@@ -112,7 +113,7 @@ def main(claims_path, result_paths):
           "a claim cites a path that exists on no reader's machine")
 
     # Each rule bites: a rule-breaking claim is refused.
-    good = {"bug": "x", "seed": "000", "claim": "c", "verdict": "confirmed",
+    good = {"bug": "x", "seed": "000", "claim": "c", "quote": "q", "verdict": "confirmed",
             "select": {"bug": "x"}, "metric": "measured.error", "check": [">", 0.01],
             "threshold": "the claim's 0.01"}
     check(ledger.problems(good, sources) == [], f"a good claim refused: {ledger.problems(good, sources)}")
@@ -129,6 +130,8 @@ def main(claims_path, result_paths):
         "judged from code without an outcome": {"bug": "x", "seed": "000", "claim": "c",
                                                 "verdict": "judged from code", "code": "f.py"},
         "a seed with no source": dict(good, seed="999"),
+        "a claim without its post's words": {k: v for k, v in good.items() if k != "quote"},
+        "not reproduced here without its scope": dict(good, verdict="not reproduced here"),
     }
     for why, c in broken.items():
         check(ledger.problems(c, sources), f"not refused: {why}")
@@ -164,7 +167,8 @@ def main(claims_path, result_paths):
                                            aside=aside)[0])
     for head in ("### Measured verdicts", "### Not tested", "### Judged from code", "### Sources"):
         check(head in md, f"ledger section lacks {head}")
-    check(f"{n['confirmed']} confirmed" in md and f"{n['not tested']} not tested" in md,
+    flat = " ".join(md.split())
+    check(f"{n['confirmed']} confirmed" in flat and f"{n['not tested']} not tested" in flat,
           "ledger section does not count the classes")
     return status()
 

@@ -200,7 +200,7 @@ def build(results_dir, outdir, latex):
     recs = [(p, r) for p, d in files if isinstance(d, list) for r in d]
     benches = [(p, d) for p, d in files if isinstance(d, dict)]
     bugs_spec = load_spec("bugs.json")
-    claims, sources = ledger.load(os.path.join(HERE, "claims.json"))
+    claims, sources, own = ledger.load(os.path.join(HERE, "claims.json"), with_own=True)
     present = {r["bug"] for _, r in recs}
     bugs = [b for b in BUG_ORDER if b in present] + sorted(present - set(BUG_ORDER))
     plt = figures.setup()
@@ -254,12 +254,13 @@ def build(results_dir, outdir, latex):
                                      f"{spec['title']}: headline numbers", f"tab:{bug}",
                                      [None, "2.6cm", "2.6cm", "3cm", None, None, None, None]))
 
-    named, aside = ledger.read_named(claims, results_dir, named_records)
+    named, aside = ledger.read_named(claims + own, results_dir, named_records)
     ledger_md, ledger_rows, failed = ledger_section.section(claims, sources, recs, full=False,
-                                                            named=named, aside=aside)
+                                                            named=named, aside=aside, own=own)
     md += ledger_md
     with open(os.path.join(outdir, "ledger.md"), "w") as f:
-        full_md = ledger_section.section(claims, sources, recs, named=named, aside=aside)[0]
+        full_md = ledger_section.section(claims, sources, recs, named=named, aside=aside,
+                                         own=own)[0]
         f.write("\n".join(["# ddp-pitfalls: the claims ledger in full", "",
                            "The findings: [report.md](report.md)."] + full_md[1:]) + "\n")
     tables.write_csv(os.path.join(outdir, "claims.csv"), ledger.HEADER, ledger_rows)

@@ -1,0 +1,301 @@
+"""The verdict rules of the claims ledger (claims.json "_doc" states them;
+//analysis:verdict_rules_test enforces them on the committed claims and
+shows each rule failing on the ledger as it stood before them).
+
+  quote      every claim of a post quotes it: "quote" holds the post's own
+             words, segments joined by " … ", each found verbatim in the
+             seed (runs of whitespace count as one space); a result the
+             posts do not state lives in "suite_results", counted apart
+  refuted    only where the claim's own setting ran: "setting" names the
+             post's engine, W, trigger and PyTorch API; a refuted verdict
+             (top level or per version) carries "ran" {trigger, api,
+             can_produce}, and the engines and world sizes of its records
+             must include the setting's (read from the records, never
+             typed); otherwise "not reproduced here" or "not tested"
+  coverage   a measured selection that narrows on a config.* value the
+             claim does not restrict ("scope_config") is widened: a
+             configuration outside it whose records fail the check is a
+             counter-example, and the verdict must then be "partly" and
+             name it in "counter_examples"
+  strength   no top level stronger than its evidence: where every
+             per-version verdict is weaker, a judged-from-code outcome may
+             not be stronger than the strongest, and a measured verdict
+             must say what carries it ("basis")
+  shown_by   every number in a per-version "shown_by" is found in that
+             version's record; two versions' identical texts are refused
+             (each describes its own record) unless "shown_by_same" says
+             why the records read alike
+"""
+import json
+import os
+import re
+
+from ledger import OPS, subfolder_files
+from pick import Summary, get, is_number, select
+
+STRONG = {"confirmed": 2, "refuted": 2, "partly": 1, "not reproduced here": 0, "not tested": 0}
+VERSION_TOKENS = {"1.13", "2.15"}
+
+
+def normalise(text):
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def quote_problems(claim, seeds):
+    """Why a claim's quote is not its post's own words ([] when it is).
+    seeds: {seed number: the seed's text}, or None when not at hand."""
+    q = claim.get("quote")
+    if not isinstance(q, str) or not q.strip():
+        return ["no 'quote': the post's own words (a sentence or a code line, verbatim)"]
+    if seeds is None:
+        return []
+    text = seeds.get(claim.get("seed"))
+    if text is None:
+        return [f"seed {claim.get('seed')!r} is not among the seeds"]
+    hay = normalise(text)
+    return [f"quote segment not in seed {claim['seed']}: {seg[:60]!r}"
+            for seg in (normalise(s) for s in q.split(" … ")) if seg and seg not in hay]
+
+
+def record_scope(recs):
+    """(engines, world sizes) the records ran: suite records carry backend
+    and world_size; PyTorch's carry provenance.backend and cases' world_size."""
+    engines, worlds = set(), set()
+
+    def walk(v):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if k in ("world_size", "world_sizes", "worlds"):
+                    for w in (x if isinstance(x, list) else [x]):
+                        if isinstance(w, int) and not isinstance(w, bool):
+                            worlds.add(w)
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    for r in recs:
+        for key in ("backend", "provenance.backend"):
+            if isinstance(get(r, key), str):
+                engines.add(get(r, key))
+        walk(r)
+    return engines, worlds
+
+
+def setting_problems(where, setting, ran, recs, per_version):
+    """Why a refuted verdict does not stand on the claim's own setting."""
+    if not isinstance(setting, dict):
+        return [f"{where}: refuted without 'setting' (the post's engine, W, trigger, API)"]
+    out = []
+    if not isinstance(ran, dict):
+        return [f"{where}: refuted without 'ran' (trigger, api, can_produce)"]
+    engines, worlds = record_scope(recs)
+    worlds |= set(ran.get("world_size", []) if isinstance(ran.get("world_size"), list) else [])
+    engine = setting.get("engine")
+    if engine != "any" and engine not in engines:
+        out.append(f"{where}: refuted, but the post's engine {engine} did not run "
+                   f"(records: {', '.join(sorted(engines)) or 'none named'})")
+    if engine == "any" and not setting.get("engine_why"):
+        out.append(f"{where}: setting engine 'any' needs 'engine_why'")
+    want = setting.get("world_size")
+    if want == "any" and not setting.get("world_size_why"):
+        out.append(f"{where}: setting world_size 'any' needs 'world_size_why'")
+    if want != "any" and not set(want or []) <= worlds:
+        out.append(f"{where}: refuted, but the post's W {want} did not run "
+                   f"(records: {sorted(worlds) or 'none named'})")
+    if ran.get("trigger") is not True:
+        out.append(f"{where}: refuted, but the post's trigger did not run")
+    if ran.get("can_produce") is not True:
+        out.append(f"{where}: refuted, but what ran could not have produced the claimed effect")
+    api = str(ran.get("api", ""))
+    if per_version and api != "pytorch":
+        out.append(f"{where}: a per-version refutation runs PyTorch's API ('api': 'pytorch')")
+    if not per_version and not api.startswith("suite: "):
+        out.append(f"{where}: refuted on the suite's records needs 'api': 'suite: <why it "
+                   "behaves as the post's PyTorch API>'")
+    return out
+
+
+def counter_examples(claim, recs):
+    """[(key, value)] of configurations the selection narrows away whose own
+    records fail the claim's check."""
+    sel = claim.get("select") or {}
+    op, bound = (claim.get("check") or [None, None])[:2]
+    if op is None:
+        return []
+    metrics = claim["metric"] if isinstance(claim["metric"], list) else [claim["metric"]]
+    scoped = claim.get("scope_config", {})
+    out = []
+    for key, want in sel.items():
+        if not key.startswith("config.") or key in scoped:
+            continue
+        kept = want if isinstance(want, list) else [want]
+        rest = {k: v for k, v in sel.items() if k != key and k != "verdict"}
+        others = {json.dumps(get(r, key)) for _, r in select(recs, rest)} - {json.dumps(k) for k in kept}
+        for other in sorted(others):
+            group = select(recs, dict(rest, **{key: json.loads(other)}))
+            for m in metrics:
+                s = Summary(group, m)
+                if s and s.nums:
+                    if not OPS[op](s.agg(claim.get("agg", "max")), bound):
+                        out.append((key, json.loads(other)))
+                    break
+    return out
+
+
+def strength_problems(where, claim):
+    pv = claim.get("pytorch")
+    if not isinstance(pv, dict) or not pv:
+        return []
+    best = max(STRONG.get(v.get("verdict"), 0) for v in pv.values() if isinstance(v, dict))
+    v = claim["verdict"]
+    if v == "judged from code":
+        if STRONG[claim.get("outcome", "not tested")] > best:
+            return [f"{where}: judged from code with outcome {claim.get('outcome')!r}, stronger "
+                    "than every per-version verdict"]
+    elif STRONG.get(v, 0) > best and not claim.get("basis"):
+        return [f"{where}: {v} while every per-version verdict is weaker: 'basis' must say "
+                "what carries it"]
+    return []
+
+
+NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)*)(?![\w])")
+
+
+def numbers_in(text):
+    """The numbers a sentence states (versions and file names left out)."""
+    text = re.sub(r"\S+\.(json|py|md)\b", " ", text)
+    out = []
+    for tok in NUMBER.findall(text):
+        if tok in VERSION_TOKENS or tok.count(".") > 1:
+            continue
+        out.append(tok)
+    return out
+
+
+def record_numbers(doc):
+    """Every number a record holds: its values, inside strings too, and the
+    lengths of its lists (a count such as '8 of 8')."""
+    nums = []
+
+    def walk(v):
+        if isinstance(v, bool):
+            return
+        if is_number(v):
+            nums.append(float(v))
+        elif isinstance(v, str):
+            nums.extend(float(t) for t in re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", v))
+        elif isinstance(v, dict):
+            nums.append(float(len(v)))
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            nums.append(float(len(v)))
+            for x in v:
+                walk(x)
+    walk(doc)
+    return nums
+
+
+def found(tok, nums):
+    digits = len(tok.split(".")[1]) if "." in tok else 0
+    x = float(tok)
+    for v in nums:
+        for s in (v, -v, v * 100):
+            if round(s, digits) == x or (digits == 0 and abs(s - x) < 0.5 and s == int(s)):
+                return True
+    return False
+
+
+def shown_by_problems(where, claim, root):
+    pv = claim.get("pytorch")
+    if not isinstance(pv, dict):
+        return []
+    out, texts = [], {}
+    for version, entry in pv.items():
+        if not isinstance(entry, dict) or not entry.get("record"):
+            continue
+        text = entry.get("shown_by", "")
+        texts.setdefault(text, []).append(version)
+        try:
+            with open(os.path.join(root, entry["record"])) as f:
+                nums = record_numbers(json.load(f))
+        except (OSError, ValueError) as e:
+            out.append(f"{where}: {version}: cannot read {entry['record']}: {e}")
+            continue
+        missing = [t for t in numbers_in(text) if not found(t, nums)]
+        if missing:
+            out.append(f"{where}: {version}: shown_by states {', '.join(missing)}, "
+                       f"not found in {entry['record']}")
+    for text, versions in texts.items():
+        if len(versions) > 1 and text and not claim.get("shown_by_same"):
+            out.append(f"{where}: versions {', '.join(versions)} share one shown_by text: each "
+                       "describes its own record ('shown_by_same' says why they read alike)")
+    return out
+
+
+def per_version_records(entry, root):
+    try:
+        with open(os.path.join(root, entry["record"])) as f:
+            return [json.load(f)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
+def claim_problems(i, claim, recs, named, root, seeds):
+    where = f"claim {i} ({claim.get('claim', '?')[:60]!r})"
+    out = [f"{where}: {p}" for p in quote_problems(claim, seeds)]
+    v = claim.get("verdict")
+    if v == "refuted":
+        out += setting_problems(where, claim.get("setting"), claim.get("ran"),
+                                [r for _, r in pool(claim, recs, named)], per_version=False)
+    for version, entry in (claim.get("pytorch") or {}).items():
+        if isinstance(entry, dict) and entry.get("verdict") == "refuted":
+            out += setting_problems(f"{where}: {version}", claim.get("setting"), entry.get("ran"),
+                                    per_version_records(entry, root), per_version=True)
+    if v in ("confirmed", "refuted", "partly") and claim.get("select"):
+        found_ce = counter_examples(claim, pool(claim, recs, named, selected=False))
+        if found_ce and v != "partly":
+            out.append(f"{where}: {v}, but the suite's own records hold counter-examples outside "
+                       f"its selection: {found_ce} (the verdict is then 'partly', named in "
+                       "'counter_examples')")
+        for key, val in found_ce:
+            if str(val) not in str(claim.get("counter_examples", "")):
+                out.append(f"{where}: counter-example {key} = {val} not named in 'counter_examples'")
+    out += strength_problems(where, claim)
+    out += shown_by_problems(where, claim, root)
+    return out
+
+
+def pool(claim, recs, named, selected=True):
+    """The records a claim's selection reads (a GPU run's files it names, or
+    the tables' records); selected=False: the whole pool it picks from."""
+    src = named if subfolder_files(claim.get("select")) else recs
+    return select(src, claim["select"]) if selected and claim.get("select") else src
+
+
+def problems(doc, recs, root, seeds, named=()):
+    """Every rule a claims document breaks: recs are (path, record) of the
+    results folder's tables, named those of GPU-run files claims name, root
+    the repository (per-version record paths are relative to it), seeds
+    {seed: text} or None."""
+    out = []
+    for i, c in enumerate(doc.get("claims", [])):
+        out += claim_problems(i, c, recs, named, root, seeds)
+    for i, r in enumerate(doc.get("suite_results", [])):
+        if r.get("quote"):
+            out.append(f"suite result {i}: a result that quotes a post belongs in 'claims'")
+    return out
+
+
+def load_seeds(folder):
+    """{seed number: text} from a folder of NNN_*.txt, or None if absent."""
+    if not folder or not os.path.isdir(folder):
+        return None
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        m = re.match(r"^(\d{3})_.*\.txt$", name)
+        if m:
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                out[m.group(1)] = f.read()
+    return out or None
