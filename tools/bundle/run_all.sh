@@ -512,6 +512,47 @@ not_run=()
 summary_tsv="$out/summary.tsv"
 printf 'kind\tbinary\tstatus\tseconds\tdetail\n' >"$summary_tsv"
 tsv() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$summary_tsv"; }
+# Of the tests that passed: how many ran every case, and those that skipped
+# cases (the shared-GPU sizes skip most of some tests' cases by design; a
+# reader must see that apart from a test that ran them all).
+passed_every=0 passed_some=0 most_skipped=()
+
+# What test log $1 says ran, from its gtest lines: "1 of 9 cases; 8 skipped
+# at shared-GPU sizes", "2 of 2 cases", "16 benchmark rows, no gtest case"
+# (a benchmark smoke test prints rows, not gtest cases), "no gtest case",
+# into case_text; and case_ran, case_total and case_skipped.
+cases_of() {
+  local log="$1" failed_cases reasons rows
+  case_ran=$(grep -cE '^\[       OK \] [^ ]+ \([0-9]+ ms\)$' "$log")
+  failed_cases=$(grep -cE '^\[  FAILED  \] [^ ]+ \([0-9]+ ms\)$' "$log")
+  case_skipped=$(grep -cE '^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)$' "$log")
+  case_ran=$((case_ran + failed_cases))
+  case_total=$((case_ran + case_skipped))
+  if ((case_total == 0)); then
+    rows=$(grep -cE '^[^ ]+/[^ ]*[[:space:]]+[0-9.]+ (ns|us|ms|s)[[:space:]]+[0-9.]+ (ns|us|ms|s)[[:space:]]+[0-9]+' "$log")
+    if ((rows > 0)); then case_text="$rows benchmark rows, no gtest case"; else case_text="no gtest case"; fi
+    return
+  fi
+  local text="$case_ran of $case_total case"
+  ((case_total == 1)) || text+="s"
+  ((failed_cases > 0)) && text+=", $failed_cases failed"
+  if ((case_skipped > 0)); then
+    # Each skip's reason is the line after gtest's "FILE:LINE: Skipped";
+    # core/testing's shared-GPU skips start with "shared GPU: ".
+    reasons="$(awk 'found { print; found = 0 } /: Skipped$/ { found = 1 }' "$log")"
+    local shared others
+    shared=$(grep -c '^shared GPU: ' <<<"$reasons")
+    others="$(grep -v '^shared GPU: ' <<<"$reasons" | grep . | sort | uniq -c | sort -rn |
+      awk '{ n = $1; $1 = ""; printf "%s%d skipped:%s", (NR > 1 ? ", " : ""), n, $0 }' | head -c 200)"
+    ((shared > 0)) && text+="; $shared skipped at shared-GPU sizes"
+    if [[ -n "$others" ]]; then
+      if ((shared > 0)); then text+=", $others"; else text+="; $others"; fi
+    fi
+    local unexplained=$((case_skipped - shared - $(grep -v '^shared GPU: ' <<<"$reasons" | grep -c .)))
+    ((unexplained > 0)) && text+=", $unexplained skipped with no reason given"
+  fi
+  case_text="$text"
+}
 
 budget_note="" flags_note="their default flags"
 ((budget_s > 0)) && budget_note=", budget $budget_s s"
@@ -603,10 +644,16 @@ report_item() {
         tsv test "$rel" skip "$secs" "$reason"
       elif [[ $rc -eq 0 ]]; then
         passed=$((passed + 1))
-        note=""
-        [[ $skips -gt 0 ]] && note=", $skips skipped"
-        echo "PASS  $rel ($ok ok$note, ${secs} s)"
-        tsv test "$rel" pass "$secs" "$ok ok$note"
+        cases_of "$log"
+        note="$case_text"
+        if ((case_skipped > 0)); then
+          passed_some=$((passed_some + 1))
+          ((2 * case_skipped > case_total)) && most_skipped+=("$rel ($case_ran of $case_total cases)")
+        else
+          passed_every=$((passed_every + 1))
+        fi
+        echo "PASS  $rel ($note, ${secs} s)"
+        tsv test "$rel" pass "$secs" "$note"
       else
         failed=$((failed + 1))
         if [[ $rc -eq 124 || $rc -eq 137 ]]; then what="timeout after $timeout_s s"; else what="exit $rc"; fi
@@ -726,6 +773,11 @@ done
 
 echo "== summary"
 echo "$passed passed, $failed failed, $skipped skipped"
+if ((passed > 0)); then
+  most=""
+  ((${#most_skipped[@]} > 0)) && most=" (${#most_skipped[@]} of them most of their cases: $(printf '%s, ' "${most_skipped[@]}" | sed 's/, $//'))"
+  echo "of the $passed passed: $passed_every ran every case, $passed_some passed with cases skipped$most"
+fi
 [[ $run_pairs -eq 1 ]] && echo "pairs: $pair_ok as expected, $pair_bad not, $pair_skip skipped"
 if [[ $run_bench -eq 1 ]]; then
   over_note=""

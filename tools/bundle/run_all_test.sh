@@ -31,6 +31,13 @@ make_bin pkg/fail_test 'echo "[  FAILED  ] A.One (1 ms)"; exit 1'
 make_bin pkg/hang_test 'sleep 60'
 # A shell test (no gtest lines) that skips as bench/sync_bn_nccl_test does.
 make_bin pkg/sh_skip_test 'echo "skipped, no GPU: fake sh reason"'
+# A test that ran 1 of its 3 cases (2 left to the shared-GPU sizes, as
+# fixes/small_batch_bn/test_nccl on one GPU), and a benchmark smoke test
+# that ran its rows and no gtest case (bench/sync_bn_nccl_test).
+make_bin pkg/few_test 'echo "[       OK ] F.One (5 ms)"
+for c in Two Three; do echo "f.cc:9: Skipped"; echo "shared GPU: W = 4 only (not 2 and 3)"; echo; echo "[  SKIPPED ] F.$c (0 ms)"; done'
+make_bin pkg/rows_test 'echo "bn/C:16/N:2/rep:0/iterations:3/manual_time   1648 us   1171 us   3 W=2"
+echo "sync_bn/C:16/N:2/rep:0/iterations:3/manual_time   2955 us   1314 us   3 W=2"; echo PASS'
 # Passes only if it runs as Bazel would run it.
 mkdir -p "$root/bin/pkg/env_test.runfiles/ddp_pitfalls"
 make_bin pkg/env_test '
@@ -40,7 +47,8 @@ make_bin pkg/env_test '
 [[ "$DDP_PITFALLS_REQUIRE_GPU" == 1 ]] || { echo "GPU not required"; exit 1; }
 [[ "$LD_LIBRARY_PATH" == */lib:*/nccl* ]] || { echo "bad LD_LIBRARY_PATH $LD_LIBRARY_PATH"; exit 1; }
 echo "[       OK ] Env.AsBazel (0 ms)"'
-printf '%s\n' pkg/pass_test pkg/skip_test pkg/fail_test pkg/hang_test pkg/env_test pkg/sh_skip_test >"$root/tests.txt"
+printf '%s\n' pkg/pass_test pkg/skip_test pkg/fail_test pkg/hang_test pkg/env_test pkg/sh_skip_test pkg/few_test \
+  pkg/rows_test >"$root/tests.txt"
 # A repro that writes its records when given --backend nccl; a fix with an
 # unexpected verdict.
 make_bin repro/bug/bug '
@@ -56,9 +64,15 @@ rc=$?
 set -e
 echo "$output"
 [[ $rc -eq 1 ]] || fail "exit $rc, want 1 (failures)"
-grep -qx '2 passed, 2 failed, 2 skipped' <<<"$output" || fail "summary line"
+grep -qx '4 passed, 2 failed, 2 skipped' <<<"$output" || fail "summary line"
+grep -qx 'of the 4 passed: 3 ran every case, 1 passed with cases skipped (1 of them most of their cases: pkg/few_test (1 of 3 cases))' \
+  <<<"$output" || fail "the passed tests apart by what ran"
+grep -q '^PASS  pkg/few_test (1 of 3 cases; 2 skipped at shared-GPU sizes, ' <<<"$output" || fail "a test that skipped most of its cases"
+grep -q '^PASS  pkg/rows_test (2 benchmark rows, no gtest case, ' <<<"$output" || fail "a benchmark smoke test reads 0 ok"
+grep -qP '^test\tpkg/few_test\tpass\t\d+\t1 of 3 cases; 2 skipped at shared-GPU sizes$' "$TEST_TMPDIR/out/summary.tsv" ||
+  fail "summary.tsv: the cases counted"
 grep -q '^SKIP  pkg/sh_skip_test (skipped, no GPU: fake sh reason)' <<<"$output" || fail "shell test skip line"
-grep -q '^PASS  pkg/pass_test (2 ok, ' <<<"$output" || fail "pass line"
+grep -q '^PASS  pkg/pass_test (2 of 2 cases, ' <<<"$output" || fail "pass line"
 grep -q '^PASS  pkg/env_test ' <<<"$output" || fail "env_test did not see Bazel's environment"
 grep -q '^SKIP  pkg/skip_test (1 skipped: skipped, no GPU: fake reason)' <<<"$output" || fail "skip line"
 grep -q '^FAIL  pkg/fail_test (exit 1; ' <<<"$output" || fail "fail line"
