@@ -40,6 +40,14 @@ DDP_HD void ForEachStrided(const Thread& t, int64_t total, F& f) {
   for (int64_t i = t.block * t.block_dim + t.thread; i < total; i += stride) f(i);
 }
 
+// The elementwise kernels in chunks (chunk.h): index j is the chunk of
+// elements j * V .. j * V + V - 1.
+template <int V, typename F>
+struct ChunkBody {
+  F f;
+  DDP_HD void operator()(int64_t j) const { f.template ChunkAt<V>(j * V); }
+};
+
 // Stage 2 of reduce.h's segment reduction: each segment merges its blocks'
 // partials in block order, then finish(segment, acc).
 template <typename Acc, typename Finish>

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/cuda/check.h"
+#include "core/cuda/chunk.h"
 #include "core/cuda/grid_stride.h"
 #include "core/cuda/reduce.h"
 
@@ -57,6 +58,20 @@ template <typename F>
 void LaunchElementwise(int64_t total, F f, cudaStream_t stream) {
   if (total <= 0) return;
   ElementwiseKernel<<<GridFor(total, kElementwiseThreads), kElementwiseThreads, 0, stream>>>(total, f);
+  DDP_CUDA_CHECK(cudaGetLastError());
+}
+
+// f.ChunkAt<V>(i0) for every chunk of `total` elements (`total` a multiple
+// of `width`, which is 1 or MaxChunkWidth<T>()): one chunk per thread step.
+template <typename T, typename F>
+void LaunchChunks(int64_t total, int width, F f, cudaStream_t stream) {
+  if (total <= 0) return;
+  WithChunkWidth<T>(width, [&](auto v) {
+    constexpr int V = decltype(v)::value;
+    const int64_t chunks = total / V;
+    ElementwiseKernel<<<GridFor(chunks, kElementwiseThreads), kElementwiseThreads, 0, stream>>>(
+        chunks, ChunkBody<V, F>{f});
+  });
   DDP_CUDA_CHECK(cudaGetLastError());
 }
 

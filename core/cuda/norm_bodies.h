@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/cuda/chunk.h"
 #include "core/cuda/index_divider.h"
 #include "core/cuda/reduce.h"
 
@@ -29,6 +30,13 @@ struct NchwShape {
 // by the plane and by the channel count, every dividend below Size().
 inline IndexDivider PlaneDivider(const NchwShape& s) { return IndexDivider::For(s.plane, s.Size()); }
 inline IndexDivider ChannelDivider(const NchwShape& s) { return IndexDivider::For(s.c, s.Size()); }
+
+// The chunk width of the elementwise kernels over this shape: a chunk must
+// lie in one plane (one channel), so V divides the plane (chunk.h).
+template <typename T>
+int ElementChunkWidth(const NchwShape& s) {
+  return ChunkWidth<T>(s.plane);
+}
 
 namespace internal {
 
@@ -50,6 +58,19 @@ DDP_HD inline int64_t ChannelElement(int64_t ch, int64_t k, int64_t c, const Ind
 // The channel of NCHW index i: (i / plane) % c.
 DDP_HD inline int64_t ChannelOf(int64_t i, const IndexDivider& c, const IndexDivider& plane) {
   return c.Mod(plane.Div(i));
+}
+
+// y = (x - mean) * invstd * gamma + beta over one chunk whose elements share
+// their statistics and affine parameters (BatchNorm's and GroupNorm's y).
+template <int V, typename M, typename T>
+DDP_HD void NormalizeChunk(const T* x, T* y, T mean, T invstd, T gamma, T beta, bool vector) {
+  const Chunk<T, V> xs = LoadChunk<V>(x, vector);
+  Chunk<T, V> out;
+  for (int e = 0; e < V; ++e) {
+    const T xhat = (xs.v[e] - mean) * invstd;
+    out.v[e] = M::Apply(xhat, gamma, beta);
+  }
+  StoreChunk<V>(y, out, vector);
 }
 
 // ---- BatchNorm: segment = channel, element k = (n, p) with k = n * plane + p ----
@@ -139,11 +160,15 @@ struct Normalize {
   const T* beta;
   T* y;
   IndexDivider c, plane;
-  DDP_HD void operator()(int64_t i) const {
-    const int64_t ch = ChannelOf(i, c, plane);
-    const T xhat = (x[i] - mean[ch]) * invstd[ch];
-    y[i] = M::Apply(xhat, gamma[ch], beta[ch]);
+  bool vector = false;  // x and y 16-byte aligned (chunk.h)
+  // Elements i0 .. i0 + V - 1, one plane's: the channel and its values
+  // once, then each element's arithmetic exactly as for V = 1.
+  template <int V>
+  DDP_HD void ChunkAt(int64_t i0) const {
+    const int64_t ch = ChannelOf(i0, c, plane);
+    NormalizeChunk<V, M>(x + i0, y + i0, mean[ch], invstd[ch], gamma[ch], beta[ch], vector);
   }
+  DDP_HD void operator()(int64_t i) const { ChunkAt<1>(i); }
 };
 
 template <typename T, typename M>
@@ -158,13 +183,25 @@ struct InputGrad {
   T count;
   T* dx;
   IndexDivider c, plane;
-  DDP_HD void operator()(int64_t i) const {
-    const int64_t ch = ChannelOf(i, c, plane);
-    const T xhat = (x[i] - mean[ch]) * invstd[ch];
+  bool vector = false;  // dy, x and dx 16-byte aligned
+  // The two divisions by the count and gamma * invstd once per chunk (they
+  // were per element: the same values, so the same bits).
+  template <int V>
+  DDP_HD void ChunkAt(int64_t i0) const {
+    const int64_t ch = ChannelOf(i0, c, plane);
+    const T m = mean[ch], inv = invstd[ch];
     const T mean_dy = sum_dy[ch] / count;
     const T mean_dy_xhat = sum_dy_xhat[ch] / count;
-    dx[i] = M::Apply(-xhat, mean_dy_xhat, dy[i] - mean_dy) * (gamma[ch] * invstd[ch]);
+    const T scale = gamma[ch] * inv;
+    const Chunk<T, V> dys = LoadChunk<V>(dy + i0, vector), xs = LoadChunk<V>(x + i0, vector);
+    Chunk<T, V> out;
+    for (int e = 0; e < V; ++e) {
+      const T xhat = (xs.v[e] - m) * inv;
+      out.v[e] = M::Apply(-xhat, mean_dy_xhat, dys.v[e] - mean_dy) * scale;
+    }
+    StoreChunk<V>(dx + i0, out, vector);
   }
+  DDP_HD void operator()(int64_t i) const { ChunkAt<1>(i); }
 };
 
 // ---- GroupNorm: group ng = n * G + g is the contiguous block [ng * len, (ng + 1) * len) ----
@@ -196,12 +233,15 @@ struct GroupNormalize {
   const T* beta;
   T* y;
   IndexDivider c, plane, len;
-  DDP_HD void operator()(int64_t i) const {
-    const int64_t ch = ChannelOf(i, c, plane);
-    const int64_t ng = len.Div(i);
-    const T xhat = (x[i] - mean[ng]) * invstd[ng];
-    y[i] = M::Apply(xhat, gamma[ch], beta[ch]);
+  bool vector = false;  // x and y 16-byte aligned
+  // A chunk lies in one plane, so in one channel and one group.
+  template <int V>
+  DDP_HD void ChunkAt(int64_t i0) const {
+    const int64_t ch = ChannelOf(i0, c, plane);
+    const int64_t ng = len.Div(i0);
+    NormalizeChunk<V, M>(x + i0, y + i0, mean[ng], invstd[ng], gamma[ch], beta[ch], vector);
   }
+  DDP_HD void operator()(int64_t i) const { ChunkAt<1>(i); }
 };
 
 // Per group: (dxhat, dxhat * (x - mean)), dxhat = dy * gamma[c]; invstd is
@@ -262,12 +302,21 @@ struct GroupInputGrad {
   const T* mean_d_xhat;
   T* dx;
   IndexDivider c, plane, len;
-  DDP_HD void operator()(int64_t i) const {
-    const int64_t ch = ChannelOf(i, c, plane);
-    const int64_t ng = len.Div(i);
-    const T xhat = (x[i] - mean[ng]) * invstd[ng];
-    dx[i] = M::Apply(-xhat, mean_d_xhat[ng], M::Apply(dy[i], gamma[ch], -mean_d[ng])) * invstd[ng];
+  bool vector = false;  // dy, x and dx 16-byte aligned
+  template <int V>
+  DDP_HD void ChunkAt(int64_t i0) const {
+    const int64_t ch = ChannelOf(i0, c, plane);
+    const int64_t ng = len.Div(i0);
+    const T m = mean[ng], inv = invstd[ng], g = gamma[ch], md = mean_d[ng], mdx = mean_d_xhat[ng];
+    const Chunk<T, V> dys = LoadChunk<V>(dy + i0, vector), xs = LoadChunk<V>(x + i0, vector);
+    Chunk<T, V> out;
+    for (int e = 0; e < V; ++e) {
+      const T xhat = (xs.v[e] - m) * inv;
+      out.v[e] = M::Apply(-xhat, mdx, M::Apply(dys.v[e], g, -md)) * inv;
+    }
+    StoreChunk<V>(dx + i0, out, vector);
   }
+  DDP_HD void operator()(int64_t i) const { ChunkAt<1>(i); }
 };
 
 }  // namespace internal

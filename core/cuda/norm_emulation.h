@@ -51,8 +51,8 @@ void BnInvstdFromVar(const T* var, int64_t channels, double eps, T* invstd) {
 
 template <typename M = FusedMulAdd, typename T>
 void BnNormalize(const T* x, NchwShape shape, const T* mean, const T* invstd, const T* gamma, const T* beta, T* y) {
-  EmulateElementwise(shape.Size(),
-                     internal::Normalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape), PlaneDivider(shape)});
+  EmulateChunks<T>(shape.Size(), ElementChunkWidth<T>(shape),
+                   internal::Normalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape), PlaneDivider(shape)});
 }
 
 template <typename M = FusedMulAdd, typename T>
@@ -66,8 +66,9 @@ void BnLocalGradSums(const T* dy, const T* x, NchwShape shape, const T* mean, co
 template <typename M = FusedMulAdd, typename T>
 void BnInputGrad(const T* dy, const T* x, NchwShape shape, const T* mean, const T* invstd, const T* gamma,
                  const T* sum_dy, const T* sum_dy_xhat, int64_t count, T* dx) {
-  EmulateElementwise(shape.Size(), internal::InputGrad<T, M>{dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat,
-                                                             static_cast<T>(count), dx, ChannelDivider(shape), PlaneDivider(shape)});
+  EmulateChunks<T>(shape.Size(), ElementChunkWidth<T>(shape),
+                   internal::InputGrad<T, M>{dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat, static_cast<T>(count), dx,
+                                             ChannelDivider(shape), PlaneDivider(shape)});
 }
 
 template <typename M = FusedMulAdd, typename T>
@@ -78,9 +79,9 @@ void GnForward(const T* x, NchwShape shape, int64_t groups, double eps, const T*
   EmulateReduceSegments<WelfordAcc<T, M>>(
       shape.n * groups, len, internal::GroupWelfordPush<T, M>{x, len},
       internal::WriteGroupStats<T, M>{mean, invstd, static_cast<T>(len), static_cast<T>(eps)});
-  EmulateElementwise(shape.Size(),
-                     internal::GroupNormalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape), PlaneDivider(shape),
-                                                   IndexDivider::For(len, shape.Size())});
+  EmulateChunks<T>(shape.Size(), ElementChunkWidth<T>(shape),
+                   internal::GroupNormalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape),
+                                                 PlaneDivider(shape), IndexDivider::For(len, shape.Size())});
 }
 
 template <typename M = FusedMulAdd, typename T>
@@ -100,9 +101,10 @@ void GnBackward(const T* dy, const T* x, NchwShape shape, int64_t groups, const 
   EmulateReduceSegments<SumPairAcc<T, M>>(
       segments, len, internal::GroupGradPush<T, M>{dy, x, mean, gamma, groups, cpg, PlaneDivider(shape), len},
       internal::WriteCentredSums<T, M>{mean_d, mean_d_xhat, invstd, T(1) / static_cast<T>(len)});
-  EmulateElementwise(shape.Size(), internal::GroupInputGrad<T, M>{dy, x, mean, invstd, gamma, mean_d, mean_d_xhat,
-                                                                  dx, ChannelDivider(shape), PlaneDivider(shape),
-                                     IndexDivider::For(len, shape.Size())});
+  EmulateChunks<T>(shape.Size(), ElementChunkWidth<T>(shape),
+                   internal::GroupInputGrad<T, M>{dy, x, mean, invstd, gamma, mean_d, mean_d_xhat, dx,
+                                                  ChannelDivider(shape), PlaneDivider(shape),
+                                                  IndexDivider::For(len, shape.Size())});
 }
 
 }  // namespace ddp::cuda::emulate

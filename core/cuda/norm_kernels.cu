@@ -12,6 +12,7 @@
 namespace ddp::cuda {
 namespace {
 
+using internal::LaunchChunks;
 using internal::LaunchElementwise;
 using internal::ReduceSegments;
 using internal::RequireNonNegative;
@@ -112,7 +113,10 @@ template <typename T>
 void BnNormalize(const T* x, NchwShape shape, const T* mean, const T* invstd, const T* gamma, const T* beta, T* y,
                  cudaStream_t stream) {
   CheckShape(shape, "BnNormalize");
-  LaunchElementwise(shape.Size(), internal::Normalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape), PlaneDivider(shape)}, stream);
+  LaunchChunks<T>(shape.Size(), ElementChunkWidth<T>(shape),
+                  internal::Normalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape), PlaneDivider(shape),
+                                            AllAligned({x, y})},
+                  stream);
 }
 
 template <typename T>
@@ -129,10 +133,10 @@ void BnInputGrad(const T* dy, const T* x, NchwShape shape, const T* mean, const 
                  const T* sum_dy, const T* sum_dy_xhat, int64_t count, T* dx, cudaStream_t stream) {
   CheckShape(shape, "BnInputGrad");
   if (count <= 0) throw std::invalid_argument("BnInputGrad: count must be > 0, got " + std::to_string(count));
-  LaunchElementwise(shape.Size(),
-                    internal::InputGrad<T, M>{dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat, static_cast<T>(count), dx, ChannelDivider(shape),
-                                 PlaneDivider(shape)},
-                    stream);
+  LaunchChunks<T>(shape.Size(), ElementChunkWidth<T>(shape),
+                  internal::InputGrad<T, M>{dy, x, mean, invstd, gamma, sum_dy, sum_dy_xhat, static_cast<T>(count), dx,
+                                            ChannelDivider(shape), PlaneDivider(shape), AllAligned({dy, x, dx})},
+                  stream);
 }
 
 template <typename T>
@@ -145,9 +149,11 @@ void GnForward(const T* x, NchwShape shape, int64_t groups, double eps, const T*
   ReduceSegments<WelfordAcc<T, M>>(
       shape.n * groups, len, internal::GroupWelfordPush<T, M>{x, len},
       internal::WriteGroupStats<T, M>{mean, invstd, static_cast<T>(len), static_cast<T>(eps)}, stream);
-  LaunchElementwise(shape.Size(),
-                    internal::GroupNormalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape), PlaneDivider(shape),
-                                                   IndexDivider::For(len, shape.Size())}, stream);
+  LaunchChunks<T>(shape.Size(), ElementChunkWidth<T>(shape),
+                  internal::GroupNormalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape),
+                                                 PlaneDivider(shape), IndexDivider::For(len, shape.Size()),
+                                                 AllAligned({x, y})},
+                  stream);
 }
 
 template <typename T>
@@ -169,11 +175,11 @@ void GnBackward(const T* dy, const T* x, NchwShape shape, int64_t groups, const 
   ReduceSegments<SumPairAcc<T, M>>(
       segments, len, internal::GroupGradPush<T, M>{dy, x, mean, gamma, groups, cpg, PlaneDivider(shape), len},
       internal::WriteCentredSums<T, M>{mean_d, mean_d_xhat, invstd, T(1) / static_cast<T>(len)}, stream);
-  LaunchElementwise(
-      shape.Size(),
-      internal::GroupInputGrad<T, M>{dy, x, mean, invstd, gamma, mean_d, mean_d_xhat, dx, ChannelDivider(shape), PlaneDivider(shape),
-                                     IndexDivider::For(len, shape.Size())},
-      stream);
+  LaunchChunks<T>(shape.Size(), ElementChunkWidth<T>(shape),
+                  internal::GroupInputGrad<T, M>{dy, x, mean, invstd, gamma, mean_d, mean_d_xhat, dx,
+                                                 ChannelDivider(shape), PlaneDivider(shape),
+                                                 IndexDivider::For(len, shape.Size()), AllAligned({dy, x, dx})},
+                  stream);
   means.Release();
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/cuda/chunk.h"
 #include "core/cuda/reduce.h"
 
 namespace ddp::cuda {
@@ -46,6 +47,15 @@ void EmulateReduceSegments(int64_t segments, int64_t length, const Push& push, c
 template <typename F>
 void EmulateElementwise(int64_t total, const F& f) {
   for (int64_t i = 0; i < total; ++i) f(i);
+}
+
+// launch.cuh's LaunchChunks: f.ChunkAt<V>(i0) for every chunk, in order.
+template <typename T, typename F>
+void EmulateChunks(int64_t total, int width, const F& f) {
+  WithChunkWidth<T>(width, [&](auto v) {
+    constexpr int V = decltype(v)::value;
+    for (int64_t i0 = 0; i0 < total; i0 += V) f.template ChunkAt<V>(i0);
+  });
 }
 
 }  // namespace ddp::cuda
