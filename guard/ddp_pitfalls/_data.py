@@ -22,6 +22,7 @@ class Pass:
 
 
 latest = None  # the pass that started or yielded most recently on this rank
+joins = 0      # open `with Join(...)` blocks: uneven batch counts are what Join is for
 
 
 def batch_size(batch, depth=0):

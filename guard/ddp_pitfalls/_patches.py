@@ -36,6 +36,10 @@ def _gather_preflight(outputs, tensor, group, into_tensor):
     rank, world = _exchange.group_rank_world(group)
     if rank < 0 or world < 2 or not hasattr(tensor, "requires_grad"):
         return
+    if _state.on(autograd_lost_gather.BUG):
+        autograd_lost_gather.check_pending()
+        if not into_tensor:
+            autograd_lost_gather.remember(outputs, rank, tensor)
     grad = autograd_lost_gather.local_flag(tensor)
     if not (_state.on(wrong_all_gather.BUG) or _state.on(drop_last_hang.BUG)):
         if grad:
@@ -75,6 +79,8 @@ def _all_reduce(original):
         op = _arg(args, kwargs, 1, "op", dist.ReduceOp.SUM)
         group = _arg(args, kwargs, 2, "group")
         kind = None
+        if autograd_lost_gather._pending is not None:
+            autograd_lost_gather.check_pending()
         if _state.on(mean_of_means.BUG) and hasattr(tensor, "numel"):
             rank, world = _exchange.group_rank_world(group)
             if rank >= 0 and world > 1:
@@ -139,10 +145,26 @@ def _loader_next(original):
     return __next__
 
 
+def _join_enter(original):
+    def __enter__(self):
+        _data.joins += 1
+        return original(self)
+    return __enter__
+
+
+def _join_exit(original):
+    def __exit__(self, *exc):
+        _data.joins -= 1
+        return original(self, *exc)
+    return __exit__
+
+
 def _ddp_forward(original):
     import torch
 
     def forward(self, *args, **kwargs):
+        if autograd_lost_gather._pending is not None:
+            autograd_lost_gather.check_pending()
         if self.training and torch.is_grad_enabled():
             if not getattr(self, "_ddp_pitfalls_bn", False) and _state.on(small_batch_bn.BUG):
                 small_batch_bn.attach(self)
@@ -175,6 +197,12 @@ def install():
     _wrap(DataLoader, "__iter__", _loader_iter)
     _wrap(_BaseDataLoaderIter, "__next__", _loader_next)
     _wrap(DistributedDataParallel, "forward", _ddp_forward)
+    try:
+        from torch.distributed.algorithms.join import Join
+    except ImportError:
+        return
+    _wrap(Join, "__enter__", _join_enter)
+    _wrap(Join, "__exit__", _join_exit)
 
 
 def uninstall():

@@ -33,7 +33,8 @@ class Config:
 
 config = Config()
 _warned = set()
-_LIBRARIES = ("torchmetrics", "pytorch_lightning", "lightning", "lightning_fabric")
+_LIBRARIES = ("torchmetrics", "pytorch_lightning", "lightning", "lightning_fabric",
+              "lightning_utilities")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -42,6 +42,7 @@ def main():
     table = dict(scenarios.TRIGGERS, **scenarios.FIXES)
     for name in args.scenarios.split(","):
         out = {"scenario": name, "rank": args.rank, "caught": None, "site": None, "error": None}
+        scenarios.reset()
         try:
             table[name](args.rank, args.world)
         except guard.PitfallError as e:

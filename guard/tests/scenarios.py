@@ -222,6 +222,21 @@ def fix_rank0_only_loader(rank, world):
             ddp.train()
 
 
+def fix_join_uneven(rank, world):
+    """fixes/drop_last_hang: Join(divide_by_initial_world_size=False) over
+    the uneven split of drop_last_hang (3 and 2 batches)."""
+    from torch.distributed.algorithms.join import Join
+    ds = _data(2 * 16 + 1)
+    loader = DataLoader(Subset(ds, range(rank, len(ds), world)), batch_size=8)
+    ddp = DDP(_model())
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    with Join([ddp], divide_by_initial_world_size=False):
+        for x, y in loader:
+            opt.zero_grad()
+            ddp(x).sum().backward()
+            opt.step()
+
+
 FIXES = {
     "fix_gather_pad_trim": fix_gather_pad_trim,
     "fix_set_epoch_training": fix_set_epoch_training,
@@ -231,4 +246,12 @@ FIXES = {
     "fix_sum_count": fix_sum_count,
     "fix_equal_counts_mean": fix_equal_counts_mean,
     "fix_rank0_only_loader": fix_rank0_only_loader,
+    "fix_join_uneven": fix_join_uneven,
 }
+
+
+def reset():
+    """Forget the data pass of the scenario before (a scenario stopped by
+    the guard leaves its pass open; a real job would have ended there)."""
+    from ddp_pitfalls import _data
+    _data.latest = None

@@ -10,6 +10,9 @@ and an uneven split stops at step 1 instead of at the last step. An
 all_gather inside a loop carries the same count in its own size exchange
 (wrong_all_gather), for loops that gather without DDP.
 
+Inside `with Join(...)` (the fix that lets ranks run uneven counts) nothing
+is reported: the counts are compared only to keep the exchange in step.
+
 At the end of a pass each rank also checks itself against the count every
 rank agreed on: a loader whose len() promised more or fewer batches than it
 yields (an IterableDataset, a filtering batch sampler) is caught on the rank
@@ -23,7 +26,7 @@ BUG = "drop_last_hang"
 
 def judge(counts, p):
     known = [c for c in counts if c >= 0]
-    if len(known) != len(counts):
+    if len(known) != len(counts) or _data.joins:
         return
     if len(set(known)) > 1:
         _state.report(BUG, "the ranks' data loaders promise different numbers of batches this "
@@ -48,6 +51,8 @@ def at_ddp_forward(ddp):
 
 
 def on_batch(p):
+    if _data.joins:
+        return
     if p.agreed is not None and p.yielded > p.agreed:
         _state.report(BUG, "this rank's data loader yields batch %d, but every rank agreed on %d "
                       "this epoch (its len() was wrong): the next collective would wait for "
@@ -55,6 +60,8 @@ def on_batch(p):
 
 
 def on_end(p):
+    if _data.joins:
+        return
     if p.agreed is not None and p.yielded < p.agreed:
         _state.report(BUG, "this rank's data loader ended after %d batches, but every rank agreed "
                       "on %d this epoch (its len() was wrong): the other ranks are waiting in step "
