@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace ddp::results {
 namespace {
@@ -51,6 +53,65 @@ std::string FollowLinks(const std::string& path, std::string* error) {
   return "";
 }
 
+// An open descriptor named by a path: /proc/<pid>/fd/N (and so /dev/stdout,
+// /dev/stderr, /dev/fd/N, /proc/self/fd/N, which lead there).
+struct Stream {
+  pid_t pid = -1;
+  int fd = -1;
+  std::string link;  // the /proc/<pid>/fd/N (or /dev/fd/N) hop itself
+};
+
+bool AllDigits(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// Whether `folder`, once resolved, is a process's descriptor table
+// (/proc/<pid>/fd or /proc/<pid>/task/<tid>/fd); *pid is that process.
+bool IsFdFolder(const std::string& folder, pid_t* pid) {
+  char* real = ::realpath(folder.c_str(), nullptr);
+  if (real == nullptr) return false;
+  const std::string r = real;
+  std::free(real);
+  if (r.rfind("/proc/", 0) != 0 || !r.ends_with("/fd")) return false;
+  const std::string inner = r.substr(6, r.size() - 6 - 3);  // "<pid>" or "<pid>/task/<tid>"
+  const std::string first = inner.substr(0, inner.find('/'));
+  if (!AllDigits(first)) return false;
+  if (first.size() != inner.size()) {
+    const std::string rest = inner.substr(first.size());
+    if (rest.rfind("/task/", 0) != 0 || !AllDigits(rest.substr(6))) return false;
+  }
+  *pid = static_cast<pid_t>(std::strtol(first.c_str(), nullptr, 10));
+  return true;
+}
+
+// The open stream PATH names through its chain of links, if any. A
+// descriptor is not a file to replace: the user redirected it
+// (`--json /dev/stdout >> app.log`), and replacing the file behind it would
+// destroy what the redirect appends to. *error is set when PATH names a
+// descriptor that is not open.
+std::optional<Stream> StreamOf(const std::string& path, std::string* error) {
+  std::string hop = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    pid_t pid = -1;
+    if (AllDigits(BaseOf(hop)) && IsFdFolder(DirOf(hop), &pid)) {
+      struct stat st {};
+      if (::lstat(hop.c_str(), &st) != 0) {
+        *error = path + ": descriptor " + BaseOf(hop) + " is not open";
+        return std::nullopt;
+      }
+      return Stream{pid, std::atoi(BaseOf(hop).c_str()), hop};
+    }
+    struct stat st {};
+    if (::lstat(hop.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return std::nullopt;
+    char buf[4096];
+    const ssize_t n = ::readlink(hop.c_str(), buf, sizeof buf - 1);
+    if (n < 0) return std::nullopt;
+    const std::string link(buf, static_cast<std::size_t>(n));
+    hop = link[0] == '/' ? link : DirOf(hop) + "/" + link;
+  }
+  return std::nullopt;
+}
+
 std::string TempPrefix(const std::string& target) {
   return "." + BaseOf(target) + ".tmp.";
 }
@@ -85,9 +146,11 @@ std::string WriteAll(int fd, const std::string& content, const std::string& name
 }
 
 // A FIFO, a device, a socket, /proc/self/fd/N: write into it, in place.
-std::string WriteThrough(const std::string& path, const std::string& content) {
+// `extra`: O_APPEND for another process's descriptor (never overwrite what
+// the stream already holds).
+std::string WriteThrough(const std::string& path, const std::string& content, int extra = 0) {
   // O_NONBLOCK for the open only: a FIFO nobody reads would block forever.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | extra);
   if (fd < 0) {
     if (errno == ENXIO) return path + ": nothing is reading it (a FIFO or socket needs a reader)";
     return Errno(path, errno);
@@ -96,6 +159,27 @@ std::string WriteThrough(const std::string& path, const std::string& content) {
   std::string err = WriteAll(fd, content, path);
   if (::close(fd) != 0 && err.empty()) err = Errno("close " + path, errno);
   return err;
+}
+
+// Our own descriptor: written on that descriptor itself, so the bytes land
+// where the stream stands (its offset, or its end with O_APPEND) and what
+// the program prints afterwards follows them. Another process's: opened
+// anew in append mode.
+std::string WriteToStream(const Stream& s, const std::string& content) {
+  if (s.pid != ::getpid()) return WriteThrough(s.link, content, O_APPEND);
+  std::fflush(nullptr);  // what stdio holds for this stream goes first
+  return WriteAll(s.fd, content, s.link);
+}
+
+// Whether the stream can take a write (checked before the run).
+std::string CheckStream(const Stream& s) {
+  if (s.pid != ::getpid()) {
+    return ::access(s.link.c_str(), W_OK) == 0 ? "" : Errno(s.link + " is not writable", errno);
+  }
+  const int flags = ::fcntl(s.fd, F_GETFL);
+  if (flags < 0) return Errno(s.link, errno);
+  const int mode = flags & O_ACCMODE;
+  return mode == O_WRONLY || mode == O_RDWR ? "" : s.link + " is not open for writing";
 }
 
 // A regular file, or none yet: a complete new file renamed over it.
@@ -132,6 +216,9 @@ std::string Replace(const std::string& target, const std::string& content) {
 
 std::string CheckOutputFile(const std::string& path) {
   if (path.empty()) return "empty path";
+  std::string stream_error;
+  if (const auto s = StreamOf(path, &stream_error)) return CheckStream(*s);
+  if (!stream_error.empty()) return stream_error;
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return path + " is a directory";
@@ -162,6 +249,9 @@ std::string CheckOutputFile(const std::string& path) {
 
 std::string WriteOutputFile(const std::string& path, const std::string& content) {
   if (path.empty()) return "empty path";
+  std::string stream_error;
+  if (const auto s = StreamOf(path, &stream_error)) return WriteToStream(*s, content);
+  if (!stream_error.empty()) return stream_error;
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) return path + " is a directory";

@@ -7,9 +7,15 @@
 //    complete, so a reader sees the old file or the new one, never half;
 //  - a symbolic link is followed: the file it points to is replaced, the
 //    link stays a link;
-//  - anything that is not a regular file (a FIFO, a character device such as
-//    /dev/stdout or /dev/null, /proc/self/fd/1) is written through, never
-//    replaced: a device node is never turned into a file;
+//  - an open descriptor (/dev/stdout, /dev/stderr, /dev/fd/N,
+//    /proc/self/fd/N, /proc/PID/fd/N), whatever it is open on — a regular
+//    file included (`--json /dev/stdout >> app.log`) — is written through,
+//    never replaced: ours on the descriptor itself (at the stream's offset,
+//    or its end in append mode), another process's opened in append mode;
+//    a descriptor that is not open, or not open for writing, is an error;
+//  - anything else that is not a regular file (a FIFO, a character device
+//    such as /dev/null) is written through, never replaced: a device node
+//    is never turned into a file;
 //  - a directory is an error.
 // A writer killed between naming and renaming its temporary file leaves it
 // behind; the next check or write of the same target removes every such

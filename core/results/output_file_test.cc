@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -107,6 +108,50 @@ TEST(OutputFile, APipeBehindProcSelfFdIsWrittenThrough) {
   EXPECT_EQ(std::string(buf), "piped\n");
   ::close(fds[0]);
   ::close(fds[1]);
+}
+
+// Issue 59 (3): `--json /dev/stdout >> app.log` left only the JSON in
+// app.log: /dev/stdout led (through /proc/self/fd/1) to the regular file,
+// which was then replaced. A descriptor is a stream: written through, at
+// its place, never replaced. In a child, whose stdout is the log.
+TEST(OutputFile, AFileBehindDevStdoutIsAppendedToNeverReplaced) {
+  const std::string dir = TmpDir("stdout_file");
+  for (const bool append : {true, false}) {
+    const std::string log = dir + (append ? "/app.log" : "/trunc.log");
+    {
+      std::ofstream(log) << "PRECIOUS\n";
+    }
+    struct stat before {};
+    ASSERT_EQ(::stat(log.c_str(), &before), 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      // `>> app.log`, or `> trunc.log` after the program printed PRECIOUS.
+      const int fd = append ? ::open(log.c_str(), O_WRONLY | O_APPEND)
+                            : ::open(log.c_str(), O_WRONLY);
+      if (!append) ::lseek(fd, 0, SEEK_END);
+      ::dup2(fd, 1);
+      std::printf("table\n");  // buffered by stdio: goes out first
+      std::string err = CheckOutputFile("/dev/stdout");
+      if (err.empty()) err = WriteOutputFile("/dev/stdout", "{\"json\": 1}\n");
+      if (err.empty()) err = WriteOutputFile("/dev/fd/1", "[2]\n");
+      std::printf("after\n");
+      std::fflush(stdout);
+      ::_exit(err.empty() ? 0 : 3);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_EQ(status, 0);
+    EXPECT_EQ(Read(log), "PRECIOUS\ntable\n{\"json\": 1}\n[2]\nafter\n") << log;
+    struct stat after {};
+    ASSERT_EQ(::stat(log.c_str(), &after), 0);
+    EXPECT_EQ(after.st_ino, before.st_ino) << log << " was replaced";
+  }
+  EXPECT_TRUE(Temporaries(dir).empty());
+  // A descriptor that is not open is named, not created.
+  EXPECT_NE(CheckOutputFile("/dev/fd/987").find("descriptor 987 is not open"), std::string::npos)
+      << CheckOutputFile("/dev/fd/987");
+  EXPECT_NE(WriteOutputFile("/dev/fd/987", "x").find("descriptor 987 is not open"),
+            std::string::npos);
 }
 
 TEST(OutputFile, DeviceNodesAreNeverReplaced) {
