@@ -4,6 +4,7 @@ import math
 import os
 import statistics
 
+from outdir import inside
 from pair_render.small_batch_bn import figure1_series
 from pick import Summary, first_metric, is_number, select
 
@@ -39,7 +40,7 @@ def save(plt, fig, outdir, name):
     fig.tight_layout()
     for ext in FORMATS:
         meta = {"Date": None} if ext == "svg" else ({"CreationDate": None} if ext == "pdf" else None)
-        fig.savefig(os.path.join(outdir, f"{name}.{ext}"), dpi=150, metadata=meta)
+        fig.savefig(inside(outdir, f"{name}.{ext}"), dpi=150, metadata=meta)
     plt.close(fig)
     return name
 

@@ -8,6 +8,14 @@ such a report and holds nothing else, and the replacement is one atomic
 exchange of the two folders (renameat2 RENAME_EXCHANGE), so --out is never
 missing or half-written. --out may not be, contain, or be read as part of
 --results: a report there would replace or shadow its own input.
+
+The rule for every file name inside a report (issue 59): no field of any
+input file becomes part of an output path. A name the report writes is the
+code's own word (report.md, ledger.md, claims.csv, ...), a bench file's own
+base name, or a bug's name, which records.py accepts only as a plain
+identifier ([a-z][a-z0-9_]*, exit 2 otherwise); and inside() refuses, as a
+second guard, any path that would leave the staging folder. A failed run
+removes the folders it created on the way to --out (make_parents).
 """
 import ctypes
 import ctypes.util
@@ -119,10 +127,40 @@ def remove_stale(parent):
             shutil.rmtree(path, ignore_errors=True)
 
 
-def stage(parent):
-    """A new hidden staging folder in `parent`, marked as an incomplete report
-    of this process."""
+def inside(folder, name):
+    """folder/name, refused (OutError) unless it stays inside `folder`: a
+    name with a separator or '..' never leaves the report."""
+    path = os.path.normpath(os.path.join(folder, name))
+    if os.path.isabs(name) or not _inside(os.path.abspath(path), os.path.abspath(folder)) or \
+            path == os.path.normpath(folder):
+        raise OutError(f"{name!r} is not a file name inside the report")
+    return path
+
+
+def make_parents(parent):
+    """Creates `parent` and the folders above it that are missing; returns
+    those it created, deepest first, for remove_created on failure."""
+    made = []
+    p = os.path.abspath(parent)
+    while not os.path.lexists(p):
+        made.append(p)
+        p = os.path.dirname(p)
     os.makedirs(parent, exist_ok=True)
+    return made
+
+
+def remove_created(made):
+    """Removes the folders make_parents created, while they are empty."""
+    for p in made:
+        try:
+            os.rmdir(p)
+        except OSError:
+            return
+
+
+def stage(parent):
+    """A new hidden staging folder in `parent` (which must exist), marked as
+    an incomplete report of this process."""
     remove_stale(parent)
     tmp = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=parent)
     # mkdtemp makes it private (0700); a report folder gets the usual mode.

@@ -7,6 +7,8 @@ the record and the field, which the scripts turn into exit 2 with that one
 line, instead of a traceback from deep inside a table.
 """
 
+import re
+
 RECORD_KEYS = ("bug", "kind", "variant", "backend", "world_size", "config",
                "measured", "reference", "verdict", "provenance")
 KINDS = ("repro", "fix")
@@ -15,8 +17,13 @@ VERDICTS = ("reproduced", "not_reproduced", "exact", "inexact", "control",
 # Field -> (test, what it must be).
 _STR = (lambda v: isinstance(v, str), "a string")
 _DICT = (lambda v: isinstance(v, dict), "an object")
+# A bug's name names files of the report (bug.csv, bug.tex, figures): a
+# plain identifier only, so that no record can steer where a file goes.
+BUG_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 FIELD_TYPES = {
-    "bug": _STR, "variant": _STR, "backend": _STR,
+    "bug": (lambda v: isinstance(v, str) and BUG_NAME.match(v) is not None,
+            "a plain name ([a-z][a-z0-9_]*, at most 64 characters)"),
+    "variant": _STR, "backend": _STR,
     "kind": (lambda v: v in KINDS, "one of " + ", ".join(KINDS)),
     "verdict": (lambda v: v in VERDICTS, "one of " + ", ".join(VERDICTS)),
     # Optional: a row that runs a known-inexact setting on purpose.
@@ -52,6 +59,49 @@ def check_records(path, data):
                 raise InputError(f"{path}: record {i} ({r.get('bug', '?')}/"
                                  f"{r.get('variant', '?')}): '{key}' is {_describe(r[key])}, "
                                  f"must be {what}")
+
+
+HEADLINE_PATH = re.compile(r"\b(?:measured|reference)\.[A-Za-z0-9_.]+")
+
+
+def headline_paths(spec):
+    """The measured.* and reference.* fields a bug's report spec reads (its
+    metrics, expressions and summary), from every string in it."""
+    out, stack = set(), [spec]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            out.update(HEADLINE_PATH.findall(v))
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return sorted(out)
+
+
+def _number_like(v):
+    if isinstance(v, bool) or v is None:
+        return True
+    if isinstance(v, (int, float, str)):
+        return True
+    return isinstance(v, list) and all(_number_like(x) and not isinstance(x, list) for x in v)
+
+
+def check_headline_types(recs, specs):
+    """Raises InputError when a field the report's headline reads holds an
+    object (or a nested list): a number, a string, a flag or a flat array
+    is what a finding can show; anything else would be dropped silently."""
+    for path, i, r in recs:
+        spec = specs.get(r["bug"])
+        if not spec:
+            continue
+        for field in headline_paths(spec):
+            v = r
+            for part in field.split("."):
+                v = v.get(part) if isinstance(v, dict) else None
+            if v is not None and not _number_like(v):
+                raise InputError(f"{path}: record {i} ({r['bug']}/{r['variant']}): '{field}' is "
+                                 f"{_describe(v)}, must be a number (the report's headline reads it)")
 
 
 def check_benchmarks(path, data):

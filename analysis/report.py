@@ -37,10 +37,11 @@ import git_age
 import ledger
 import ledger_section
 import outdir
+import outdir as outdir_mod  # build()'s parameter is also called outdir
 import summary
 import tables
 from pick import Summary, first_metric, num, select
-from records import InputError, check_benchmarks, check_records
+from records import InputError, check_benchmarks, check_headline_types, check_records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Registered order (pairs.bzl): the report follows it; unknown bugs follow.
@@ -200,6 +201,8 @@ def build(results_dir, outdir, latex):
     recs = [(p, r) for p, d in files if isinstance(d, list) for r in d]
     benches = [(p, d) for p, d in files if isinstance(d, dict)]
     bugs_spec = load_spec("bugs.json")
+    check_headline_types([(p, i, r) for p, d in files if isinstance(d, list)
+                          for i, r in enumerate(d)], bugs_spec)
     claims, sources, own = ledger.load(os.path.join(HERE, "claims.json"), with_own=True)
     present = {r["bug"] for _, r in recs}
     bugs = [b for b in BUG_ORDER if b in present] + sorted(present - set(BUG_ORDER))
@@ -246,10 +249,10 @@ def build(results_dir, outdir, latex):
         files_here = sorted({os.path.basename(p) for p, _ in mine})
         md += [tables.para(f"Records: {', '.join(f'`{f}`' for f in files_here)}. Every record: "
                     f"[{bug}.csv]({bug}.csv), appendix [A.{i}](appendix.md#a-{bug})."), ""]
-        record_csv(os.path.join(outdir, f"{bug}.csv"), mine)
+        record_csv(outdir_mod.inside(outdir, f"{bug}.csv"), mine)
         texts.append((bug, text))
         if latex:
-            with open(os.path.join(outdir, "latex", f"{bug}.tex"), "w") as f:
+            with open(outdir_mod.inside(outdir, os.path.join("latex", f"{bug}.tex")), "w") as f:
                 f.write(tables.latex(findings.HEADLINE_HEADER, rows,
                                      f"{spec['title']}: headline numbers", f"tab:{bug}",
                                      [None, "2.6cm", "2.6cm", "3cm", None, None, None, None]))
@@ -275,7 +278,7 @@ def build(results_dir, outdir, latex):
     for path, bench in benches:
         name = os.path.splitext(os.path.basename(path))[0]
         ctx = bench.get("context", {})
-        bench_csv(os.path.join(outdir, f"{name}.csv"), bench)
+        bench_csv(outdir_mod.inside(outdir, f"{name}.csv"), bench)
         md += [f"### {name}", "",
                tables.para(f"{len(bench['benchmarks'])} rows from `{os.path.basename(path)}` (host "
                     f"{ctx.get('host_name', '?')}, {ctx.get('num_cpus', '?')} CPUs, "
@@ -357,6 +360,18 @@ def raise_pending():
         raise Terminated(_PENDING[0])
 
 
+def write_error(exc):
+    """The OSError with an errno somewhere in an exception's chain (its
+    context or cause), or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -378,9 +393,15 @@ def main(argv):
     except outdir.OutError as e:
         print(f"report: {e}", file=sys.stderr)
         return 2
+    if not os.path.isdir(results):
+        # Before anything is created: a missing input leaves no folder behind.
+        print(f"report: {results}: no such results folder", file=sys.stderr)
+        return 2
     install_signal_handlers()
     tmp = None
+    made = []
     try:
+        made = outdir.make_parents(parent)
         tmp = outdir.stage(parent)
         _, failed = build(results, tmp, args.latex)
         raise_pending()
@@ -391,8 +412,21 @@ def main(argv):
     except InputError as e:
         print(f"report: {e}", file=sys.stderr)
         return 2
+    except outdir.OutError as e:
+        print(f"report: {e}", file=sys.stderr)
+        return 2
     except OSError as e:
         print(f"report: cannot write {e.filename or parent}: {e.strerror}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - only to find a write error underneath
+        # A library may fail on top of a full disk (matplotlib's PDF writer
+        # raises AttributeError while cleaning up after ENOSPC): the write
+        # error in the chain is the cause to report; anything else is a bug.
+        cause = write_error(e)
+        if cause is None:
+            raise
+        print(f"report: cannot write {cause.filename or parent}: {cause.strerror}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("report: interrupted; --out left as it was", file=sys.stderr)
@@ -404,6 +438,7 @@ def main(argv):
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         if tmp:
             outdir.discard(tmp)
+            outdir.remove_created(made)
     for c in failed:
         print(f"report: claim no longer supported by the records: {c['bug']}: {c['claim']}",
               file=sys.stderr)

@@ -132,4 +132,46 @@ ln -s /dev/zero results/zero.json
 expect_refused "link to /dev/zero" "zero.json" --results results --out rep
 rm results/zero.json
 [ -s rep/report.md ] || fail "report lost by bad input"
+
+# Issue 59: no field of an input steers where the report writes (2); a
+# headline field given as an object is refused, not dropped (9); a full
+# disk is exit 2 in one line, not matplotlib's traceback (6); a missing
+# --results leaves no folder behind (14).
+mkdir -p "$TEST_TMPDIR/x"
+for bug in "$TEST_TMPDIR/x/victim" "../escaped"; do
+  rm -rf bad && mkdir bad && cp results/*.json bad/
+  /usr/bin/python3 - "$bug" <<'PY'
+import json, sys
+p = "bad/mean_of_means_repro.json"
+d = json.load(open(p))
+d[0]["bug"] = sys.argv[1]
+json.dump(d, open(p, "w"))
+PY
+  expect_refused "bug $bug" "'bug'" --results bad --out rep2
+  [ ! -e "$TEST_TMPDIR/x/victim.csv" ] && [ ! -e escaped.csv ] && [ ! -e "$work/escaped.csv" ] \
+    || fail "bug $bug: a file written outside --out"
+  [ ! -e rep2 ] || fail "bug $bug: rep2 made"
+done
+rm -rf bad && mkdir bad && cp results/*.json bad/
+/usr/bin/python3 - <<'PY'
+import json
+p = "bad/mean_of_means_repro.json"
+d = json.load(open(p))
+d[0]["measured"]["error"] = {"value": 0.1}
+json.dump(d, open(p, "w"))
+PY
+expect_refused "headline metric as an object" "measured.error" --results bad --out rep2
+rm -rf bad
+# A file-size limit (RLIMIT_FSIZE, EFBIG) stands in for a full disk; at 4 KiB
+# the write fails inside matplotlib's PDF writer, which then raised
+# AttributeError on top of it.
+msg=$( (trap '' XFSZ; ulimit -f 4; timeout 120 "$report" --results results --out full) 2>&1)
+rc=$?
+[ "$rc" -eq 2 ] || fail "full disk: expected exit 2, got $rc: $msg"
+grep -q Traceback <<<"$msg" && fail "full disk: traceback: $msg"
+[ "$(wc -l <<<"$msg")" -eq 1 ] || fail "full disk: not one line: $msg"
+[ ! -e full ] || fail "full disk: --out made"
+no_staging "full disk"
+expect_refused "missing --results" "no such results folder" --results nowhere --out a/b/c
+[ ! -e a ] || fail "missing --results: folders left behind: $(find a)"
 echo "report_safety_test: ok"
