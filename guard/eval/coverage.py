@@ -16,7 +16,6 @@ they import (the 2.15 venv). All cases of one world size share one world
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -69,28 +68,18 @@ def libraries():
 
 
 def run_world(names, world, timeout):
+    sys.path.insert(0, os.path.join(ROOT, "guard", "tests"))
+    import world as world_mod
     with tempfile.TemporaryDirectory(prefix="guard_coverage_") as d:
         cmd = [sys.executable, os.path.abspath(__file__), "--world_size", str(world),
                "--dir", d, "--cases", ",".join(names)]
-        env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
-        procs = [subprocess.Popen(cmd + ["--rank", str(r)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, env=env)
-                 for r in range(world)]
+        codes, outs, errs = world_mod.spawn(cmd, world, timeout, {"PYTHONWARNINGS": "ignore"})
         per_rank = []
-        for p in procs:
-            try:
-                out, err = p.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                out, err = p.communicate()
-            rows = {}
-            for line in out.splitlines():
-                if line.startswith("{"):
-                    doc = json.loads(line)
-                    rows[doc["case"]] = doc
+        for code, out, err in zip(codes, outs, errs):
+            rows = {doc["case"]: doc for doc in world_mod.json_lines(out)}
             warned = [l for l in err.splitlines() if l.startswith("ddp-pitfalls:")]
-            per_rank.append({"exit": p.returncode, "rows": rows, "warn_lines": warned,
-                             "stderr_tail": err[-400:] if p.returncode else ""})
+            per_rank.append({"exit": code, "rows": rows, "warn_lines": warned,
+                             "stderr_tail": err[-400:] if code else ""})
         return per_rank
 
 

@@ -30,23 +30,31 @@ def run(mode, scenarios, world=2, off=(), timeout=120, install_after_init=False)
         cmd = [sys.executable, os.path.join(HERE, "rank_main.py"), "--mode", mode,
                "--scenarios", ",".join(scenarios), "--world", str(world), "--dir", d,
                "--off", ",".join(off)] + (["--install_after_init"] if install_after_init else [])
-        env = dict(os.environ, OMP_NUM_THREADS="1")
-        procs = [subprocess.Popen(cmd + ["--rank", str(r)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, env=env)
-                 for r in range(world)]
-        results, stderr, codes = [], [], []
-        for p in procs:
-            try:
-                out, err = p.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                out, err = p.communicate()
-            codes.append(p.returncode)
-            stderr.append(err)
-            per = {}
-            for line in out.splitlines():
-                if line.startswith("{"):
-                    doc = json.loads(line)
-                    per[doc["scenario"]] = doc
-            results.append(per)
+        codes, outs, stderr = spawn(cmd, world, timeout, {})
+        results = [{doc["scenario"]: doc for doc in json_lines(out)} for out in outs]
     return {"results": results, "stderr": stderr, "exit": codes}
+
+
+def spawn(cmd, world, timeout, env):
+    """Runs `cmd --rank r` for every rank r (OMP_NUM_THREADS=1 and `env`
+    added): (exit codes, stdouts, stderrs), a rank past `timeout` killed."""
+    full = dict(os.environ, OMP_NUM_THREADS="1", **env)
+    procs = [subprocess.Popen(cmd + ["--rank", str(r)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=full)
+             for r in range(world)]
+    codes, outs, errs = [], [], []
+    for p in procs:
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+        codes.append(p.returncode)
+        outs.append(out)
+        errs.append(err)
+    return codes, outs, errs
+
+
+def json_lines(text):
+    """The JSON objects a rank printed, one per line."""
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]

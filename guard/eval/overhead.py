@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""What the guard costs: a small model's DDP training step at W = 2 (gloo,
+real processes), guard on (mode "raise", every check) against off (nothing
+wrapped), in interleaved blocks inside the same processes; and the two
+checks that add a collective, per call.
+
+    /usr/bin/python3 guard/eval/overhead.py --out guard/eval/overhead.torch1.13.json
+    python3 guard/eval/overhead.py --table guard/eval/overhead.torch1.13.json [...]
+
+Each block is one epoch (a new DataLoader pass: its first step pays the
+batch-count exchange) of --steps steps, timed step by step on rank 0; the
+blocks alternate off, on, on, off, ... so a drift of the machine's speed
+falls on both. Per block the median step; per (off, on) pair the ratio;
+reported: the median ratio over pairs, and the same for the per-call rows
+(an all_gather of 1000 floats: the size exchange before it; a one-element
+all_reduce divided by the world size: the count exchange before it).
+"""
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "guard"))
+sys.path.insert(0, os.path.join(ROOT, "guard", "tests"))
+sys.path.insert(0, ROOT)
+
+
+def _set(guard, on):
+    guard.install(mode="raise" if on else "off")
+
+
+def _order(pairs):
+    """off,on / on,off alternating: the pair index and whether 'on' runs first."""
+    return [(i, i % 2 == 1) for i in range(pairs)]
+
+
+def training(args, guard):
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+    torch.manual_seed(0)
+    n = args.steps * args.batch * dist.get_world_size()
+    ds = TensorDataset(torch.randn(n, 32), torch.randn(n, 1))
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.BatchNorm1d(64),
+                                torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
+                                torch.nn.Linear(64, 1))
+    ddp = DDP(model)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    sampler = DistributedSampler(ds, shuffle=True)
+    loader = DataLoader(ds, batch_size=args.batch, sampler=sampler, drop_last=True)
+    epoch = [0]
+
+    def block(on):
+        _set(guard, on)
+        sampler.set_epoch(epoch[0])
+        epoch[0] += 1
+        times = []
+        t = time.perf_counter()
+        for x, y in loader:
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(ddp(x), y).backward()
+            opt.step()
+            now = time.perf_counter()
+            times.append(now - t)
+            t = now
+        return times
+    return _pairs(args, block)
+
+
+def _pairs(args, block):
+    block(False)
+    block(True)  # warm-up of both (first DDP steps, the guard's first-step hooks)
+    rows = []
+    for _, on_first in _order(args.pairs):
+        got = {}
+        for on in ((True, False) if on_first else (False, True)):
+            got[on] = block(on)
+        rows.append({"off_median_s": statistics.median(got[False]),
+                     "on_median_s": statistics.median(got[True]),
+                     "on_first_step_s": got[True][0], "off_first_step_s": got[False][0],
+                     "on_mean_s": statistics.mean(got[True]),
+                     "off_mean_s": statistics.mean(got[False])})
+    return rows
+
+
+def per_call(args, guard, what):
+    import torch
+    import torch.distributed as dist
+    w = world_size = dist.get_world_size()
+    from torch.utils.data import DataLoader
+    x = torch.rand(1000)
+    outs = [torch.zeros_like(x) for _ in range(w)]
+    for _ in DataLoader(list(range(8)), batch_size=4):  # a data pass the mean check reads
+        pass
+
+    def block(on):
+        _set(guard, on)
+        times = []
+        for _ in range(args.steps):
+            t = time.perf_counter()
+            if what == "all_gather":
+                dist.all_gather(outs, x)
+            else:
+                v = torch.tensor(0.5)
+                dist.all_reduce(v)
+                v /= world_size  # the division the mean check looks for
+            times.append(time.perf_counter() - t)
+        return times
+    return _pairs(args, block)
+
+
+def rank_main(args):
+    import datetime
+    import torch
+    import torch.distributed as dist
+    from ddp_pitfalls import guard
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="file://" + os.path.join(args.dir, "store"),
+                            rank=args.rank, world_size=args.world_size,
+                            timeout=datetime.timedelta(seconds=120))
+    out = {"training_step": training(args, guard),
+           "all_gather_1000_floats": per_call(args, guard, "all_gather"),
+           "scalar_all_reduce_mean": per_call(args, guard, "all_reduce")}
+    if args.rank == 0:
+        print(json.dumps(out), flush=True)
+    dist.barrier()
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def summarise(rows):
+    ratios = [r["on_median_s"] / r["off_median_s"] for r in rows]
+    means = [r["on_mean_s"] / r["off_mean_s"] for r in rows]
+    return {"pairs": len(rows), "ratio_median": statistics.median(ratios),
+            "ratio_min": min(ratios), "ratio_max": max(ratios),
+            "mean_ratio_median": statistics.median(means),
+            "off_step_median_s": statistics.median(r["off_median_s"] for r in rows),
+            "on_step_median_s": statistics.median(r["on_median_s"] for r in rows),
+            "on_first_step_median_s": statistics.median(r["on_first_step_s"] for r in rows),
+            "off_first_step_median_s": statistics.median(r["off_first_step_s"] for r in rows)}
+
+
+def measure(args):
+    import tempfile
+    import world
+    from tools.vs_pytorch import evidence
+    with tempfile.TemporaryDirectory(prefix="guard_overhead_") as d:
+        cmd = [sys.executable, os.path.abspath(__file__), "--world_size", "2", "--dir", d,
+               "--steps", str(args.steps), "--pairs", str(args.pairs), "--batch", str(args.batch)]
+        codes, outs, errs = world.spawn(cmd, 2, args.timeout, {"PYTHONWARNINGS": "ignore"})
+    docs = world.json_lines(outs[0])
+    if codes != [0, 0] or not docs:
+        print("overhead: ranks exited %s\n%s" % (codes, errs[0][-2000:]), file=sys.stderr)
+        return 1
+    raw = docs[0]
+    doc = evidence.record(
+        "the guard's overhead: guard on (raise, every check) vs off, interleaved blocks, W = 2",
+        {"world_size": 2, "steps_per_block": args.steps, "pairs": args.pairs,
+         "batch_per_rank": args.batch,
+         "model": "Linear(32,64), BatchNorm1d(64), ReLU, Linear(64,64), ReLU, Linear(64,1); SGD; "
+                  "DistributedSampler + set_epoch, drop_last"},
+        "guard/eval/overhead.py",
+        summary={k: summarise(v) for k, v in raw.items()}, blocks=raw)
+    evidence.write_json(args.out, doc)
+    for k, s in doc["summary"].items():
+        print("%s: on/off %.4f [%.4f, %.4f] over %d pairs; off %.1f us, on %.1f us" % (
+            k, s["ratio_median"], s["ratio_min"], s["ratio_max"], s["pairs"],
+            s["off_step_median_s"] * 1e6, s["on_step_median_s"] * 1e6), file=sys.stderr)
+    return 0
+
+
+LABELS = {"training_step": "DDP training step (small MLP with BatchNorm, batch 32 per rank)",
+          "all_gather_1000_floats": "all_gather of 1000 floats (+ the size exchange)",
+          "scalar_all_reduce_mean": "one-element all_reduce divided by the world size "
+                                    "(+ the count exchange)"}
+
+
+def table(paths):
+    out = ["| PyTorch | what | off (median, us) | on (median, us) | on / off: median of pair "
+           "ratios [min, max] | pairs |", "|---|---|---|---|---|---|"]
+    for p in paths:
+        d = json.load(open(p))
+        for k, s in d["summary"].items():
+            out.append("| %s | %s | %.1f | %.1f | %.3f [%.3f, %.3f] | %d |" % (
+                d["provenance"]["torch_version"], LABELS.get(k, k), s["off_step_median_s"] * 1e6,
+                s["on_step_median_s"] * 1e6, s["ratio_median"], s["ratio_min"], s["ratio_max"],
+                s["pairs"]))
+    out.append("")
+    for p in paths:
+        pr = json.load(open(p))["provenance"]
+        out.append("PyTorch %s (%s), %s, suite %s, %s, load %.1f." % (
+            pr["torch"], os.path.basename(p), pr["date"], pr["commit"][:12], pr["host"],
+            pr.get("load_1min_at_start", float("nan"))))
+    return "\n".join(out) + "\n"
+
+
+def main():
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="where to write the JSON record (default: print it)")
+    ap.add_argument("--steps", type=int, default=40, help="steps (calls) per block (default 40)")
+    ap.add_argument("--pairs", type=int, default=15, help="(off, on) block pairs (default 15)")
+    ap.add_argument("--batch", type=int, default=32, help="samples per rank and step (default 32)")
+    ap.add_argument("--timeout", type=float, default=500, help="seconds for the world (default 500)")
+    ap.add_argument("--table", nargs="+", metavar="JSON", help="print the README table")
+    ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--world_size", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--dir", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.table:
+        sys.stdout.write(table(args.table))
+        return 0
+    if min(args.steps, args.pairs, args.batch) < 1:
+        print("overhead.py: --steps, --pairs and --batch must be >= 1", file=sys.stderr)
+        return 2
+    return rank_main(args) if args.rank is not None else measure(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
