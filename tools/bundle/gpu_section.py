@@ -33,8 +33,12 @@ import gpu_table  # noqa: E402
 
 RUNS_WANTED = 10       # issue 44: at least 10 runs per engine and W
 GOAL_FRAC = 0.8        # bench/README.md, norm_kernels: of the copy's GB/s, rows beyond the L2
-RAW_OURS = re.compile(r"wrong_all_gather_raw_nccl_w(\d+)\.run\d+\.json$")
-RAW_TORCH = re.compile(r"wrong_all_gather_unequal\.torch\.nccl_w(\d+)\.run\d+\.json$")
+# lease.sh's per-run records; since --raw-proto the names carry the dtype
+# and any NCCL_PROTO forced (wrong_all_gather_raw_nccl_w2.float32.proto-Simple.run1.json).
+RAW_TAGS = r"(?:\.(?:float32|float64))?(?:\.proto-(\w+))?\.run\d+\.json$"
+RAW_OURS = re.compile(r"wrong_all_gather_raw_nccl_w(\d+)" + RAW_TAGS)
+RAW_TORCH = re.compile(r"wrong_all_gather_unequal\.torch\.nccl_w(\d+)" + RAW_TAGS)
+PROTO_DEFAULT = "NCCL's choice"
 NORM = re.compile(r"norm_kernels[^/]*\.nccl\.bench\.json$")
 OURS_DTYPE = "float64"
 PADDING_GLOO = re.compile(r"padding[^/]*\.gloo\.bench\.json$")
@@ -212,14 +216,16 @@ def raw_table(files):
     agg = {}
     for (run, call, path), data in files.items():
         name = path.split("/")[-1]
-        if name == "repro_wrong_all_gather.json" or RAW_OURS.search(name):
+        ours, torch = RAW_OURS.search(name), RAW_TORCH.search(name)
+        if name == "repro_wrong_all_gather.json" or ours:
             items, engine = ours_raw(load(call, path, data), call, path), "ours (bundle)"
-        elif RAW_TORCH.search(name):
+        elif torch:
             items, engine = torch_raw(load(call, path, data)), "PyTorch"
         else:
             continue
+        proto = ((ours or torch).group(2) if (ours or torch) else None) or PROTO_DEFAULT
         for w, dtype, runs, silent, failed, aucs, ref, inputs in items:
-            a = agg.setdefault((w, engine != "PyTorch", engine, dtype, run, call),
+            a = agg.setdefault((w, engine != "PyTorch", engine, dtype, proto, run, call),
                                {"runs": 0, "silent": 0, "failed": 0, "aucs": [], "refs": set(), "inputs": set()})
             a["inputs"].add(inputs)
             a["runs"] += runs
@@ -229,21 +235,49 @@ def raw_table(files):
             if isinstance(ref, (int, float)):
                 a["refs"].add(ref)
     out = ["The source post's raw all_gather of unequal lengths (seed 000's `gather_step_wrong`, n = 1003) "
-           "on NCCL, one row per engine, W, dtype of the gathered values and device call (runs of one call "
-           "summed; calls never pooled):", ""]
-    out.append("| engine | W | dtype | run, call | runs | silent wrong values | ended in an error or deadline | "
-               "rank 0's AUC when silent | one process's AUC | samples gathered |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|")
+           "on NCCL, one row per engine, W, dtype of the gathered values, NCCL_PROTO and device call (runs of "
+           "one call summed; calls never pooled):", ""]
+    out.append("| engine | W | dtype | NCCL_PROTO | run, call | runs | silent wrong values | ended in an error or "
+               "deadline | rank 0's AUC when silent | one process's AUC | samples gathered |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
     best = {}
-    for key in sorted(agg, key=lambda k: (k[0], not k[1], k[4], k[5], k[3])):
-        w, _, engine, dtype, run, call = key
+    for key in sorted(agg, key=lambda k: (k[0], not k[1], k[5], k[6], k[3], k[4])):
+        w, _, engine, dtype, proto, run, call = key
         a = agg[key]
         auc = f"{min(a['aucs']):.4f}..{max(a['aucs']):.4f}" if a["aucs"] else "-"
         ref = "..".join(f"{x:.4f}" for x in sorted(a["refs"])) or "-"
-        out.append(f"| {engine} | {w} | {dtype} | {run}, {call} | {a['runs']} | {a['silent']} | {a['failed']} "
-                   f"| {auc} | {ref} | {', '.join(sorted(a['inputs']))} |")
-        best[(engine, w, dtype)] = max(best.get((engine, w, dtype), 0), a["runs"])
+        out.append(f"| {engine} | {w} | {dtype} | {proto} | {run}, {call} | {a['runs']} | {a['silent']} | "
+                   f"{a['failed']} | {auc} | {ref} | {', '.join(sorted(a['inputs']))} |")
+        # The most runs in one call per engine, W, dtype, protocol and samples.
+        for k in ((engine, w, dtype), (engine, w, dtype, proto, frozenset(a["inputs"]))):
+            best[k] = max(best.get(k, 0), a["runs"])
     return out, best
+
+
+def like_for_like_todo(best):
+    """Issue 63's like-for-like runs no record holds yet: both engines on
+    the same samples (ours) in one dtype at W = 4; at W = 2 each in the
+    other's own dtype; at W = 2 under NCCL_PROTO=LL and =Simple."""
+    def most(engine, w, dtype, proto=PROTO_DEFAULT):
+        return best.get((engine, w, dtype, proto, frozenset({OURS_INPUTS})), 0)
+    todo = []
+    same = max(((min(most("ours (bundle)", 4, d), most("PyTorch", 4, d)), d) for d in ("float32", "float64")))
+    if same[0] < RUNS_WANTED:
+        todo.append(f"the raw unequal all_gather on NCCL at W = 4, both engines on the same samples in one dtype: "
+                    f"at most {same[0]} of {RUNS_WANTED} runs each in one call "
+                    f"(`lease.sh --raw-nccl S --raw-worlds 4 --raw-dtype float32`)")
+    ours, torch = most("ours (bundle)", 2, "float32"), most("PyTorch", 2, "float64")
+    if min(ours, torch) < RUNS_WANTED:
+        todo.append(f"the raw unequal all_gather on NCCL at W = 2, each engine in the other's dtype on the same "
+                    f"samples (ours float32: at most {ours}, PyTorch float64: at most {torch} of {RUNS_WANTED} "
+                    f"runs in one call; `--raw-dtype swap`)")
+    for proto in ("LL", "Simple"):
+        got = {e: max((most(e, 2, d, proto) for d in ("float32", "float64"))) for e in ("ours (bundle)", "PyTorch")}
+        if min(got.values()) == 0:
+            todo.append(f"the raw unequal all_gather on NCCL at W = 2 under NCCL_PROTO={proto}, both engines on the "
+                        f"same samples (`--raw-proto {proto}`): no run of "
+                        + " and ".join(e for e, n in got.items() if n == 0))
+    return todo
 
 
 def jobs_text(run_dir, call):
@@ -318,6 +352,7 @@ def render(gpu_dir):
             if got < RUNS_WANTED:
                 todo.append(f"the raw unequal all_gather on NCCL, {engine}, W = {w}: at most {got} of "
                             f"{RUNS_WANTED} runs in one call")
+    todo += like_for_like_todo(agg)
     for peer, table in PEERS.items():
         where = sorted(f"{k[0]}, {k[1]}" for k in files if k[2].split("/")[-1] == peer)
         if where:

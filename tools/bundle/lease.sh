@@ -4,13 +4,16 @@
 #
 #   bash tools/bundle/lease.sh [--bundle TAR] [--budget S] [--jobs N] [--norm-peers S]
 #                              [--dist-peers S] [--hang-nccl S] [--raw-nccl S] [--raw-worlds 2,4]
+#                              [--raw-dtype D] [--raw-proto P] [--raw-runs N] [--archive NAME]
 #                              [-- RUN_ALL_FLAGS...]
 #
 # Unpacks the bundle (made here by `bazel run //tools:bundle -- --out
 # .gpu/ddp-bundle --tar`, carried as `.gpu`), runs its run_all.sh with the
 # budget and jobs given (every binary bounded by --timeout, the whole run by
 # the budget plus a minute), and packs the output folder into
-# $OUT/gpu-run.tar.gz every 20 s while it runs and once more at the end
+# $OUT/gpu-run.tar.gz (--archive NAME: $OUT/NAME.tar.gz, so that several
+# invocations in one device call keep their own) every 20 s while it runs
+# and once more at the end
 # (written beside and renamed, so the archive is always whole): a call
 # stopped at its limit still brings back everything finished by then.
 # With --norm-peers S, then (at most S seconds) bench/peers/torch_norm_gpu.py
@@ -33,8 +36,10 @@
 # post's raw unequal all_gather, 10 runs at W = 2, then at W = 4 (or the
 # --raw-worlds given), each W the bundle's repro/wrong_all_gather --raw_only
 # and PyTorch's alternating run by run (one JSON per run; PyTorch's from this tree:
-# repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl), into
-# gpu/records/. --budget 0 runs only the extra stages.
+# repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl, which
+# gathers our samples, repro/wrong_all_gather/raw_inputs.json), into
+# gpu/records/, each name saying the dtype and any NCCL_PROTO
+# (--raw-dtype, --raw-proto; --raw-runs runs per engine and W, default 10). --budget 0 runs only the extra stages.
 # Prints run_all's console as it goes, then "lease: run_all exit N" (and
 # "lease: norm peers exit N", "lease: dist peers exit N", "lease: hang nccl exit N",
 # "lease: raw nccl exit N").
@@ -45,7 +50,8 @@ usage() {
 usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                 [--norm-peers SECONDS] [--dist-peers SECONDS] [--hang-nccl SECONDS]
                 [--raw-nccl SECONDS] [--raw-worlds LIST]
-                [--raw-dtype float32|float64] [--python PATH] [-- RUN_ALL_FLAGS...]
+                [--raw-dtype float32|float64|swap] [--raw-proto LL|Simple] [--raw-runs N]
+                [--archive NAME] [--python PATH] [-- RUN_ALL_FLAGS...]
 
   --bundle TAR       the bundle archive (default .gpu/ddp-bundle.tar.gz)
   --budget SECONDS   run_all.sh's budget (default 420: 7 minutes, leaving the
@@ -76,10 +82,20 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                      W = 2, 700 s for everything)
   --raw-worlds LIST  the world sizes of --raw-nccl, in order (default 2,4;
                      2 alone gives the post's setting all of the time)
-  --raw-dtype float32|float64  both engines' gathered dtype in --raw-nccl
-                     (default: each its own, ours float64, PyTorch float32,
-                     the post's); a peer one element short is then 4 or 8
-                     bytes short on both
+  --raw-dtype float32|float64|swap  the gathered dtype in --raw-nccl: both
+                     engines in float32 or in float64, or swap: each in the
+                     other's own (ours float32, PyTorch float64) (default:
+                     each its own, ours float64, PyTorch float32, the
+                     post's); a peer one element short is 4 or 8 bytes short.
+                     Both engines gather the same samples either way
+                     (repro/wrong_all_gather/raw_inputs.json)
+  --raw-proto LL|Simple  NCCL_PROTO for both engines' runs in --raw-nccl
+                     (default: unset, NCCL's choice); the record names
+                     carry it (.proto-LL.), as every record name carries
+                     its dtype
+  --raw-runs N       runs per engine and W in --raw-nccl, 1 to 10 (default 10)
+  --archive NAME     the archive is $OUT/NAME.tar.gz (default gpu-run): two
+                     invocations in one device call keep both
   --python PATH      the Python with torch for --norm-peers, --dist-peers, --hang-nccl and --raw-nccl (default: the first
                      of /opt/torch/.venv/bin/python3 and python3 that imports torch)
   -- FLAGS...        passed on to run_all.sh (e.g. --bench, --only REGEX)
@@ -93,6 +109,7 @@ die_usage() {
 }
 
 bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=90 peers_s=0 dist_s=0 hang_s=0 raw_s=0 raw_worlds=2,4 raw_dtype="" python=""
+raw_proto="" raw_runs=10 archive=gpu-run
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bundle) [[ $# -ge 2 ]] || die_usage "--bundle needs a file"; bundle="$2"; shift 2 ;;
@@ -122,13 +139,23 @@ while [[ $# -gt 0 ]]; do
         die_usage "--raw-worlds must list world sizes from 2 to 8, comma-separated (e.g. 2 or 2,4), got '${2:-}'"
       raw_worlds="$2"; shift 2 ;;
     --raw-dtype)
-      [[ $# -ge 2 && "$2" =~ ^(float32|float64)$ ]] ||
-        die_usage "--raw-dtype must be float32 or float64, got '${2:-}'"
+      [[ $# -ge 2 && "$2" =~ ^(float32|float64|swap)$ ]] ||
+        die_usage "--raw-dtype must be float32, float64 or swap, got '${2:-}'"
       raw_dtype="$2"; shift 2 ;;
+    --raw-proto)
+      [[ $# -ge 2 && "$2" =~ ^(LL|Simple)$ ]] || die_usage "--raw-proto must be LL or Simple, got '${2:-}'"
+      raw_proto="$2"; shift 2 ;;
+    --raw-runs)
+      [[ $# -ge 2 && "$2" =~ ^([1-9]|10)$ ]] || die_usage "--raw-runs must be a whole number from 1 to 10, got '${2:-}'"
+      raw_runs="$2"; shift 2 ;;
+    --archive)
+      [[ $# -ge 2 && "$2" =~ ^[A-Za-z0-9_-]+$ ]] ||
+        die_usage "--archive must be a name of letters, digits, - and _ (the archive \$OUT/NAME.tar.gz), got '${2:-}'"
+      archive="$2"; shift 2 ;;
     --python) [[ $# -ge 2 && -x "$2" ]] || die_usage "--python needs an executable, got '${2:-}'"; python="$2"; shift 2 ;;
     --) shift; break ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --dist-peers, --hang-nccl, --raw-nccl, --raw-worlds, --raw-dtype, --python, --, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --dist-peers, --hang-nccl, --raw-nccl, --raw-worlds, --raw-dtype, --raw-proto, --raw-runs, --archive, --python, --, --help" ;;
   esac
 done
 [[ -n "${OUT:-}" && -d "$OUT" ]] || die_usage "\$OUT must name a folder (the device tool sets it)"
@@ -142,7 +169,7 @@ run_all="$(find "$work" -maxdepth 2 -name run_all.sh | head -1)"
 mkdir -p "$work/gpu"
 
 pack() {  # the output folder as it is now, whole or not at all
-  tar czf "$OUT/gpu-run.tar.gz.part" -C "$work" gpu 2>/dev/null && mv -f "$OUT/gpu-run.tar.gz.part" "$OUT/gpu-run.tar.gz"
+  tar czf "$OUT/$archive.tar.gz.part" -C "$work" gpu 2>/dev/null && mv -f "$OUT/$archive.tar.gz.part" "$OUT/$archive.tar.gz"
 }
 
 # run_all's own budget ends the run; the outer bound only catches a runner
@@ -160,7 +187,7 @@ if ((budget > 0)); then
   rc=$?
   sleep 1  # tee's last lines
   pack
-  echo "lease: run_all exit $rc; archive $OUT/gpu-run.tar.gz ($(stat -c %s "$OUT/gpu-run.tar.gz" 2>/dev/null || echo 0) bytes)"
+  echo "lease: run_all exit $rc; archive $OUT/$archive.tar.gz ($(stat -c %s "$OUT/$archive.tar.gz" 2>/dev/null || echo 0) bytes)"
 fi
 
 bundle_dir="$(dirname "$run_all")"
@@ -278,21 +305,33 @@ fi
 # it): whether NCCL itself prints a WARN line when its collective is
 # stalled and aborted is a claim of seed 001 (the ledger's claim 47), and
 # the console keeps what it prints.
+# Each engine's dtype: its own (ours float64, PyTorch's the post's
+# float32), both the one asked for, or with swap each the other's own.
+case "$raw_dtype" in
+  "") ours_dtype=float64 torch_dtype=float32 ;;
+  swap) ours_dtype=float32 torch_dtype=float64 ;;
+  *) ours_dtype="$raw_dtype" torch_dtype="$raw_dtype" ;;
+esac
+raw_tag() {  # dtype: the record name's tag, e.g. float32.proto-Simple
+  echo "$1${raw_proto:+.proto-$raw_proto}"
+}
 raw_run() {  # engine, W, run, seconds: one world, its own JSON
   local engine="$1" w="$2" i="$3" s="$4"
+  local proto_env=()
+  [[ -n "$raw_proto" ]] && proto_env=(NCCL_PROTO="$raw_proto")
   if [[ $engine == ours ]]; then
-    LD_LIBRARY_PATH="$bundle_dir/lib${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    env "${proto_env[@]}" LD_LIBRARY_PATH="$bundle_dir/lib${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
       NCCL_DEBUG="${NCCL_DEBUG:-WARN}" DDP_PITFALLS_COMMIT="$commit" DDP_MPS=0 DDP_PITFALLS_STARTUP_TIMEOUT=15 \
       timeout -k 10 "$s" \
       "$bundle_dir/bin/repro/wrong_all_gather/wrong_all_gather" --backend nccl --world_size "$w" \
-      --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 --raw_dtype "${raw_dtype:-float64}" \
-      --json "$work/gpu/records/wrong_all_gather_raw_nccl_w$w.run$i.json"
+      --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 --raw_dtype "$ours_dtype" \
+      --json "$work/gpu/records/wrong_all_gather_raw_nccl_w$w.$(raw_tag "$ours_dtype").run$i.json"
   else
-    NCCL_DEBUG="${NCCL_DEBUG:-WARN}" DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 \
+    env "${proto_env[@]}" NCCL_DEBUG="${NCCL_DEBUG:-WARN}" DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 \
       timeout -k 10 "$s" "$python" \
       "$tree/repro/wrong_all_gather/pytorch/unequal_all_gather.py" --backend nccl --worlds "$w" \
-      --runs 1 --dtypes "${raw_dtype:-float32}" --pg_timeout 10 \
-      --out "$work/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.run$i.json"
+      --runs 1 --dtypes "$torch_dtype" --pg_timeout 10 \
+      --out "$work/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.$(raw_tag "$torch_dtype").run$i.json"
   fi
 }
 raw_rc=0
@@ -316,7 +355,7 @@ if ((raw_s > 0)); then
       continue
     fi
     stage_end=$((SECONDS + share)) cut_at=""
-    for ((i = 1; i <= 10 && ${#cut_at} == 0; i++)); do
+    for ((i = 1; i <= raw_runs && ${#cut_at} == 0; i++)); do
       for e in "${engines[@]}"; do
         run_s=$((stage_end - SECONDS))
         ((run_s > 60)) && run_s=60
@@ -329,8 +368,10 @@ if ((raw_s > 0)); then
     [[ -n "$cut_at" ]] && say "raw nccl: W = $w: its share of ${share} s was up at $cut_at"
     for e in "${engines[@]}"; do
       r=${last_rc[$e]}
-      ((r == 0 && done_runs[$e] < 10)) && r=124
-      say "raw nccl: $e at W = $w: ${done_runs[$e]} of 10 runs exit 0"
+      ((r == 0 && done_runs[$e] < raw_runs)) && r=124
+      dt=$ours_dtype
+      [[ $e == pytorch ]] && dt=$torch_dtype
+      say "raw nccl: $e at W = $w, $dt${raw_proto:+, NCCL_PROTO=$raw_proto}: ${done_runs[$e]} of $raw_runs runs exit 0"
       say "raw nccl: $e at W = $w exit $r (${share} s allowed for the W)"
       ((r == 0)) || raw_rc=$r
     done

@@ -59,7 +59,7 @@ tar czf bundle2.tar.gz -C src ddp-bundle
 # the norm peers' driver; --out: the PyTorch evidence script).
 cat >fake_python <<'FAKE'
 #!/usr/bin/env bash
-echo "fake python $* commit=$DDP_PITFALLS_COMMIT${NCCL_DEBUG:+ nccl_debug=$NCCL_DEBUG}"
+echo "fake python $* commit=$DDP_PITFALLS_COMMIT${NCCL_DEBUG:+ nccl_debug=$NCCL_DEBUG}${NCCL_PROTO:+ proto=$NCCL_PROTO}"
 while [[ $# -gt 0 ]]; do [[ "$1" == --json || "$1" == --out ]] && echo '{"fake": true}' >"$2"; shift; done
 FAKE
 chmod +x fake_python
@@ -101,7 +101,7 @@ grep -q 'fake python .*/bench/peers/dist_gpu_table.py /tmp/lease\.[^ ]*/gpu/reco
 mkdir -p src/ddp-bundle/bin/repro/wrong_all_gather
 cat >src/ddp-bundle/bin/repro/wrong_all_gather/wrong_all_gather <<'FAKE'
 #!/usr/bin/env bash
-echo "fake repro $* lib=$LD_LIBRARY_PATH commit=$DDP_PITFALLS_COMMIT mps=$DDP_MPS startup=$DDP_PITFALLS_STARTUP_TIMEOUT nccl_debug=${NCCL_DEBUG:-}"
+echo "fake repro $* lib=$LD_LIBRARY_PATH commit=$DDP_PITFALLS_COMMIT mps=$DDP_MPS startup=$DDP_PITFALLS_STARTUP_TIMEOUT nccl_debug=${NCCL_DEBUG:-} proto=${NCCL_PROTO:-}"
 while [[ $# -gt 0 ]]; do [[ "$1" == --json ]] && echo '[]' >"$2"; shift; done
 FAKE
 chmod +x src/ddp-bundle/bin/repro/wrong_all_gather/wrong_all_gather
@@ -113,35 +113,35 @@ cat raw.txt
 ! grep -q 'fake run_all --out' raw.txt || fail "--budget 0 ran run_all"
 for w in 2 4; do
   for i in 1 10; do
-    grep -q "^fake repro --backend nccl --world_size $w --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 --raw_dtype float64 --json /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_raw_nccl_w$w.run$i.json lib=/tmp/lease\.[^ ]*/ddp-bundle/lib:/fake/nccl/lib.* commit=0123abc+dirty mps=0 startup=15 nccl_debug=WARN" raw.txt ||
+    grep -q "^fake repro --backend nccl --world_size $w --raw_only --raw_runs 1 --n 1003 --batch_size 32 --timeout 5 --raw_dtype float64 --json /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_raw_nccl_w$w.float64.run$i.json lib=/tmp/lease\.[^ ]*/ddp-bundle/lib:/fake/nccl/lib.* commit=0123abc+dirty mps=0 startup=15 nccl_debug=WARN proto=$" raw.txt ||
       fail "ours at W = $w, run $i"
   done
-  grep -qx "lease: raw nccl: ours at W = $w: 10 of 10 runs exit 0" raw.txt || fail "ours' count line at W = $w"
+  grep -qx "lease: raw nccl: ours at W = $w, float64: 10 of 10 runs exit 0" raw.txt || fail "ours' count line at W = $w"
 done
 # W = 2 (the post's setting) first, both engines, then W = 4.
 order="$(grep -oE '^lease: raw nccl: [a-z]+ at W = [0-9] exit' raw.txt | awk '{print $4 $8}' | tr '\n' ' ')"
 [[ "$order" == "ours2 pytorch2 ours4 pytorch4 " ]] || fail "stage order: $order"
 for w in 2 4; do
   for i in 1 10; do
-    grep -q "fake python .*/repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl --worlds $w --runs 1 --dtypes float32 --pg_timeout 10 --out /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.run$i.json commit=0123abc+dirty nccl_debug=WARN" raw.txt ||
+    grep -q "fake python .*/repro/wrong_all_gather/pytorch/unequal_all_gather.py --backend nccl --worlds $w --runs 1 --dtypes float32 --pg_timeout 10 --out /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_unequal.torch.nccl_w$w.float32.run$i.json commit=0123abc+dirty nccl_debug=WARN$" raw.txt ||
       fail "PyTorch's command line at W = $w, run $i"
   done
-  grep -qx "lease: raw nccl: pytorch at W = $w: 10 of 10 runs exit 0" raw.txt || fail "PyTorch's count line at W = $w"
+  grep -qx "lease: raw nccl: pytorch at W = $w, float32: 10 of 10 runs exit 0" raw.txt || fail "PyTorch's count line at W = $w"
 done
 grep -q '^lease: raw nccl exit 0$' raw.txt || fail "raw exit line"
 # The engines alternate run by run inside a W: ours 1, PyTorch 1, ours 2, ...
-calls="$(grep -oE '^fake (repro|python) .*(raw_nccl|torch\.nccl)_w2\.run[0-9]+' raw.txt |
-  sed -E 's/^fake (repro|python) .*_w2\.run([0-9]+)$/\1\2/' | head -4 | tr '\n' ' ')"
+calls="$(grep -oE '^fake (repro|python) .*(raw_nccl|torch\.nccl)_w2\.float(32|64)\.run[0-9]+' raw.txt |
+  sed -E 's/^fake (repro|python) .*_w2\.float(32|64)\.run([0-9]+)$/\1\3/' | head -4 | tr '\n' ' ')"
 [[ "$calls" == "repro1 python1 repro2 python2 " ]] || fail "engines not alternating: $calls"
 listing="$(tar tzf out/gpu-run.tar.gz)"
-for f in wrong_all_gather_raw_nccl_w2.run1.json wrong_all_gather_raw_nccl_w4.run10.json wrong_all_gather_unequal.torch.nccl_w2.run1.json wrong_all_gather_unequal.torch.nccl_w4.run10.json; do
+for f in wrong_all_gather_raw_nccl_w2.float64.run1.json wrong_all_gather_raw_nccl_w4.float64.run10.json wrong_all_gather_unequal.torch.nccl_w2.float32.run1.json wrong_all_gather_unequal.torch.nccl_w4.float32.run10.json; do
   grep -q "gpu/records/$f" <<<"$listing" || fail "$f not archived: $listing"
 done
 # --raw-worlds 2: the post's setting alone, all of the time.
 rm -f out/gpu-run.tar.gz
 OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle3.tar.gz --budget 0 --raw-nccl 100 --raw-worlds 2 \
   --python "$PWD/fake_python" >raw2.txt 2>&1 || fail "--raw-worlds 2 exited $?: $(cat raw2.txt)"
-grep -qx "lease: raw nccl: ours at W = 2: 10 of 10 runs exit 0" raw2.txt || fail "--raw-worlds 2: W = 2"
+grep -qx "lease: raw nccl: ours at W = 2, float64: 10 of 10 runs exit 0" raw2.txt || fail "--raw-worlds 2: W = 2"
 ! grep -q 'world_size 4\|worlds 4' raw2.txt || fail "--raw-worlds 2 ran W = 4"
 grep -q 'exit 0 (100 s allowed for the W)' raw2.txt || fail "--raw-worlds 2: the whole time for W = 2"
 grep -q -- '--dtypes float32 ' raw2.txt || fail "PyTorch's default dtype is not the post's float32"
@@ -154,6 +154,26 @@ for d in float32 float64; do
   grep -q "^fake repro .* --timeout 5 --raw_dtype $d --json" raw3.txt || fail "--raw-dtype $d not passed to ours"
   [[ "$(grep -c -- "--dtypes $d\|--raw_dtype $d" raw3.txt)" == 20 ]] || fail "--raw-dtype $d: not every run in $d"
 done
+# --raw-dtype swap: each engine in the other's own dtype (issue 63); with
+# --raw-proto both run under that NCCL_PROTO and their record names say
+# it; --raw-runs bounds the runs per engine; --archive names the archive.
+rm -f out/gpu-run.tar.gz
+OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle3.tar.gz --budget 0 --raw-nccl 100 --raw-worlds 2 \
+  --raw-dtype swap --raw-proto Simple --raw-runs 3 --archive raw-swap --python "$PWD/fake_python" >raw4.txt 2>&1 ||
+  fail "--raw-dtype swap exited $?: $(cat raw4.txt)"
+cat raw4.txt
+[[ "$(grep -c '^fake repro .* --raw_dtype float32 --json /tmp/lease\.[^ ]*/gpu/records/wrong_all_gather_raw_nccl_w2.float32.proto-Simple.run[123].json .* proto=Simple$' raw4.txt)" == 3 ]] ||
+  fail "swap: ours not 3 runs in float32 under NCCL_PROTO=Simple"
+[[ "$(grep -c 'fake python .*unequal_all_gather.py .* --dtypes float64 .*/gpu/records/wrong_all_gather_unequal.torch.nccl_w2.float64.proto-Simple.run[123].json .* proto=Simple$' raw4.txt)" == 3 ]] ||
+  fail "swap: PyTorch not 3 runs in float64 under NCCL_PROTO=Simple"
+grep -qx "lease: raw nccl: ours at W = 2, float32, NCCL_PROTO=Simple: 3 of 3 runs exit 0" raw4.txt || fail "swap: ours' count line"
+grep -qx "lease: raw nccl: pytorch at W = 2, float64, NCCL_PROTO=Simple: 3 of 3 runs exit 0" raw4.txt || fail "swap: PyTorch's count line"
+! grep -q 'run4' raw4.txt || fail "--raw-runs 3 ran a fourth run"
+[[ -f out/raw-swap.tar.gz && ! -e out/gpu-run.tar.gz ]] || fail "--archive raw-swap: $(ls out)"
+tar tzf out/raw-swap.tar.gz | grep -q 'gpu/records/wrong_all_gather_unequal.torch.nccl_w2.float64.proto-Simple.run3.json' ||
+  fail "--archive: the records not in raw-swap.tar.gz"
+# Without --raw-proto nothing sets NCCL_PROTO.
+! grep -q 'proto=[A-Z]' raw.txt || fail "NCCL_PROTO set without --raw-proto"
 
 # --budget 0 --hang-nccl: PyTorch's uneven-steps script on NCCL at W = 2,
 # without and then with blocking wait, each its own JSON, NCCL_DEBUG=WARN,
@@ -175,7 +195,7 @@ done
 grep -q 'uneven_steps_timeout.py --table .*nccl.bw0.json .*nccl.bw1.json' checkh/gpu/hang_nccl_table.md ||
   fail "the hang table's command: $(cat checkh/gpu/hang_nccl_table.md)"
 
-for args in "--budget -1" "--hang-nccl soon" "--raw-nccl later" "--raw-worlds 1" "--raw-worlds 2,x" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--dist-peers later" "--python /nonexistent" "--raw-dtype float16"; do
+for args in "--budget -1" "--hang-nccl soon" "--raw-nccl later" "--raw-worlds 1" "--raw-worlds 2,x" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--dist-peers later" "--python /nonexistent" "--raw-dtype float16" "--raw-proto Tree" "--raw-runs 11" "--raw-runs 0" "--archive a/b"; do
   set +e
   msg="$(OUT="$TEST_TMPDIR/out" bash "$lease" $args 2>&1)"
   rc=$?

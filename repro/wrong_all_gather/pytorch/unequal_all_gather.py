@@ -317,7 +317,11 @@ def main():
                       "inputs_sha256": inputs["sha256"],
                       "reference_auc": reference_auc(inputs),
                       "reference_auc_float32": reference_auc(inputs, "scores_float32"),
-                      "reference_auc_ours": inputs["one_process"]["float64"]["auc"]},
+                      "reference_auc_ours": inputs["one_process"]["float64"]["auc"],
+                      # NCCL's protocol and algorithm when forced (lease.sh --raw-proto):
+                      # what decides how a short peer's missing bytes are waited for.
+                      "nccl_env": {k: os.environ[k] for k in ("NCCL_PROTO", "NCCL_ALGO")
+                                   if k in os.environ}},
            "provenance": evidence.provenance("repro/wrong_all_gather/pytorch/unequal_all_gather.py",
                                              args.backend),
            "cases": cases}
