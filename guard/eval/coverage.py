@@ -165,9 +165,9 @@ def table(paths):
     out += ["", TRAINCHECK + "."]
     for p, d in zip(paths, docs):
         pr = d["provenance"]
-        out.append("PyTorch %s (%s), %s, suite %s, %s." % (pr["torch"], os.path.basename(p),
-                                                        pr["date"], pr["commit"][:12],
-                                                        pr["host"]))
+        out.append("PyTorch %s (%s), %s, suite %s, %s." % (
+            pr["torch"], os.path.basename(p), pr["date"], pr["commit"][:12] +
+            ("+dirty" if pr["commit"].endswith("+dirty") else ""), pr["host"]))
     return "\n".join(out) + "\n"
 
 

@@ -94,7 +94,8 @@ def per_call(args, guard, what):
     from torch.utils.data import DataLoader
     x = torch.rand(1000)
     outs = [torch.zeros_like(x) for _ in range(w)]
-    for _ in DataLoader(list(range(8)), batch_size=4):  # a data pass the mean check reads
+    _set(guard, True)  # a data pass the mean check reads, equal on every rank
+    for _ in DataLoader(list(range(8)), batch_size=4):
         pass
 
     def block(on):
@@ -113,6 +114,45 @@ def per_call(args, guard, what):
     return _pairs(args, block)
 
 
+def guard_code(args, guard):
+    """The guard's own Python per training step, without communication:
+    a DataLoader's next() (batch 32) and DDP's forward entry, guard on vs
+    off, in interleaved blocks of 500 calls (forward: the wrapper around a
+    function that returns at once, on a module in training mode whose pass
+    was already compared, i.e. every step after the first)."""
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+    from ddp_pitfalls import _data, _patches
+    loader = DataLoader(TensorDataset(torch.randn(32 * 500, 8)), batch_size=32)
+
+    class Module:
+        training = True
+        _ddp_pitfalls_bn = True
+
+    wrapped = _patches._ddp_forward(lambda self, *a: None)
+    module = Module()
+
+    def next_block(on):
+        _set(guard, on)
+        t = time.perf_counter()
+        for _ in loader:
+            pass
+        return [(time.perf_counter() - t) / 500]
+
+    def forward_block(on):
+        _set(guard, on)
+        p = _data.Pass(10, None, None)
+        p.exchanged = True
+        _data.latest = p
+        f = wrapped if on else (lambda self, *a: None)
+        t = time.perf_counter()
+        for _ in range(500):
+            f(module, None)
+        return [(time.perf_counter() - t) / 500]
+    return {"dataloader_next": _pairs(args, next_block),
+            "ddp_forward_entry": _pairs(args, forward_block)}
+
+
 def rank_main(args):
     import datetime
     import torch
@@ -123,6 +163,7 @@ def rank_main(args):
                             rank=args.rank, world_size=args.world_size,
                             timeout=datetime.timedelta(seconds=120))
     out = {"training_step": training(args, guard),
+           "guard_code": guard_code(args, guard) if args.rank == 0 else None,
            "all_gather_1000_floats": per_call(args, guard, "all_gather"),
            "scalar_all_reduce_mean": per_call(args, guard, "all_reduce")}
     if args.rank == 0:
@@ -132,11 +173,22 @@ def rank_main(args):
     os._exit(0)
 
 
+def bootstrap_median_ci(values, draws=2000, seed=0):
+    """A 95% percentile-bootstrap interval of the median (stdlib only)."""
+    import random
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(draws))
+    return meds[int(0.025 * draws)], meds[int(0.975 * draws) - 1]
+
+
 def summarise(rows):
     ratios = [r["on_median_s"] / r["off_median_s"] for r in rows]
+    diffs = [r["on_median_s"] - r["off_median_s"] for r in rows]
     means = [r["on_mean_s"] / r["off_mean_s"] for r in rows]
     return {"pairs": len(rows), "ratio_median": statistics.median(ratios),
             "ratio_min": min(ratios), "ratio_max": max(ratios),
+            "ratio_median_ci95": bootstrap_median_ci(ratios),
+            "added_s_median": statistics.median(diffs),
             "mean_ratio_median": statistics.median(means),
             "off_step_median_s": statistics.median(r["off_median_s"] for r in rows),
             "on_step_median_s": statistics.median(r["on_median_s"] for r in rows),
@@ -164,7 +216,9 @@ def measure(args):
          "model": "Linear(32,64), BatchNorm1d(64), ReLU, Linear(64,64), ReLU, Linear(64,1); SGD; "
                   "DistributedSampler + set_epoch, drop_last"},
         "guard/eval/overhead.py",
-        summary={k: summarise(v) for k, v in raw.items()}, blocks=raw)
+        summary=dict({k: summarise(v) for k, v in raw.items() if k != "guard_code"},
+                     **{"guard_code_" + k: summarise(v) for k, v in raw["guard_code"].items()}),
+        blocks=raw)
     evidence.write_json(args.out, doc)
     for k, s in doc["summary"].items():
         print("%s: on/off %.4f [%.4f, %.4f] over %d pairs; off %.1f us, on %.1f us" % (
@@ -176,24 +230,31 @@ def measure(args):
 LABELS = {"training_step": "DDP training step (small MLP with BatchNorm, batch 32 per rank)",
           "all_gather_1000_floats": "all_gather of 1000 floats (+ the size exchange)",
           "scalar_all_reduce_mean": "one-element all_reduce divided by the world size "
-                                    "(+ the count exchange)"}
+                                    "(+ the count exchange)",
+          "guard_code_dataloader_next": "the guard's code per batch: DataLoader next() "
+                                        "(batch 32), no communication",
+          "guard_code_ddp_forward_entry": "the guard's code per step: DDP forward entry "
+                                          "(after step 1), no communication"}
 
 
 def table(paths):
-    out = ["| PyTorch | what | off (median, us) | on (median, us) | on / off: median of pair "
-           "ratios [min, max] | pairs |", "|---|---|---|---|---|---|"]
+    out = ["| PyTorch | what | off (median, us) | on (median, us) | added by the guard (median "
+           "of pair differences, us) | on / off (median of pair ratios, 95% interval) | "
+           "[min, max] | pairs |", "|---|---|---|---|---|---|---|---|"]
     for p in paths:
         d = json.load(open(p))
         for k, s in d["summary"].items():
-            out.append("| %s | %s | %.1f | %.1f | %.3f [%.3f, %.3f] | %d |" % (
+            lo, hi = s["ratio_median_ci95"]
+            out.append("| %s | %s | %.1f | %.1f | %.1f | %.3f [%.3f, %.3f] | [%.3f, %.3f] | %d |" % (
                 d["provenance"]["torch_version"], LABELS.get(k, k), s["off_step_median_s"] * 1e6,
-                s["on_step_median_s"] * 1e6, s["ratio_median"], s["ratio_min"], s["ratio_max"],
-                s["pairs"]))
+                s["on_step_median_s"] * 1e6, s["added_s_median"] * 1e6, s["ratio_median"], lo, hi,
+                s["ratio_min"], s["ratio_max"], s["pairs"]))
     out.append("")
     for p in paths:
         pr = json.load(open(p))["provenance"]
-        out.append("PyTorch %s (%s), %s, suite %s, %s, load %.1f." % (
-            pr["torch"], os.path.basename(p), pr["date"], pr["commit"][:12], pr["host"],
+        out.append("PyTorch %s (%s), %s, suite %s, %s, load %.1f at the start." % (
+            pr["torch"], os.path.basename(p), pr["date"], pr["commit"][:12] +
+            ("+dirty" if pr["commit"].endswith("+dirty") else ""), pr["host"],
             pr.get("load_1min_at_start", float("nan"))))
     return "\n".join(out) + "\n"
 
@@ -202,8 +263,8 @@ def main():
     import argparse
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="where to write the JSON record (default: print it)")
-    ap.add_argument("--steps", type=int, default=40, help="steps (calls) per block (default 40)")
-    ap.add_argument("--pairs", type=int, default=15, help="(off, on) block pairs (default 15)")
+    ap.add_argument("--steps", type=int, default=30, help="steps (calls) per block (default 30)")
+    ap.add_argument("--pairs", type=int, default=40, help="(off, on) block pairs (default 40)")
     ap.add_argument("--batch", type=int, default=32, help="samples per rank and step (default 32)")
     ap.add_argument("--timeout", type=float, default=500, help="seconds for the world (default 500)")
     ap.add_argument("--table", nargs="+", metavar="JSON", help="print the README table")
