@@ -11,6 +11,8 @@
    torch's where torch imports), and the labels; its shares are ours.
 3. The one-process AUC of those values, computed here from scratch, is the
    one our metrics wrote (0.8476 at N = 1003): the like-for-like number.
+4. torchmetrics_auroc.py (and torchmetrics_step_epoch.py, which imports
+   its samples) gathers the same values, where torch imports.
 """
 import importlib.util
 import json
@@ -25,8 +27,8 @@ BINARY, COMMITTED, SCRIPT = sys.argv[1:4]
 del sys.argv[1:4]
 
 
-def load_script():
-    spec = importlib.util.spec_from_file_location("unequal_all_gather", SCRIPT)
+def load_script(path=SCRIPT, name="unequal_all_gather"):
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -95,6 +97,18 @@ class RawInputsTest(unittest.TestCase):
         except ImportError:
             self.skipTest("no torch here; the script checks this at its start anyway")
         self.assertIsNone(self.mod.check_rounding(self.inputs))
+
+    def test_torchmetrics_scripts_gather_the_same_samples(self):
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            self.skipTest("no torch here")
+        sys.path.insert(0, os.path.dirname(os.path.abspath(SCRIPT)))
+        tm = load_script(os.path.join(os.path.dirname(SCRIPT), "torchmetrics_auroc.py"), "torchmetrics_auroc")
+        scores, labels = tm.samples()
+        self.assertEqual(scores.tolist(), self.inputs["scores"])
+        self.assertEqual(labels.tolist(), self.inputs["labels"])
+        self.assertEqual(tm.N, self.inputs["n"])
 
     def test_one_process_auc_is_the_same(self):
         ours = self.inputs["one_process"]["float64"]["auc"]

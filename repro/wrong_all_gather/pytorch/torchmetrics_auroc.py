@@ -9,7 +9,8 @@ torchmetrics issue 1297 ("AUROC on DDP returns inconsistent result": the
 value changes with the GPU count; the maintainers pointed at the sampler's
 padding). torchmetrics 1.9.0 needs PyTorch 2.x: this runs on the 2.15 stack
 only. Real gloo processes, the validation set of unequal_all_gather.py
-(N = 1003, labels half 1, informative scores), W = 2, 3, 4 (N is not a
+(N = 1003: our raw_unequal's scores and labels, raw_inputs.json; records
+before 7b8517f used that script's own torch.Generator scores), W = 2, 3, 4 (N is not a
 multiple of any). Every rank updates the metrics batch by batch (32) and
 calls compute(), which syncs the states across ranks with torchmetrics'
 gather_all_tensors. Cases:
@@ -42,8 +43,14 @@ CASES = ("sampler_padding", "uneven_shards", "fix_dedupe")
 
 
 def samples():
-    from unequal_all_gather import samples as s  # the same validation set
-    return s(N)
+    """The validation set of unequal_all_gather.py: our raw_unequal's samples
+    (raw_inputs.json, the N = 1003 scores and labels fixes/wrong_all_gather
+    gathers), as float64 scores and int64 labels."""
+    from unequal_all_gather import INPUTS, load_inputs, samples as s
+    inputs = load_inputs(INPUTS)
+    if inputs["n"] != N:
+        raise ValueError("%s holds %d samples, this script's N is %d" % (INPUTS, inputs["n"], N))
+    return s(inputs)
 
 
 def shard(case, w, r):
