@@ -4,8 +4,10 @@
 # then every registered repro/fix binary with its default flags (plus
 # PAIR_FLAGS), each writing its result records to DIR (default: results/latest
 # under the directory bazel was run from), then a one-screen summary of the
-# records this run wrote: per bug its headline number and configuration, the
-# fix and how exact, where the records are and the report command. --only
+# records this run wrote: first what each pair binary ran (its rows by kind
+# and verdict, rows that could not run apart, with why), then per bug its
+# headline number and configuration, the fix and how exact, where the
+# records are and the report command. --only
 # runs the pairs whose path contains SUBSTRING.
 # --list stops after the report and the list of pairs, checking that each
 # binary answers --help. A pair that fails without writing records leaves no
@@ -63,9 +65,38 @@ if [ "$list_only" = 1 ]; then
   exit 0
 fi
 
+# One line per pair binary: the rows it wrote by kind and verdict, and the
+# rows it could not run (verdict error) apart, with the first reason. A pair
+# has no test cases to skip: a row that could not run is what it did not
+# measure.
+rows_line() {  # PAIR FILE
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+pair, path = sys.argv[1:3]
+try:
+    records = json.load(open(path))
+    assert isinstance(records, list)
+except (OSError, ValueError, AssertionError) as e:
+    sys.exit("%s: records unreadable (%s)" % (pair, e))
+by = {}
+for r in records:
+    if r.get("verdict") != "error":
+        k = by.setdefault(r.get("kind", "?"), {})
+        k[r.get("verdict", "?")] = k.get(r.get("verdict", "?"), 0) + 1
+errors = [r for r in records if r.get("verdict") == "error"]
+text = "%s: %d row%s: %s" % (pair, len(records), "" if len(records) == 1 else "s", "; ".join(
+    "%s %s" % (k, ", ".join("%d %s" % (n, v) for v, n in sorted(vs.items(), key=lambda x: (-x[1], x[0]))))
+    for k, vs in sorted(by.items())) or "none measured")
+if errors:
+    text += "; %d could not run (%s)" % (len(errors), str(errors[0].get("error") or "no reason given").splitlines()[0][:80])
+print(text)
+PY
+}
+
 mkdir -p "$out" || { echo "suite: cannot create $out" >&2; exit 2; }
 status=0
 written=()
+ran=()
 for p in "${pairs[@]}"; do
   name=$(sed 's|^\./||; s|/|_|g' <<<"$p")
   echo
@@ -77,10 +108,15 @@ for p in "${pairs[@]}"; do
   [ "$rc" -eq 0 ] || { echo "suite: $p exited $rc"; status=1; }
   if [ -f "$out/$name.json" ]; then
     written+=("$out/$name.json")
+    ran+=("$(rows_line "${p#./}" "$out/$name.json" 2>&1)")
   else
     echo "suite: $p wrote no records"
+    ran+=("${p#./}: no records (exit $rc)")
   fi
 done
+echo
+echo "== what each pair ran (rows by kind and verdict) =="
+printf '%s\n' "${ran[@]}" | cut -c1-120
 echo
 if [ "${#written[@]}" -gt 0 ]; then
   # One screen: per bug its headline number and the fix's exactness, where

@@ -27,6 +27,9 @@ rc=$?
 [ "$rc" -eq 0 ] || { echo "$log"; echo "suite run exited $rc"; exit 1; }
 summary=$(sed -n '/^== summary/,$p' <<<"$log")
 echo "$summary"
+# Before it, what each pair binary ran: its rows by kind and verdict.
+grep -qE "^fixes/mean_of_means/mean_of_means: ([0-9]+) rows: fix [0-9]+ exact" <<<"$log" \
+  || { echo "no line saying what the pair ran"; exit 1; }
 grep -q "^  fix: all_reduce of (sum, count) (sum_count, W = [0-9 to]*): exact in [0-9]*/[0-9]* rows (|accuracy error| 0 pp" \
   <<<"$summary" \
   || { echo "no fix line in the summary"; exit 1; }
