@@ -7,7 +7,7 @@ mean_of_means)."""
 class Pass:
     """One pass over a DataLoader on this rank."""
     __slots__ = ("promised", "yielded", "samples", "last_batch", "finished", "exchanged",
-                 "agreed", "site", "sampler")
+                 "agreed", "site", "sampler", "indices_gathered")
 
     def __init__(self, promised, site, sampler):
         self.promised = promised        # len(loader), or -1 when it has none
@@ -19,6 +19,7 @@ class Pass:
         self.agreed = None              # the count every rank promised, once compared
         self.site = site
         self.sampler = sampler          # its DistributedSampler, or None
+        self.indices_gathered = False   # the samples' indices were gathered (repeats can go)
 
 
 latest = None  # the pass that started or yielded most recently on this rank

@@ -59,13 +59,28 @@ TERMS = {
         "repro/mean_of_means/README.md"),
 }
 
+# A second face of wrong_all_gather: the gather is right, the data holds the
+# DistributedSampler's padding repeats.
+SAMPLER_REPEATS = (
+    "a DistributedSampler with drop_last=False pads every rank to ceil(N/W) by repeating the "
+    "first indices, and whatever is gathered counts those samples twice: torchmetrics 1.9.0's "
+    "BinaryAUROC over N = 1003 was off by 0.000253 at W = 2 and 4 and 0.000515 at W = 3 (AP by "
+    "up to 0.000537), a value that moves with the GPU count (torchmetrics issue 1297; "
+    "repro/wrong_all_gather/README.md, torchmetrics table)",
+    "gather each sample's index with its values and drop repeated indices before the metric "
+    "(gather the indices first: the guard then knows), or evaluate on a split without padding "
+    "(fixes/wrong_all_gather/README.md)")
+
 BUGS = tuple(TERMS)
 
 
-def format_message(bug, what, site, rank, world):
+def format_message(bug, what, site, rank, world, terms=None):
     """One line: 'ddp-pitfalls: <bug>: ...' naming the call site, the
-    measured consequence, the fix and the pair's README."""
+    measured consequence, the fix and the pair's README (`terms`: another
+    (does, fix) of the same pair)."""
     does, fix, readme = TERMS[bug]
+    if terms:
+        does, fix = terms
     where = "rank %s of %s" % (rank, world) if rank is not None else "this process"
     return ("ddp-pitfalls: %s: %s at %s (%s). What it does: %s. Fix: %s. More: ddp-pitfalls "
             "%s." % (bug, what, site, where, does, fix, readme))

@@ -40,6 +40,8 @@ def _gather_preflight(outputs, tensor, group, into_tensor):
         autograd_lost_gather.check_pending()
         if not into_tensor:
             autograd_lost_gather.remember(outputs, rank, tensor)
+    if _state.on(wrong_all_gather.BUG) and _data.latest is not None:
+        wrong_all_gather.check_sampler_repeats(tensor)
     grad = autograd_lost_gather.local_flag(tensor)
     if not (_state.on(wrong_all_gather.BUG) or _state.on(drop_last_hang.BUG)):
         if grad:

@@ -44,7 +44,7 @@ def on(bug):
 
 def _library_roots():
     roots = [_HERE]
-    for name in ("torch",) + _LIBRARIES:
+    for name in ("torch",) + _LIBRARIES + ("contextlib",):  # contextlib: the standard library
         mod = sys.modules.get(name)
         path = getattr(mod, "__file__", None)
         if path:
@@ -62,7 +62,7 @@ def call_site(skip=0):
         path = os.path.abspath(frame.f_code.co_filename)
         if not path.startswith(roots) and not path.startswith("<frozen"):
             break
-        if library is None and not path.startswith(roots[:2]):  # neither us nor torch
+        if library is None and not path.startswith(roots[:2] + roots[-1:]):  # not us, torch, stdlib
             library = "%s:%d" % (path, frame.f_lineno)
         frame = frame.f_back
     if frame is None:
@@ -87,13 +87,13 @@ def rank_world():
     return None, None
 
 
-def report(bug, what, site=None):
+def report(bug, what, site=None, terms=None):
     """Raise or print one finding (nothing when its check is off)."""
     if config.mode == "off" or not config.enabled[bug]:
         return
     site = site or call_site(1)
     rank, world = rank_world()
-    message = _messages.format_message(bug, what, site, rank, world)
+    message = _messages.format_message(bug, what, site, rank, world, terms)
     if config.mode == "raise":
         raise PitfallError(bug, message, site)
     if (bug, site) not in _warned:

@@ -157,6 +157,48 @@ def torchmetrics_auroc_uneven(rank, world):
     auroc.compute()
 
 
+def _seed000_padded_loader(world):
+    """torchmetrics_auroc.py's sampler_padding: the validation set through
+    DistributedSampler(shuffle=False, drop_last=False), batches of 32, with
+    each sample's index."""
+    _evidence("repro/wrong_all_gather/pytorch/unequal_all_gather.py")
+    import unequal_all_gather as u
+    inputs = u.load_inputs(u.INPUTS)
+    scores, labels = u.samples(inputs)
+    ds = TensorDataset(scores, labels, torch.arange(len(scores)))
+    return DataLoader(ds, batch_size=32, sampler=DistributedSampler(ds, shuffle=False))
+
+
+def torchmetrics_auroc_padding(rank, world):
+    """torchmetrics issue 1297 (seed 000, 'AUC changes with the GPU count'):
+    BinaryAUROC updated batch by batch over the padded sampler, compute()."""
+    from torchmetrics.classification import BinaryAUROC
+    auroc = BinaryAUROC()
+    with torch.no_grad():
+        for s, y, _ in _seed000_padded_loader(world):
+            auroc.update(s, y)
+    auroc.compute()
+
+
+def torchmetrics_auroc_dedupe(rank, world):
+    """torchmetrics_auroc.py's fix_dedupe: the indices gathered first with
+    gather_all_tensors, then scores and labels; repeats dropped by index."""
+    from torchmetrics.classification import BinaryAUROC
+    from torchmetrics.utilities.distributed import gather_all_tensors
+    parts = list(zip(*_seed000_padded_loader(world)))
+    s, y, idx = (torch.cat(p) for p in parts)
+    got_idx = torch.cat(gather_all_tensors(idx))
+    got_s = torch.cat(gather_all_tensors(s))
+    got_y = torch.cat(gather_all_tensors(y))
+    keep = {}
+    for i, pos in zip(got_idx.tolist(), range(len(got_idx))):
+        keep.setdefault(i, pos)
+    pos = torch.tensor(sorted(keep.values()))
+    auroc = BinaryAUROC()
+    auroc.update(got_s[pos], got_y[pos])
+    assert auroc.compute() > 0.5
+
+
 def torchmetrics_mean_metric(rank, world):
     """The workaround for Lightning's count: torchmetrics' MeanMetric over
     uneven per-rank counts (its sums and weights sync as floats)."""
@@ -188,6 +230,8 @@ def correct_training(rank, world):
 #          suite's source; the world sizes; needs torchmetrics/Lightning; function)
 CASES = {
     "seed000_gather_step_wrong": ("wrong_all_gather", "repro/wrong_all_gather/pytorch/unequal_all_gather.py", (2, 4), False, scenarios.wrong_all_gather),
+    "sampler_repeats_gather": ("wrong_all_gather", "repro/wrong_all_gather (sampler_duplicates)", (2, 4), False, scenarios.sampler_repeats),
+    "torchmetrics_auroc_sampler_padding": ("wrong_all_gather", "repro/wrong_all_gather/pytorch/torchmetrics_auroc.py (sampler_padding)", (2, 3, 4), True, torchmetrics_auroc_padding),
     "seed000_per_batch_gather": ("wrong_all_gather", "repro/wrong_all_gather/pytorch/auc_curve.py", (2,), False, seed000_per_batch_gather),
     "no_set_epoch": ("missing_set_epoch", "repro/missing_set_epoch/pytorch/sampler_vs_golden.py", (2,), False, scenarios.missing_set_epoch),
     "per_rank_seed": ("missing_set_epoch", "repro/missing_set_epoch (per_rank_seed)", (2,), False, per_rank_seed),
@@ -203,7 +247,9 @@ CASES = {
     "lightning_sync_ddp": ("mean_of_means", "repro/mean_of_means/pytorch/lightning_accumulator.py", (2,), True, lightning_sync),
     # correct code: nothing may be reported
     "fix_pad_gather_trim": (None, "fixes/wrong_all_gather", (2, 4), False, scenarios.fix_gather_pad_trim),
-    "fix_torchmetrics_auroc_uneven": (None, "repro/wrong_all_gather/pytorch/torchmetrics_auroc.py (uneven_shards)", (2,), True, torchmetrics_auroc_uneven),
+    "fix_dedupe_indices": (None, "fixes/wrong_all_gather (indices first, repeats dropped)", (2, 4), False, scenarios.fix_dedupe_indices),
+    "fix_torchmetrics_auroc_dedupe": (None, "repro/wrong_all_gather/pytorch/torchmetrics_auroc.py (fix_dedupe)", (2, 3), True, torchmetrics_auroc_dedupe),
+    "fix_torchmetrics_auroc_uneven": (None, "repro/wrong_all_gather/pytorch/torchmetrics_auroc.py (uneven_shards)", (2, 3), True, torchmetrics_auroc_uneven),
     "fix_set_epoch_drop_last": (None, "fixes/missing_set_epoch, fixes/drop_last_hang", (2,), False, scenarios.fix_set_epoch_training),
     "fix_join_uneven": (None, "fixes/drop_last_hang/pytorch/join_divide.py (False)", (2,), False, scenarios.fix_join_uneven),
     "fix_bn_8_per_rank": (None, "fixes/small_batch_bn (8 per rank)", (2,), False, scenarios.fix_bn_eight_per_rank),

@@ -27,6 +27,7 @@ EXPECTED = {  # scenario -> the bug it must be reported as
     "autograd_lost_gather": "autograd_lost_gather",
     "mean_of_means": "mean_of_means",
     "mean_of_means_lightning": "mean_of_means",
+    "sampler_repeats": "wrong_all_gather",
 }
 # Triggers that run no collective after the warning (in warn mode the job
 # goes on into the mistake itself, which for a bad gather or an uneven

@@ -111,6 +111,31 @@ def lightning_int_count(rank, world):
     count.copy_(count / world_size)
 
 
+def _padded_eval(world):
+    """An evaluation loader over N = 1003 with the DistributedSampler
+    (shuffle=False, drop_last=False: pads to a multiple of W)."""
+    ds = TensorDataset(torch.rand(1003), torch.arange(1003))
+    return DataLoader(ds, batch_size=64, sampler=DistributedSampler(ds, shuffle=False))
+
+
+def _gather_padded(t, world):
+    """The pad-gather-trim gather of fixes/wrong_all_gather, as a function."""
+    sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+    dist.all_gather(sizes, torch.tensor([t.numel()]))
+    longest = max(int(s) for s in sizes)
+    padded = torch.cat([t, t.new_zeros(longest - t.numel())])
+    out = [torch.zeros_like(padded) for _ in range(world)]
+    dist.all_gather(out, padded)
+    return torch.cat([o[:int(s)] for o, s in zip(out, sizes)])
+
+
+def sampler_repeats(rank, world):
+    """Seed 000's sampler_duplicates: a correct gather of every score of a
+    padded evaluation pass (the repeats counted twice)."""
+    scores = torch.cat([s for s, _ in _padded_eval(world)])
+    _gather_padded(scores, world)
+
+
 TRIGGERS = {
     "wrong_all_gather": wrong_all_gather,
     "missing_set_epoch": missing_set_epoch,
@@ -119,6 +144,7 @@ TRIGGERS = {
     "autograd_lost_gather": autograd_lost_gather,
     "mean_of_means": mean_of_means,
     "mean_of_means_lightning": lightning_int_count,
+    "sampler_repeats": sampler_repeats,
 }
 
 
@@ -127,14 +153,7 @@ TRIGGERS = {
 def fix_gather_pad_trim(rank, world):
     """fixes/wrong_all_gather: lengths first, pad, gather, trim."""
     pred = torch.rand(len(range(rank, 1003, world)))
-    sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
-    dist.all_gather(sizes, torch.tensor([pred.numel()]))
-    longest = max(int(s) for s in sizes)
-    padded = torch.cat([pred, pred.new_zeros(longest - pred.numel())])
-    out = [torch.zeros_like(padded) for _ in range(world)]
-    dist.all_gather(out, padded)
-    got = torch.cat([o[:int(s)] for o, s in zip(out, sizes)])
-    assert got.numel() == 1003
+    assert _gather_padded(pred, world).numel() == 1003
 
 
 def fix_set_epoch_training(rank, world):
@@ -237,6 +256,18 @@ def fix_join_uneven(rank, world):
             opt.step()
 
 
+def fix_dedupe_indices(rank, world):
+    """fixes/wrong_all_gather: the same padded pass, the indices gathered
+    first, repeats dropped by index."""
+    scores, index = [torch.cat(t) for t in zip(*_padded_eval(world))]
+    all_index = _gather_padded(index, world)
+    all_scores = _gather_padded(scores, world)
+    seen = {}
+    for i, v in zip(all_index.tolist(), all_scores.tolist()):
+        seen.setdefault(i, v)
+    assert len(seen) == 1003
+
+
 FIXES = {
     "fix_gather_pad_trim": fix_gather_pad_trim,
     "fix_set_epoch_training": fix_set_epoch_training,
@@ -247,6 +278,7 @@ FIXES = {
     "fix_equal_counts_mean": fix_equal_counts_mean,
     "fix_rank0_only_loader": fix_rank0_only_loader,
     "fix_join_uneven": fix_join_uneven,
+    "fix_dedupe_indices": fix_dedupe_indices,
 }
 
 
