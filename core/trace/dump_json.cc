@@ -356,33 +356,46 @@ std::string ReadDumpBytes(const std::string& path) {
 
 RankDump ReadDumpFile(const std::string& path) { return ParseDump(ReadDumpBytes(path), path); }
 
+std::optional<int> SuiteDumpRank(std::string_view name) {
+  if (name.size() < 10 || !name.starts_with("rank") || !name.ends_with(".json")) return std::nullopt;
+  const std::string_view digits = name.substr(4, name.size() - 9);
+  if (digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return std::stoi(std::string(digits));
+}
+
+void RefuseTwoFilesForOneRank(const std::vector<std::pair<int, std::string>>& sorted) {
+  for (std::size_t i = 1; i < sorted.size(); ++i) {
+    if (sorted[i].first == sorted[i - 1].first) {
+      throw DumpError(sorted[i - 1].second + " and " + sorted[i].second + ": both are rank " +
+                      std::to_string(sorted[i].first) + "; keep one dump per rank");
+    }
+  }
+}
+
 std::vector<std::optional<RankDump>> ReadDumpDir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::directory_iterator it(dir, ec);
   if (ec) throw DumpError(dir + ": cannot list: " + ec.message());
-  std::vector<std::pair<int, RankDump>> found;
+  std::vector<std::pair<int, std::string>> files;
   for (const auto& f : it) {
-    const std::string name = f.path().filename().string();
-    // rank<digits>.json exactly (temporary files of a dump in progress differ).
-    if (name.size() < 10 || name.rfind("rank", 0) != 0 || name.substr(name.size() - 5) != ".json") {
-      continue;
+    if (const auto rank = SuiteDumpRank(f.path().filename().string())) {
+      files.emplace_back(*rank, f.path().string());
     }
-    const std::string digits = name.substr(4, name.size() - 9);
-    if (digits.empty() || digits.size() > 6 ||
-        digits.find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
-    const int rank = std::stoi(digits);
-    RankDump d = ReadDumpFile(f.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  RefuseTwoFilesForOneRank(files);
+  std::vector<std::pair<int, RankDump>> found;
+  for (const auto& [rank, path] : files) {
+    RankDump d = ReadDumpFile(path);
     if (d.rank != rank) {
-      throw DumpError(f.path().string() + ": rank: " + std::to_string(d.rank) +
+      throw DumpError(path + ": rank: " + std::to_string(d.rank) +
                       ", but the file is named for rank " + std::to_string(rank));
     }
     found.emplace_back(rank, std::move(d));
   }
   if (found.empty()) throw DumpError(dir + ": no rank<R>.json flight recorder dumps in it");
-  std::sort(found.begin(), found.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
   const int world = found.front().second.world_size;
   std::vector<std::optional<RankDump>> out(static_cast<std::size_t>(world));
   for (auto& [rank, d] : found) {

@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/results/json.h"
@@ -63,9 +64,21 @@ void CheckJsonDepth(std::string_view text, int max_depth);
 // Throws DumpError naming the file.
 RankDump ReadDumpFile(const std::string& path);
 
+// The rank of a suite dump's file name, "rank<digits>.json" exactly (at
+// most 6 digits); nullopt for any other name (ranks.json, rank1.json.tmp).
+// The one test of "is this our dump" for every reader of a folder.
+std::optional<int> SuiteDumpRank(std::string_view filename);
+
+// (rank, file) pairs sorted by rank: throws DumpError naming both files
+// when two claim one rank (rank1.json and rank01.json, nccl_trace_rank_1 and
+// nccl_trace_rank_01). Which of them is the dump cannot be known, and
+// keeping one would drop the other without a word.
+void RefuseTwoFilesForOneRank(const std::vector<std::pair<int, std::string>>& sorted);
+
 // Every rank<R>.json in `dir`, indexed by rank; the world size is the one
 // the dumps state (nullopt for ranks without a file). Throws DumpError
-// naming the file for an unreadable or inconsistent one, or the folder when
+// naming the file for an unreadable or inconsistent one, naming both files
+// when two claim one rank (rank1.json and rank01.json), or the folder when
 // it holds no dump.
 std::vector<std::optional<RankDump>> ReadDumpDir(const std::string& dir);
 

@@ -2,10 +2,12 @@
 // analyzer's verdict for each mismatch class. (Real ranks: core/comm's
 // trace_test.)
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
 #include "core/launch/spawn.h"
+
 #include "core/trace/analyze.h"
 #include "core/trace/dump_json.h"
 #include "core/trace/recorder.h"
@@ -285,6 +287,28 @@ TEST(DumpJson, RoundTripsAndNamesTheBadField) {
   } catch (const DumpError& e) {
     EXPECT_NE(std::string(e.what()).find(dir + "/rank9.json: cannot open"), std::string::npos);
   }
+}
+
+// Issue 59 (4): two files claiming one rank (rank1.json, rank01.json) are
+// refused naming both; before, the later one in the listing replaced the
+// other without a word. Only rank<digits>.json is a dump (issue 59, 10):
+// ranks.json is not.
+TEST(DumpJson, TwoFilesOfOneRankAreRefusedNamingBoth) {
+  const std::string dir = launch::MakeFreshDir("trace-dup");
+  const std::string one = WriteDumpFile(dir, Dump(1, 2, 2));
+  WriteDumpFile(dir, Dump(0, 2, 2));
+  std::filesystem::copy_file(one, dir + "/rank01.json");
+  try {
+    ReadDumpDir(dir);
+    FAIL() << "two files of rank 1 were read";
+  } catch (const DumpError& e) {
+    EXPECT_EQ(std::string(e.what()), dir + "/rank01.json and " + dir +
+                                         "/rank1.json: both are rank 1; keep one dump per rank");
+  }
+  EXPECT_EQ(SuiteDumpRank("rank01.json"), 1);
+  EXPECT_EQ(SuiteDumpRank("ranks.json"), std::nullopt);
+  EXPECT_EQ(SuiteDumpRank("rank1.json.tmp"), std::nullopt);
+  EXPECT_EQ(SuiteDumpRank("rank1234567.json"), std::nullopt);
 }
 
 }  // namespace

@@ -295,8 +295,7 @@ std::optional<std::pair<std::string, int>> SplitName(const std::string& name) {
   while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9') --k;
   const std::string digits = name.substr(k);
   if (!AllDigits(digits) || k == 0) return std::nullopt;
-  if (name.rfind("rank", 0) == 0 && name.size() > 5 && name.substr(name.size() - 5) == ".json")
-    return std::nullopt;
+  if (SuiteDumpRank(name)) return std::nullopt;  // the suite's rank<R>.json
   return std::make_pair(name.substr(0, k), std::stoi(digits));
 }
 
@@ -353,12 +352,14 @@ Dump ParseDump(std::string_view bytes, const std::string& path, int rank) {
   }
 }
 
-bool LooksLikeFrDir(const std::string& dir) {
+std::string FirstFrDump(const std::string& dir) {
   std::error_code ec;
+  std::string first;
   for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
-    if (SplitName(f.path().filename().string())) return true;
+    const std::string name = f.path().filename().string();
+    if (SplitName(name) && (first.empty() || name < first)) first = name;
   }
-  return false;
+  return first;
 }
 
 DirDumps ReadDir(const std::string& dir, int world_size) {
@@ -387,6 +388,7 @@ DirDumps ReadDir(const std::string& dir, int world_size) {
   out.prefix = by_prefix.begin()->first;
   auto& files = by_prefix.begin()->second;
   std::sort(files.begin(), files.end());
+  RefuseTwoFilesForOneRank(files);
   int world = std::max(world_size, 0);
   for (const auto& [rank, path] : files) {
     if (rank >= kMaxWorldSize) {

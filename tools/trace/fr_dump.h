@@ -80,9 +80,10 @@ bool IsUserFile(std::string_view file);
 // field, "truncated", or "not a PyTorch Flight Recorder dump".
 Dump ParseDump(std::string_view bytes, const std::string& path, int rank);
 
-// Whether the folder holds PyTorch dumps (files named <prefix><rank>, as
-// torchfrtrace expects them) rather than the suite's rank<R>.json.
-bool LooksLikeFrDir(const std::string& dir);
+// The first (by name) of the folder's PyTorch dumps (files named
+// <prefix><rank>, as torchfrtrace expects them; never the suite's
+// rank<R>.json), or "" when it holds none.
+std::string FirstFrDump(const std::string& dir);
 
 struct DirDumps {
   std::string prefix;                        // "nccl_trace_rank_"

@@ -41,14 +41,16 @@ std::string Join(const std::vector<std::string>& names) {
   return s.empty() ? "none recorded" : s;
 }
 
-// Whether DIR holds the suite's own dumps (rank<R>.json).
-bool HasSuiteDumps(const std::string& dir) {
+// The first (by name) of the suite's own dumps in DIR (rank<R>.json
+// exactly: a ranks.json beside PyTorch's dumps is neither), or "".
+std::string FirstSuiteDump(const std::string& dir) {
   std::error_code ec;
+  std::string first;
   for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string n = f.path().filename().string();
-    if (n.rfind("rank", 0) == 0 && n.size() > 9 && n.substr(n.size() - 5) == ".json") return true;
+    const std::string name = f.path().filename().string();
+    if (ddp::trace::SuiteDumpRank(name) && (first.empty() || name < first)) first = name;
   }
-  return false;
+  return first;
 }
 
 int RunPyTorch(const std::string& dir, bool json, const std::string& pg, int world_size) {
@@ -143,7 +145,18 @@ int main(int argc, char** argv) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return Usage("DIR: " + dir + " is not a folder");
 
-  if (!HasSuiteDumps(dir)) {
+  // Both kinds in one folder: which job's are they? Refused, naming one of
+  // each, rather than one kind read and the other ignored.
+  const std::string suite_dump = FirstSuiteDump(dir);
+  const std::string fr_dump = ddp::trace::fr::FirstFrDump(dir);
+  if (!suite_dump.empty() && !fr_dump.empty()) {
+    std::fprintf(stderr,
+                 "%s: %s holds both the suite's dumps (%s) and PyTorch's (%s); give the folder "
+                 "of one job\n",
+                 kProgram, dir.c_str(), suite_dump.c_str(), fr_dump.c_str());
+    return 2;
+  }
+  if (suite_dump.empty()) {
     if (!to_fr.empty())
       return Usage("--to-fr: " + dir + " holds no rank<R>.json dumps of the suite");
     return RunPyTorch(dir, json, comm, world_size);
