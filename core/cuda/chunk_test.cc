@@ -113,5 +113,66 @@ TYPED_TEST(ChunkBodies, ElementwiseBodiesGiveTheScalarBits) {
   }, "GroupInputGrad");
 }
 
+// The reductions' pushes read a chunk (Load<V>) and push its elements
+// (Push<V>): through the plan's order they must give, bit for bit, what
+// pushing element k of the segment, indexed here independently, gives in
+// the same order. Shapes with chunks of 4 floats / 2 doubles, several
+// blocks per channel, and GroupNorm chunks that cross planes (261 values a
+// plane, 4 planes a group).
+template <typename T, typename Acc, typename Push, typename Element>
+void ExpectChunkPushGivesElementBits(int64_t segments, int64_t length, const ReducePlan& plan, const Push& push,
+                                     Element element, const std::string& what) {
+  ASSERT_GT(plan.width, 1) << what;
+  std::vector<Acc> chunked, elementwise;
+  EmulateReduceSegments<Acc>(segments, length, plan, push, [&](int64_t, const Acc& a) { chunked.push_back(a); });
+  for (int64_t s = 0; s < segments; ++s) {
+    elementwise.push_back(EmulateSegmentReduce<Acc>(length, plan, [&](Acc& a, int64_t k) { element(a, s, k); }));
+  }
+  ASSERT_EQ(chunked.size(), elementwise.size());
+  int64_t differ = 0;
+  for (std::size_t s = 0; s < chunked.size(); ++s) differ += std::memcmp(&chunked[s], &elementwise[s], sizeof(Acc)) != 0;
+  EXPECT_EQ(differ, 0) << what << ": " << plan.blocks << " blocks, width " << plan.width;
+}
+
+TYPED_TEST(ChunkBodies, ReductionPushesGiveTheElementBits) {
+  using T = TypeParam;
+  using W = WelfordAcc<T, M>;
+  using P = SumPairAcc<T, M>;
+  const NchwShape s{16, 4, 32 * 32};
+  const int64_t n = s.n * s.plane;
+  const std::size_t size = static_cast<std::size_t>(s.Size());
+  const std::vector<T> x = testing::RandomNonZero<T>(size, 1, -3, 5), dy = testing::RandomNonZero<T>(size, 2, -1, 1);
+  const std::vector<T> mean = testing::RandomNonZero<T>(64, 3, -1, 1), invstd = testing::RandomNonZero<T>(64, 4, 1, 2);
+  const std::vector<T> gamma = testing::RandomNonZero<T>(8, 5, 0.5, 1.5);
+  const auto at = [&](int64_t ch, int64_t k) { return (k / s.plane * s.c + ch) * s.plane + k % s.plane; };
+  const ReducePlan channel = ChannelPlan<T>(s);
+  EXPECT_GT(channel.blocks, 1);
+  ExpectChunkPushGivesElementBits<T, W>(s.c, n, channel,
+      internal::ChannelWelfordPush<T, M>{x.data(), s.c, PlaneDivider(s)},
+      [&](W& a, int64_t ch, int64_t k) { a.Push(x[at(ch, k)]); }, "ChannelWelfordPush");
+  ExpectChunkPushGivesElementBits<T, P>(s.c, n, channel,
+      internal::ChannelGradPush<T, M>{dy.data(), x.data(), mean.data(), s.c, PlaneDivider(s)},
+      [&](P& a, int64_t ch, int64_t k) { a.Push(dy[at(ch, k)], x[at(ch, k)] - mean[ch], dy[at(ch, k)]); },
+      "ChannelGradPush");
+  ExpectChunkPushGivesElementBits<T, P>(s.c, n, channel,
+      internal::GroupParamGradPush<T, M>{dy.data(), x.data(), mean.data(), invstd.data(), s.c, 2, 2, PlaneDivider(s)},
+      [&](P& a, int64_t ch, int64_t k) {
+        const int64_t ng = k / s.plane * 2 + ch / 2;
+        a.Push(dy[at(ch, k)], (x[at(ch, k)] - mean[ng]) * invstd[ng], dy[at(ch, k)]);
+      }, "GroupParamGradPush");
+
+  const NchwShape g{3, 8, 9 * 29};  // 2 groups of 4 planes: 1,044 values
+  const int64_t groups = 2, cpg = 4, len = cpg * g.plane;
+  const ReducePlan group = GroupPlan<T>(g, groups);
+  ExpectChunkPushGivesElementBits<T, W>(g.n * groups, len, group, internal::GroupWelfordPush<T, M>{x.data(), len},
+      [&](W& a, int64_t ng, int64_t k) { a.Push(x[ng * len + k]); }, "GroupWelfordPush");
+  ExpectChunkPushGivesElementBits<T, P>(g.n * groups, len, group,
+      internal::GroupGradPush<T, M>{dy.data(), x.data(), mean.data(), gamma.data(), groups, cpg, PlaneDivider(g), len},
+      [&](P& a, int64_t ng, int64_t k) {
+        const T d = dy[ng * len + k] * gamma[(ng % groups) * cpg + k / g.plane];
+        a.Push(d, x[ng * len + k] - mean[ng], d);
+      }, "GroupGradPush");
+}
+
 }  // namespace
 }  // namespace ddp::cuda

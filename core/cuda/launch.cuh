@@ -77,22 +77,40 @@ void LaunchChunks(int64_t total, int width, F f, cudaStream_t stream) {
 
 extern __shared__ __align__(16) unsigned char ddp_reduce_smem[];
 
-// Stage 1: block (segment, b) reduces its strided share into partials.
-template <typename Acc, typename Push>
-__global__ void SegmentPartialKernel(Push push, int64_t length, Acc* partials) {
+// Stage 1: block (segment, b) reduces its strided share of chunks: two
+// chunks loaded before either is pushed (more bytes in flight per thread),
+// pushed in chunk order; then the pairwise tree in shared memory. A segment
+// of one block is finished here (one launch); otherwise the block writes
+// its partial for stage 2.
+template <int V, typename Acc, typename Push, typename Finish>
+__global__ void SegmentPartialKernel(Push push, int64_t chunks, Acc* partials, Finish finish) {
   Acc* lane = reinterpret_cast<Acc*>(ddp_reduce_smem);
   const int64_t segment = blockIdx.x;
   const int t = threadIdx.x;
   const int64_t stride = int64_t{gridDim.y} * blockDim.x;
   Acc acc = Acc::Zero();
-  for (int64_t k = int64_t{blockIdx.y} * blockDim.x + t; k < length; k += stride) push(acc, segment, k);
+  int64_t j = int64_t{blockIdx.y} * blockDim.x + t;
+  for (; j + stride < chunks; j += 2 * stride) {
+    const auto first = push.template Load<V>(segment, j * V);
+    const auto second = push.template Load<V>(segment, (j + stride) * V);
+    push.template Push<V>(acc, segment, first);
+    push.template Push<V>(acc, segment, second);
+  }
+  if (j < chunks) push.template Push<V>(acc, segment, push.template Load<V>(segment, j * V));
   lane[t] = acc;
   __syncthreads();
   for (int s = blockDim.x / 2; s > 0; s /= 2) {
     if (t < s) lane[t].Merge(lane[t + s]);
     __syncthreads();
   }
-  if (t == 0) partials[segment * gridDim.y + blockIdx.y] = lane[0];
+  if (t != 0) return;
+  if (gridDim.y == 1) {
+    Acc total = Acc::Zero();  // as stage 2 merges one partial: the same bits
+    total.Merge(lane[0]);
+    finish(segment, total);
+  } else {
+    partials[segment * gridDim.y + blockIdx.y] = lane[0];
+  }
 }
 
 // Stage 2: each segment merges its partials in block order; a grid-stride
@@ -103,20 +121,29 @@ __global__ void SegmentFinishKernel(const Acc* partials, int64_t segments, int b
   ForEachStrided(ThisThread(), segments, body);
 }
 
-// For each of `segments` segments of `length` elements: push(acc, segment, k)
-// for its elements in the order of reduce.h, then finish(segment, acc).
+// For each of `segments` segments of `length` elements: push's chunks in
+// the order of `plan` (reduce.h; plan.width divides length), then
+// finish(segment, acc).
 template <typename Acc, typename Push, typename Finish>
-void ReduceSegments(int64_t segments, int64_t length, Push push, Finish finish, cudaStream_t stream) {
+void ReduceSegments(int64_t segments, int64_t length, const ReducePlan& plan, Push push, Finish finish,
+                    cudaStream_t stream) {
   if (segments <= 0) return;
   if (segments > 0x7fffffff) throw std::invalid_argument("ReduceSegments: too many segments");
-  const ReducePlan plan = PlanReduce(length);
-  StreamScratch<Acc> partials(static_cast<std::size_t>(segments) * plan.blocks, stream);
-  SegmentPartialKernel<Acc><<<dim3(static_cast<unsigned>(segments), static_cast<unsigned>(plan.blocks)),
-                              plan.threads, plan.threads * sizeof(Acc), stream>>>(push, length, partials.get());
+  if (length % plan.width != 0) throw std::invalid_argument("ReduceSegments: chunk width must divide the length");
+  const int64_t chunks = length / plan.width;
+  const dim3 grid(static_cast<unsigned>(segments), static_cast<unsigned>(plan.blocks));
+  const std::size_t smem = plan.threads * sizeof(Acc);
+  StreamScratch<Acc> partials(plan.blocks > 1 ? static_cast<std::size_t>(segments) * plan.blocks : 0, stream);
+  WithChunkWidth<typename Acc::Value>(plan.width, [&](auto v) {
+    constexpr int V = decltype(v)::value;
+    SegmentPartialKernel<V, Acc><<<grid, plan.threads, smem, stream>>>(push, chunks, partials.get(), finish);
+  });
   DDP_CUDA_CHECK(cudaGetLastError());
-  SegmentFinishKernel<Acc><<<GridFor(segments, kElementwiseThreads), kElementwiseThreads, 0, stream>>>(
-      partials.get(), segments, plan.blocks, finish);
-  DDP_CUDA_CHECK(cudaGetLastError());
+  if (plan.blocks > 1) {
+    SegmentFinishKernel<Acc><<<GridFor(segments, kElementwiseThreads), kElementwiseThreads, 0, stream>>>(
+        partials.get(), segments, plan.blocks, finish);
+    DDP_CUDA_CHECK(cudaGetLastError());
+  }
   partials.Release();
 }
 

@@ -31,6 +31,20 @@ struct NchwShape {
 inline IndexDivider PlaneDivider(const NchwShape& s) { return IndexDivider::For(s.plane, s.Size()); }
 inline IndexDivider ChannelDivider(const NchwShape& s) { return IndexDivider::For(s.c, s.Size()); }
 
+// The reduction plans (reduce.h) of the kernels over this shape, which the
+// emulation and the rounding bounds (norm_bounds.h) take from here too.
+// Per channel over (N, plane): a chunk must lie in one plane.
+template <typename T>
+ReducePlan ChannelPlan(const NchwShape& s) {
+  return PlanReduce(s.c, s.n * s.plane, ChunkWidth<T>(s.plane));
+}
+// Per (sample, group), a contiguous block of C / G planes.
+template <typename T>
+ReducePlan GroupPlan(const NchwShape& s, int64_t groups) {
+  const int64_t len = s.c / groups * s.plane;
+  return PlanReduce(s.n * groups, len, ChunkWidth<T>(len));
+}
+
 // The chunk width of the elementwise kernels over this shape: a chunk must
 // lie in one plane (one channel), so V divides the plane (chunk.h).
 template <typename T>
@@ -75,13 +89,27 @@ DDP_HD void NormalizeChunk(const T* x, T* y, T mean, T invstd, T gamma, T beta, 
 
 // ---- BatchNorm: segment = channel, element k = (n, p) with k = n * plane + p ----
 
+// A reduction's push: Load<V>(segment, k0) reads the chunk of elements k0 ..
+// k0 + V - 1 of the segment (a Frag), Push<V> adds them to acc in element
+// order. The kernels load two chunks before pushing either (launch.cuh); the
+// emulation loads and pushes each in turn: the same values in the same
+// order. With V > 1 a BatchNorm channel's chunk lies in one plane (V divides
+// the plane), so its elements are contiguous from ChannelElement(ch, k0).
 template <typename T, typename M>
 struct ChannelWelfordPush {
   const T* x;
   int64_t c;
   IndexDivider plane;
-  DDP_HD void operator()(WelfordAcc<T, M>& acc, int64_t ch, int64_t k) const {
-    acc.Push(x[ChannelElement(ch, k, c, plane)]);
+  bool vector = false;  // x 16-byte aligned
+  template <int V>
+  using Frag = Chunk<T, V>;
+  template <int V>
+  DDP_HD Frag<V> Load(int64_t ch, int64_t k0) const {
+    return LoadChunk<V>(x + ChannelElement(ch, k0, c, plane), vector);
+  }
+  template <int V>
+  DDP_HD void Push(WelfordAcc<T, M>& acc, int64_t, const Frag<V>& f) const {
+    for (int e = 0; e < V; ++e) acc.Push(f.v[e]);
   }
 };
 
@@ -99,6 +127,12 @@ struct WriteMeanM2 {
 // invstd once at the end (WriteCentredSums), as PyTorch's
 // batch_norm_backward_reduce does with sum_dy_xmu, rather than rounding
 // x-hat = (x - mean) * invstd in every term.
+template <typename T, int V>
+struct GradFrag {
+  Chunk<T, V> dy, x;
+  T centre;  // the mean the chunk's x is centred on
+};
+
 template <typename T, typename M>
 struct ChannelGradPush {
   const T* dy;
@@ -106,9 +140,15 @@ struct ChannelGradPush {
   const T* mean;
   int64_t c;
   IndexDivider plane;
-  DDP_HD void operator()(SumPairAcc<T, M>& acc, int64_t ch, int64_t k) const {
-    const int64_t i = ChannelElement(ch, k, c, plane);
-    acc.Push(dy[i], x[i] - mean[ch], dy[i]);
+  bool vector = false;  // dy and x 16-byte aligned
+  template <int V>
+  DDP_HD GradFrag<T, V> Load(int64_t ch, int64_t k0) const {
+    const int64_t i = ChannelElement(ch, k0, c, plane);
+    return {LoadChunk<V>(dy + i, vector), LoadChunk<V>(x + i, vector), mean[ch]};
+  }
+  template <int V>
+  DDP_HD void Push(SumPairAcc<T, M>& acc, int64_t, const GradFrag<T, V>& f) const {
+    for (int e = 0; e < V; ++e) acc.Push(f.dy.v[e], f.x.v[e] - f.centre, f.dy.v[e]);
   }
 };
 
@@ -210,7 +250,17 @@ template <typename T, typename M>
 struct GroupWelfordPush {
   const T* x;
   int64_t len;
-  DDP_HD void operator()(WelfordAcc<T, M>& acc, int64_t ng, int64_t k) const { acc.Push(x[ng * len + k]); }
+  bool vector = false;  // x 16-byte aligned
+  template <int V>
+  using Frag = Chunk<T, V>;
+  template <int V>
+  DDP_HD Frag<V> Load(int64_t ng, int64_t k0) const {
+    return LoadChunk<V>(x + ng * len + k0, vector);
+  }
+  template <int V>
+  DDP_HD void Push(WelfordAcc<T, M>& acc, int64_t, const Frag<V>& f) const {
+    for (int e = 0; e < V; ++e) acc.Push(f.v[e]);
+  }
 };
 
 template <typename T, typename M>
@@ -255,11 +305,28 @@ struct GroupGradPush {
   int64_t groups, channels_per_group;
   IndexDivider plane;
   int64_t len;
-  DDP_HD void operator()(SumPairAcc<T, M>& acc, int64_t ng, int64_t k) const {
-    const int64_t i = ng * len + k;
-    const int64_t ch = (ng % groups) * channels_per_group + plane.Div(k);
-    const T d = dy[i] * gamma[ch];
-    acc.Push(d, x[i] - mean[ng], d);
+  bool vector = false;  // dy and x 16-byte aligned
+  // V divides the group's length, not always the plane: a chunk may cross
+  // planes, so each element finds its own channel's gamma.
+  template <int V>
+  struct Frag {
+    Chunk<T, V> dy, x;
+    T gamma[V];
+    T centre;
+  };
+  template <int V>
+  DDP_HD Frag<V> Load(int64_t ng, int64_t k0) const {
+    const int64_t i = ng * len + k0;
+    Frag<V> f{LoadChunk<V>(dy + i, vector), LoadChunk<V>(x + i, vector), {}, mean[ng]};
+    for (int e = 0; e < V; ++e) f.gamma[e] = gamma[(ng % groups) * channels_per_group + plane.Div(k0 + e)];
+    return f;
+  }
+  template <int V>
+  DDP_HD void Push(SumPairAcc<T, M>& acc, int64_t, const Frag<V>& f) const {
+    for (int e = 0; e < V; ++e) {
+      const T d = f.dy.v[e] * f.gamma[e];
+      acc.Push(d, f.x.v[e] - f.centre, d);
+    }
   }
 };
 
@@ -273,11 +340,28 @@ struct GroupParamGradPush {
   const T* invstd;
   int64_t c, groups, channels_per_group;
   IndexDivider plane;
-  DDP_HD void operator()(SumPairAcc<T, M>& acc, int64_t ch, int64_t k) const {
-    const int64_t i = ChannelElement(ch, k, c, plane);
-    const int64_t ng = plane.Div(k) * groups + ch / channels_per_group;
-    const T xhat = (x[i] - mean[ng]) * invstd[ng];
-    acc.Push(dy[i], xhat, dy[i]);
+  bool vector = false;  // dy and x 16-byte aligned
+  struct Stats {
+    T centre, scale;  // the group's mean and invstd
+  };
+  template <int V>
+  struct Frag {
+    Chunk<T, V> dy, x;
+    Stats g;
+  };
+  // The chunk lies in one plane (V divides it): one sample, one group.
+  template <int V>
+  DDP_HD Frag<V> Load(int64_t ch, int64_t k0) const {
+    const int64_t i = ChannelElement(ch, k0, c, plane);
+    const int64_t ng = plane.Div(k0) * groups + ch / channels_per_group;
+    return {LoadChunk<V>(dy + i, vector), LoadChunk<V>(x + i, vector), {mean[ng], invstd[ng]}};
+  }
+  template <int V>
+  DDP_HD void Push(SumPairAcc<T, M>& acc, int64_t, const Frag<V>& f) const {
+    for (int e = 0; e < V; ++e) {
+      const T xhat = (f.x.v[e] - f.g.centre) * f.g.scale;
+      acc.Push(f.dy.v[e], xhat, f.dy.v[e]);
+    }
   }
 };
 

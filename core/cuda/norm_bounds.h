@@ -49,12 +49,13 @@ Real Tol(int64_t k, int64_t n) {
   return Gamma<T>(k) + Gamma<Real>(k + n);
 }
 
-// The most additions any term goes through in reduce.h's plan for a
-// segment of n values.
-inline int64_t Depth(int64_t n) {
-  const ReducePlan p = PlanReduce(n);
+// The most additions any term goes through in reduce.h's plan `p` for a
+// segment of n values: a thread's chunks times their width, the block's
+// tree, the blocks.
+inline int64_t Depth(const ReducePlan& p, int64_t n) {
   const int64_t stride = int64_t{p.blocks} * p.threads;
-  const int64_t per_thread = (n + stride - 1) / stride;
+  const int64_t chunks = (n + p.width - 1) / p.width;
+  const int64_t per_thread = (chunks + stride - 1) / stride * p.width;
   return per_thread + (std::bit_width(static_cast<unsigned>(p.threads)) - 1) + p.blocks;
 }
 
@@ -100,7 +101,7 @@ struct BnGradSumsRef {
 template <typename T>
 BnGradSumsRef BnLocalGradSumsBounds(const T* dy, const T* x, NchwShape s, const T* mean, const T* invstd) {
   const int64_t n = s.n * s.plane;
-  const int64_t depth = Depth(n);
+  const int64_t depth = Depth(ChannelPlan<T>(s), n);
   BnGradSumsRef r;
   for (auto* b : {&r.sum_dy, &r.sum_dy_xhat}) {
     b->value.assign(s.c, 0);
@@ -189,12 +190,12 @@ GnBackwardRef GnBackwardBounds(const T* dy, const T* x, NchwShape s, int64_t gro
     abs_dy[c] += std::abs(d);
     abs_dy_xhat[c] += std::abs(d * xhat);
   }
-  const int64_t depth_c = Depth(nc);
+  const int64_t depth_c = Depth(ChannelPlan<T>(s), nc);
   for (int64_t c = 0; c < s.c; ++c) {
     r.dbeta.bound[c] = Tol<T>(depth_c, nc) * abs_dy[c];
     r.dgamma.bound[c] = Tol<T>(depth_c + 3, nc + 2) * abs_dy_xhat[c];
   }
-  const int64_t depth_g = Depth(len);
+  const int64_t depth_g = Depth(GroupPlan<T>(s, groups), len);
   for (int64_t ng = 0; ng < s.n * groups; ++ng) {
     const Real inv = invstd[ng];
     Real sd = 0, abs_sd = 0, sdx = 0, abs_sdx = 0;

@@ -22,7 +22,7 @@ namespace ddp::cuda::emulate {
 
 template <typename M = FusedMulAdd, typename T>
 void BnLocalStats(const T* x, NchwShape shape, T* mean, T* m2) {
-  EmulateReduceSegments<WelfordAcc<T, M>>(shape.c, shape.n * shape.plane,
+  EmulateReduceSegments<WelfordAcc<T, M>>(shape.c, shape.n * shape.plane, ChannelPlan<T>(shape),
                                           internal::ChannelWelfordPush<T, M>{x, shape.c, PlaneDivider(shape)},
                                           internal::WriteMeanM2<T, M>{mean, m2});
 }
@@ -58,7 +58,7 @@ void BnNormalize(const T* x, NchwShape shape, const T* mean, const T* invstd, co
 template <typename M = FusedMulAdd, typename T>
 void BnLocalGradSums(const T* dy, const T* x, NchwShape shape, const T* mean, const T* invstd, T* sum_dy,
                      T* sum_dy_xhat) {
-  EmulateReduceSegments<SumPairAcc<T, M>>(shape.c, shape.n * shape.plane,
+  EmulateReduceSegments<SumPairAcc<T, M>>(shape.c, shape.n * shape.plane, ChannelPlan<T>(shape),
                                           internal::ChannelGradPush<T, M>{dy, x, mean, shape.c, PlaneDivider(shape)},
                                           internal::WriteCentredSums<T, M>{sum_dy, sum_dy_xhat, invstd, T(1)});
 }
@@ -77,7 +77,7 @@ void GnForward(const T* x, NchwShape shape, int64_t groups, double eps, const T*
   const int64_t len = shape.c / groups * shape.plane;
   if (len == 0) return;
   EmulateReduceSegments<WelfordAcc<T, M>>(
-      shape.n * groups, len, internal::GroupWelfordPush<T, M>{x, len},
+      shape.n * groups, len, GroupPlan<T>(shape, groups), internal::GroupWelfordPush<T, M>{x, len},
       internal::WriteGroupStats<T, M>{mean, invstd, static_cast<T>(len), static_cast<T>(eps)});
   EmulateChunks<T>(shape.Size(), ElementChunkWidth<T>(shape),
                    internal::GroupNormalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape),
@@ -90,7 +90,7 @@ void GnBackward(const T* dy, const T* x, NchwShape shape, int64_t groups, const 
   const int64_t cpg = shape.c / groups;
   const int64_t len = cpg * shape.plane;
   EmulateReduceSegments<SumPairAcc<T, M>>(
-      shape.c, shape.n * shape.plane,
+      shape.c, shape.n * shape.plane, ChannelPlan<T>(shape),
       internal::GroupParamGradPush<T, M>{dy, x, mean, invstd, shape.c, groups, cpg, PlaneDivider(shape)},
       internal::WriteSumPair<T, M>{dbeta, dgamma});
   const int64_t segments = shape.n * groups;
@@ -99,7 +99,8 @@ void GnBackward(const T* dy, const T* x, NchwShape shape, int64_t groups, const 
   T* mean_d = means.data();
   T* mean_d_xhat = means.data() + segments;
   EmulateReduceSegments<SumPairAcc<T, M>>(
-      segments, len, internal::GroupGradPush<T, M>{dy, x, mean, gamma, groups, cpg, PlaneDivider(shape), len},
+      segments, len, GroupPlan<T>(shape, groups),
+      internal::GroupGradPush<T, M>{dy, x, mean, gamma, groups, cpg, PlaneDivider(shape), len},
       internal::WriteCentredSums<T, M>{mean_d, mean_d_xhat, invstd, T(1) / static_cast<T>(len)});
   EmulateChunks<T>(shape.Size(), ElementChunkWidth<T>(shape),
                    internal::GroupInputGrad<T, M>{dy, x, mean, invstd, gamma, mean_d, mean_d_xhat, dx,

@@ -210,15 +210,20 @@ TEST(NormEmulationDiagnosis, BatchNormDgammaGapIsTheMeanNotTheKernel) {
     const nn::ChannelStats<F> st = bn.last_stats();
     const nn::Vector<F> eigen = bn.LocalGradSums(dy).sum_dy_xhat;
     const nn::Vector<F> eigen_invstd = ((st.m2 / static_cast<F>(st.count)).array() + F(1e-5)).rsqrt().matrix();
-    // The kernels' statistics, and their sums before and after the fix.
+    // The statistics of bd4d2aa's kernels (their plan: one element per
+    // step), and the sums before the fix and of today's kernel.
     std::vector<F> mean(s.c), m2(s.c), invstd(s.c), sum_dy(s.c), after(s.c), before(s.c), ones(s.c, 1);
-    emulate::BnLocalStats(x.data.data(), shape, mean.data(), m2.data());
+    const ReducePlan legacy = LegacyPlanReduce(shape.n * shape.plane);
+    EmulateReduceSegments<WelfordAcc<F, Fma>>(s.c, shape.n * shape.plane, legacy,
+                                              internal::ChannelWelfordPush<F, Fma>{x.data.data(), s.c,
+                                                                                   PlaneDivider(shape)},
+                                              internal::WriteMeanM2<F, Fma>{mean.data(), m2.data()});
     emulate::BnFinalizeStats(mean.data(), m2.data(), st.count, s.c, 1e-5, 0.1, invstd.data(), static_cast<F*>(nullptr),
                              static_cast<F*>(nullptr));
     emulate::BnLocalGradSums(dy.data.data(), x.data.data(), shape, mean.data(), invstd.data(), sum_dy.data(),
                              after.data());
     EmulateReduceSegments<SumPairAcc<F, Fma>>(
-        s.c, shape.n * shape.plane,
+        s.c, shape.n * shape.plane, legacy,
         PreFixChannelGradPush{dy.data.data(), x.data.data(), mean.data(), invstd.data(), s.c, shape.plane},
         internal::WriteCentredSums<F, Fma>{sum_dy.data(), before.data(), ones.data(), F(1)});
     // Exact values at each side's own float mean and invstd.
@@ -282,7 +287,7 @@ TEST(NormEmulationDiagnosis, GroupNormDxOnTwoValueGroupsIsBeyondFloat) {
   // Pre-fix: x-hat rounded per term in the group sums.
   std::vector<F> means(40), ones(20, 1);
   EmulateReduceSegments<SumPairAcc<F, Fma>>(
-      20, 2, PreFixGroupGradPush{dy.data.data(), x.data.data(), mean.data(), invstd.data(), gamma.data(), 4, 2, 1, 2},
+      20, 2, LegacyPlanReduce(2), PreFixGroupGradPush{dy.data.data(), x.data.data(), mean.data(), invstd.data(), gamma.data(), 4, 2, 1, 2},
       internal::WriteCentredSums<F, Fma>{means.data(), means.data() + 20, ones.data(), F(0.5)});
   EmulateElementwise(40, internal::GroupInputGrad<F, Fma>{dy.data.data(), x.data.data(), mean.data(), invstd.data(),
                                                           gamma.data(), means.data(), means.data() + 20,

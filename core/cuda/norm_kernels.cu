@@ -56,8 +56,8 @@ void CheckGroups(const NchwShape& s, int64_t groups, const char* fn) {
 template <typename T>
 void BnLocalStats(const T* x, NchwShape shape, T* mean, T* m2, cudaStream_t stream) {
   CheckShape(shape, "BnLocalStats");
-  ReduceSegments<WelfordAcc<T, M>>(shape.c, shape.n * shape.plane,
-                                   internal::ChannelWelfordPush<T, M>{x, shape.c, PlaneDivider(shape)},
+  ReduceSegments<WelfordAcc<T, M>>(shape.c, shape.n * shape.plane, ChannelPlan<T>(shape),
+                                   internal::ChannelWelfordPush<T, M>{x, shape.c, PlaneDivider(shape), AllAligned({x})},
                                    internal::WriteMeanM2<T, M>{mean, m2}, stream);
 }
 
@@ -123,8 +123,8 @@ template <typename T>
 void BnLocalGradSums(const T* dy, const T* x, NchwShape shape, const T* mean, const T* invstd, T* sum_dy,
                      T* sum_dy_xhat, cudaStream_t stream) {
   CheckShape(shape, "BnLocalGradSums");
-  ReduceSegments<SumPairAcc<T, M>>(shape.c, shape.n * shape.plane,
-                                   internal::ChannelGradPush<T, M>{dy, x, mean, shape.c, PlaneDivider(shape)},
+  ReduceSegments<SumPairAcc<T, M>>(shape.c, shape.n * shape.plane, ChannelPlan<T>(shape),
+                                   internal::ChannelGradPush<T, M>{dy, x, mean, shape.c, PlaneDivider(shape), AllAligned({dy, x})},
                                    internal::WriteCentredSums<T, M>{sum_dy, sum_dy_xhat, invstd, T(1)}, stream);
 }
 
@@ -147,7 +147,7 @@ void GnForward(const T* x, NchwShape shape, int64_t groups, double eps, const T*
   const int64_t len = shape.c / groups * shape.plane;
   if (len == 0) return;
   ReduceSegments<WelfordAcc<T, M>>(
-      shape.n * groups, len, internal::GroupWelfordPush<T, M>{x, len},
+      shape.n * groups, len, GroupPlan<T>(shape, groups), internal::GroupWelfordPush<T, M>{x, len, AllAligned({x})},
       internal::WriteGroupStats<T, M>{mean, invstd, static_cast<T>(len), static_cast<T>(eps)}, stream);
   LaunchChunks<T>(shape.Size(), ElementChunkWidth<T>(shape),
                   internal::GroupNormalize<T, M>{x, mean, invstd, gamma, beta, y, ChannelDivider(shape),
@@ -164,8 +164,8 @@ void GnBackward(const T* dy, const T* x, NchwShape shape, int64_t groups, const 
   const int64_t len = cpg * shape.plane;
   // dgamma / dbeta over (n, plane) per channel; zeros for an empty batch.
   ReduceSegments<SumPairAcc<T, M>>(
-      shape.c, shape.n * shape.plane,
-      internal::GroupParamGradPush<T, M>{dy, x, mean, invstd, shape.c, groups, cpg, PlaneDivider(shape)},
+      shape.c, shape.n * shape.plane, ChannelPlan<T>(shape),
+      internal::GroupParamGradPush<T, M>{dy, x, mean, invstd, shape.c, groups, cpg, PlaneDivider(shape), AllAligned({dy, x})},
       internal::WriteSumPair<T, M>{dbeta, dgamma}, stream);
   const int64_t segments = shape.n * groups;
   if (segments == 0 || len == 0) return;
@@ -173,7 +173,8 @@ void GnBackward(const T* dy, const T* x, NchwShape shape, int64_t groups, const 
   T* mean_d = means.get();
   T* mean_d_xhat = means.get() + segments;
   ReduceSegments<SumPairAcc<T, M>>(
-      segments, len, internal::GroupGradPush<T, M>{dy, x, mean, gamma, groups, cpg, PlaneDivider(shape), len},
+      segments, len, GroupPlan<T>(shape, groups),
+      internal::GroupGradPush<T, M>{dy, x, mean, gamma, groups, cpg, PlaneDivider(shape), len, AllAligned({dy, x})},
       internal::WriteCentredSums<T, M>{mean_d, mean_d_xhat, invstd, T(1) / static_cast<T>(len)}, stream);
   LaunchChunks<T>(shape.Size(), ElementChunkWidth<T>(shape),
                   internal::GroupInputGrad<T, M>{dy, x, mean, invstd, gamma, mean_d, mean_d_xhat, dx,

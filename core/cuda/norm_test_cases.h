@@ -89,7 +89,7 @@ void ExpectWithinBound(const std::vector<T>& got, const Bounded& ref, const nn::
 }
 
 // BatchNorm training forward and backward, 3 shapes: one block per channel,
-// 16 blocks per channel (cross-block Chan merges), N x C.
+// several blocks per channel in chunks (cross-block Chan merges), N x C.
 template <typename B, typename T>
 void BatchNormTrainingCase(B& b, const CaseShape& s) {
   using Buf = typename B::template Buffer<T>;
@@ -272,7 +272,7 @@ struct GroupCase {
   int groups;
 };
 
-// Small groups; 8192-value groups (8 blocks each); N x C input.
+// Small groups; 8192-value groups (several blocks each, in chunks); N x C input.
 inline const std::vector<GroupCase>& GroupNormCases() {
   static const std::vector<GroupCase> cases = {{{4, 6, 5, 7}, 3}, {{2, 4, 64, 64}, 2}, {{5, 8, 1, 1}, 4}};
   return cases;

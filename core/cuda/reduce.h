@@ -3,11 +3,15 @@
 //
 // A "segment" is what one statistic is taken over: a BatchNorm channel
 // (N * H * W strided values) or a GroupNorm group (one contiguous block).
+// Its elements are taken in chunks of `width` consecutive elements (1, or 16
+// bytes: chunk.h), chunk j holding elements j * width .. j * width + width - 1.
 // Each segment is split over `blocks` blocks of `threads` threads; thread t of
-// block b accumulates elements b * threads + t, stepping by blocks * threads;
-// a block merges its threads pairwise (stride threads/2, ..., 1), and one
-// thread merges the blocks' partials in block order. The order is fixed, so
-// results are bitwise reproducible run to run (no atomics).
+// block b accumulates chunks b * threads + t, stepping by blocks * threads,
+// each chunk's elements in order; a block merges its threads pairwise
+// (stride threads/2, ..., 1), and the blocks' partials are merged in block
+// order (by one thread per segment; by the block itself where there is one).
+// The order is fixed by the shape, so results are bitwise reproducible run
+// to run and on any GPU (no atomics).
 //
 // WelfordAcc accumulates (count, mean, M2) with Welford's update and merges
 // with Chan, Golub & LeVeque's pairwise formula, written exactly as
@@ -24,6 +28,7 @@
 // bounds (norm_bounds.h) hold without FMA too.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -58,6 +63,7 @@ struct SeparateMulAdd {
 
 template <typename T, typename M = FusedMulAdd>
 struct WelfordAcc {
+  using Value = T;
   int64_t count;
   T mean;
   T m2;
@@ -90,6 +96,7 @@ struct WelfordAcc {
 // sum dy * (x - mean); GroupNorm's dbeta and dgamma).
 template <typename T, typename M = FusedMulAdd>
 struct SumPairAcc {
+  using Value = T;
   T a;
   T b;
 
@@ -106,21 +113,48 @@ struct SumPairAcc {
 
 inline constexpr int kReduceThreads = 256;  // a power of two (pairwise tree)
 inline constexpr int kMaxBlocksPerSegment = 64;
-inline constexpr int64_t kMinElementsPerThread = 4;
+inline constexpr int64_t kChunksPerThread = 4;
+// Where segments are few: up to this many blocks in all (8 for each of an
+// H100's or H200's 132 SMs), as long as each thread keeps kMinFillChunks.
+// A constant, not the device's count: the order, and so the bits, must not
+// depend on the GPU.
+inline constexpr int64_t kFillBlocks = 8 * 132;
+inline constexpr int64_t kMinFillChunks = 2;
 
 struct ReducePlan {
   int threads;
-  int blocks;  // per segment
+  int blocks;     // per segment
+  int width = 1;  // elements per chunk
 };
 
-// Enough blocks that each thread has at least kMinElementsPerThread values,
-// at most kMaxBlocksPerSegment; at least one block even for empty segments.
-inline ReducePlan PlanReduce(int64_t segment_length) {
-  const int64_t per_block = int64_t{kReduceThreads} * kMinElementsPerThread;
-  int64_t blocks = (segment_length + per_block - 1) / per_block;
+// Chunks of `width` (which must divide `length`) where the segment has at
+// least a chunk per thread of a block; a shorter segment one element per
+// step (chunks would only idle threads and lengthen each thread's chain of
+// pushes in a launch that its launch time bounds anyway). Enough blocks that
+// each thread has about kChunksPerThread chunks; where a segment needs
+// several blocks anyway and few segments would leave SMs idle, more, up to
+// kFillBlocks in all; at most kMaxBlocksPerSegment; at least one block even
+// for empty segments.
+inline ReducePlan PlanReduce(int64_t segments, int64_t length, int width) {
+  if (length < int64_t{kReduceThreads} * width) width = 1;
+  const int64_t chunks = (length + width - 1) / width;
+  const int64_t by_work = (chunks + kReduceThreads * kChunksPerThread - 1) / (kReduceThreads * kChunksPerThread);
+  const int64_t n = std::max<int64_t>(segments, 1);
+  const int64_t fill = std::min((kFillBlocks + n - 1) / n, chunks / (kReduceThreads * kMinFillChunks));
+  const int64_t blocks = std::clamp<int64_t>(by_work > 1 ? std::max(by_work, fill) : by_work, 1, kMaxBlocksPerSegment);
+  return ReducePlan{kReduceThreads, static_cast<int>(blocks), width};
+}
+
+// The plan of the kernels up to 2b6c0ff: one element per step, at least 4
+// elements per thread, at most 64 blocks. Kept for the diagnosis of the
+// H100 failures of bd4d2aa (norm_emulation_test), whose printed numbers it
+// reproduces.
+inline ReducePlan LegacyPlanReduce(int64_t length) {
+  constexpr int64_t kPerBlock = int64_t{kReduceThreads} * 4;
+  int64_t blocks = (length + kPerBlock - 1) / kPerBlock;
   if (blocks < 1) blocks = 1;
   if (blocks > kMaxBlocksPerSegment) blocks = kMaxBlocksPerSegment;
-  return ReducePlan{kReduceThreads, static_cast<int>(blocks)};
+  return ReducePlan{kReduceThreads, static_cast<int>(blocks), 1};
 }
 
 }  // namespace ddp::cuda

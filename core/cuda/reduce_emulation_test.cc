@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <vector>
 
+#include "core/cuda/chunk.h"
 #include "core/cuda/compare.h"
+#include "core/cuda/norm_bodies.h"
 #include "core/cuda/reduce.h"
 #include "core/cuda/reduce_emulation.h"
 #include "core/nn/batch_norm.h"
@@ -32,7 +34,8 @@ nn::ChannelStats<T> EmulatedStats(const nn::Tensor4<T>& x) {
   const int64_t length = int64_t{x.n} * plane;
   s.count = length;
   for (int c = 0; c < x.c; ++c) {
-    const auto acc = EmulateSegmentReduce<WelfordAcc<T>>(length, PlanReduce(length), [&](WelfordAcc<T>& a, int64_t k) {
+    const ReducePlan plan = PlanReduce(x.c, length, ChunkWidth<T>(plane));
+    const auto acc = EmulateSegmentReduce<WelfordAcc<T>>(length, plan, [&](WelfordAcc<T>& a, int64_t k) {
       a.Push(x.data[(k / plane * x.c + c) * plane + k % plane]);
     });
     EXPECT_EQ(acc.count, length);
@@ -47,11 +50,37 @@ class ReduceEmulationTest : public ::testing::Test {};
 using Scalars = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(ReduceEmulationTest, Scalars);
 
-TYPED_TEST(ReduceEmulationTest, PlanSplitsLongSegmentsOverBlocks) {
-  EXPECT_EQ(PlanReduce(0).blocks, 1);
-  EXPECT_EQ(PlanReduce(315).blocks, 1);
-  EXPECT_EQ(PlanReduce(16384).blocks, 16);
-  EXPECT_EQ(PlanReduce(int64_t{1} << 30).blocks, kMaxBlocksPerSegment);
+// The plans core/cuda/README.md's design note gives ("Per kernel").
+TEST(ReducePlan, BlocksPerSegmentAsTheDesignNoteSays) {
+  const NchwShape large{32, 256, 56 * 56};
+  EXPECT_EQ(ChannelPlan<float>(large).width, 4);
+  EXPECT_EQ(ChannelPlan<float>(large).blocks, 25);   // 25,088 chunks, ~4 a thread
+  EXPECT_EQ(ChannelPlan<double>(large).width, 2);
+  EXPECT_EQ(ChannelPlan<double>(large).blocks, 49);
+  EXPECT_EQ(GroupPlan<float>(large, 32).blocks, 7);  // groups of 25,088 values
+  EXPECT_EQ(GroupPlan<double>(large, 32).blocks, 13);
+  // Few segments: more blocks, each thread keeping at least 2 chunks.
+  EXPECT_EQ(ChannelPlan<float>(NchwShape{32, 16, 56 * 56}).blocks, 49);
+  for (const int64_t n : {2, 8, 32}) {  // the small shapes: one block a segment
+    const NchwShape small{n, 16, 64};
+    EXPECT_EQ(ChannelPlan<float>(small).blocks, 1) << n;
+    EXPECT_EQ(ChannelPlan<double>(small).blocks, 1) << n;
+    EXPECT_EQ(GroupPlan<float>(small, 8).blocks, 1) << n;
+  }
+  EXPECT_EQ(ChannelPlan<float>(NchwShape{32, 16, 64}).width, 4);  // 2,048 values
+  EXPECT_EQ(ChannelPlan<float>(NchwShape{8, 16, 64}).width, 1);   // 512: under a chunk a thread
+  EXPECT_EQ(GroupPlan<double>(NchwShape{5, 8, 1}, 4).width, 1);    // 2-value groups
+  EXPECT_EQ(ChannelPlan<float>(NchwShape{5, 6, 63}).width, 1);    // 7x9 planes: scalar
+  EXPECT_EQ(PlanReduce(1, 0, 4).blocks, 1);
+  EXPECT_EQ(PlanReduce(1, int64_t{1} << 30, 4).blocks, kMaxBlocksPerSegment);
+}
+
+TEST(ReducePlan, LegacyPlanIsBd4d2aasForTheDiagnosis) {
+  EXPECT_EQ(LegacyPlanReduce(0).blocks, 1);
+  EXPECT_EQ(LegacyPlanReduce(315).blocks, 1);
+  EXPECT_EQ(LegacyPlanReduce(16384).blocks, 16);
+  EXPECT_EQ(LegacyPlanReduce(16384).width, 1);
+  EXPECT_EQ(LegacyPlanReduce(int64_t{1} << 30).blocks, kMaxBlocksPerSegment);
 }
 
 TYPED_TEST(ReduceEmulationTest, WelfordChanStatsEqualTwoPassStats) {
@@ -83,7 +112,8 @@ TYPED_TEST(ReduceEmulationTest, SumPairGradSumsEqualBatchNormLocalGradSums) {
   std::vector<T> sum_dy(3), sum_dy_xhat(3);
   for (int c = 0; c < 3; ++c) {
     const T invstd = T(1) / std::sqrt(stats.m2[c] / static_cast<T>(stats.count) + T(1e-5));
-    const auto acc = EmulateSegmentReduce<SumPairAcc<T>>(length, PlanReduce(length), [&](SumPairAcc<T>& a, int64_t k) {
+    const ReducePlan plan = PlanReduce(3, length, ChunkWidth<T>(plane));
+    const auto acc = EmulateSegmentReduce<SumPairAcc<T>>(length, plan, [&](SumPairAcc<T>& a, int64_t k) {
       const int64_t i = (k / plane * x.c + c) * plane + k % plane;
       a.Push(dy.data[i], (x.data[i] - stats.mean[c]) * invstd, dy.data[i]);
     });
