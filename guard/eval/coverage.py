@@ -159,7 +159,7 @@ def table(paths):
             key = (c["case"], c["bug"], c["source"])
             if key not in cases_seen:
                 cases_seen.append(key)
-    out = lines + ["", "Cases (guard/eval/cases.py; W = 2, some also W = 4):", ""]
+    out = lines + ["", "Cases (guard/eval/cases.py; W = 2, some also W = 3 and 4; a case counts once per W):", ""]
     for name, bug, source in cases_seen:
         out.append("- `%s` (%s): %s" % (name, bug or "correct code", source))
     out += ["", TRAINCHECK + "."]
@@ -173,19 +173,19 @@ def table(paths):
 
 def main():
     import argparse
+    sys.path.insert(0, HERE)
+    import readme_table
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="where to write the JSON record (default: print it)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per world (default 300)")
-    ap.add_argument("--table", nargs="+", metavar="JSON",
-                    help="print the README table from these records (older PyTorch first)")
+    readme_table.add_flags(ap, "coverage")
     ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--world_size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--dir", help=argparse.SUPPRESS)
     ap.add_argument("--cases", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.table:
-        sys.stdout.write(table(args.table))
-        return 0
+        return readme_table.emit(args, table(args.table))
     sys.path.insert(0, HERE)
     if args.rank is not None:
         return rank_main(args)

@@ -261,20 +261,21 @@ def table(paths):
 
 def main():
     import argparse
+    sys.path.insert(0, HERE)
+    import readme_table
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="where to write the JSON record (default: print it)")
     ap.add_argument("--steps", type=int, default=30, help="steps (calls) per block (default 30)")
     ap.add_argument("--pairs", type=int, default=40, help="(off, on) block pairs (default 40)")
     ap.add_argument("--batch", type=int, default=32, help="samples per rank and step (default 32)")
     ap.add_argument("--timeout", type=float, default=500, help="seconds for the world (default 500)")
-    ap.add_argument("--table", nargs="+", metavar="JSON", help="print the README table")
+    readme_table.add_flags(ap, "overhead")
     ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--world_size", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--dir", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.table:
-        sys.stdout.write(table(args.table))
-        return 0
+        return readme_table.emit(args, table(args.table))
     if min(args.steps, args.pairs, args.batch) < 1:
         print("overhead.py: --steps, --pairs and --batch must be >= 1", file=sys.stderr)
         return 2

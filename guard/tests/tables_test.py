@@ -1,0 +1,67 @@
+"""guard/README.md's coverage and overhead tables are what coverage.py and
+overhead.py --table make of the committed records (no torch needed); a
+hand-edited cell is caught (checked on a copy); both scripts answer --help
+and refuse an unknown flag with exit 2.
+
+    python3 guard/tests/tables_test.py GUARD_DIR
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+TABLES = {  # marker id -> (script, records)
+    "coverage": ("eval/coverage.py", ["eval/coverage.torch1.13.json",
+                                      "eval/coverage.torch2.15.json"]),
+    "overhead": ("eval/overhead.py", ["eval/overhead.torch1.13.json",
+                                      "eval/overhead.torch2.15.json"]),
+}
+
+
+def regenerated(guard, readme):
+    """The README with every table rewritten from the records."""
+    tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+    copy = os.path.join(tmp, "README.md")
+    shutil.copyfile(readme, copy)
+    for tid, (script, records) in TABLES.items():
+        subprocess.run([sys.executable, os.path.join(guard, script), "--table"] +
+                       [os.path.join(guard, r) for r in records] +
+                       ["--update", copy, "--id", tid], check=True)
+    with open(copy) as f:
+        return f.read()
+
+
+def main():
+    guard = sys.argv[1] if len(sys.argv) == 2 else None
+    if guard is None:
+        print("usage: tables_test.py GUARD_DIR", file=sys.stderr)
+        return 2
+    failures = []
+    readme = os.path.join(guard, "README.md")
+    with open(readme) as f:
+        committed = f.read()
+    if regenerated(guard, readme) != committed:
+        failures.append("guard/README.md's tables differ from --table of the committed records "
+                        "(regenerate: the commands in guard/README.md)")
+    edited = committed.replace("| `missing_set_epoch` | 2 of 2", "| `missing_set_epoch` | 1 of 2")
+    tmp = tempfile.mkdtemp(dir=os.environ.get("TEST_TMPDIR"))
+    with open(os.path.join(tmp, "README.md"), "w") as f:
+        f.write(edited)
+    if edited == committed or regenerated(guard, os.path.join(tmp, "README.md")) == edited:
+        failures.append("a hand-edited cell was not caught")
+    for script, _ in TABLES.values():
+        path = os.path.join(guard, script)
+        ok = subprocess.run([sys.executable, path, "--help"], capture_output=True).returncode
+        bad = subprocess.run([sys.executable, path, "--no-such-flag"], capture_output=True)
+        if ok != 0 or bad.returncode != 2 or b"--no-such-flag" not in bad.stderr:
+            failures.append("%s: --help exit %d, unknown flag exit %d" % (script, ok,
+                                                                          bad.returncode))
+    for f in failures:
+        print("FAIL: " + f)
+    print("%d failure(s)" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
