@@ -3,8 +3,7 @@
 // script for the same bug (pytorch/unequal_all_gather.py) gathers exactly
 // these values: the same one-process AUC on both engines, in either dtype.
 //
-//   bazel run //repro/wrong_all_gather:raw_inputs -- \
-//       --out $PWD/repro/wrong_all_gather/raw_inputs.json
+//   bazel run //repro/wrong_all_gather:raw_inputs -- --out $PWD/repro/wrong_all_gather/raw_inputs.json
 //
 // Scores are written as C99 hex floats (exact: Python's float.fromhex gives
 // back the same double), beside their float32 rounding (what a float32
