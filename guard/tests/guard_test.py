@@ -119,8 +119,7 @@ def main():
         print("usage: guard_test.py %s" % "|".join(cases), file=sys.stderr)
         return 2
     cases[sys.argv[1]]()
-    print("%d failure(s)" % len(failures))
-    return 1 if failures else 0
+    return world.finish(failures)
 
 
 if __name__ == "__main__":

@@ -82,10 +82,7 @@ def check(tmp):
     print("ddp-trace with $DDP_PITFALLS_TRACE: exit %d: %s" % (rc, out.strip()))
     if rc != 1 or out.strip() != "stub DIR --json":
         failures.append("ddp-trace runs the binary with the arguments and its exit status")
-    for f in failures:
-        print("FAIL: " + f)
-    print("%d failure(s)" % len(failures))
-    return 1 if failures else 0
+    return world.finish(failures)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import world  # noqa: E402  (stdlib only)
+
 TABLES = {  # marker id -> (script, records)
     "coverage": ("eval/coverage.py", ["eval/coverage.torch1.13.json",
                                       "eval/coverage.torch2.15.json"]),
@@ -57,10 +60,7 @@ def main():
         if ok != 0 or bad.returncode != 2 or b"--no-such-flag" not in bad.stderr:
             failures.append("%s: --help exit %d, unknown flag exit %d" % (script, ok,
                                                                           bad.returncode))
-    for f in failures:
-        print("FAIL: " + f)
-    print("%d failure(s)" % len(failures))
-    return 1 if failures else 0
+    return world.finish(failures)
 
 
 if __name__ == "__main__":

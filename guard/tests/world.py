@@ -58,3 +58,11 @@ def spawn(cmd, world, timeout, env):
 def json_lines(text):
     """The JSON objects a rank printed, one per line."""
     return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def finish(failures):
+    """Prints every failure and the count; the test's exit status."""
+    for f in failures:
+        print("FAIL: " + f)
+    print("%d failure(s)" % len(failures))
+    return 1 if failures else 0
