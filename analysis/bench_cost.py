@@ -3,7 +3,7 @@ shapes. Each repetition's ratio is taken within that repetition (the
 method's time over the reference's in the same repetition), then the median
 and [min, max] over the repetitions of one shape.
 
-A cost spec (bugs.json "cost"):
+A cost spec (report.json "cost"):
   {"bench": FILE STEM, "kind": "padding", "shape": "straggler/1MiB",
    "methods": [...], "seed_method": "pad_gather_trim"}
       bench/padding: each method's ratio_over_floor per repetition; the best

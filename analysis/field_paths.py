@@ -1,7 +1,7 @@
-"""The field paths the report's specs name (bugs.json, pair_tables.json,
-claims.json) against the records: a path that no record of its bug carries
+"""The field paths the report's specs name (each pair's report.json and
+tables.json, and claims.json) against the records: a path that no record of its bug carries
 is a typo or a field a pair stopped writing, and falls through silently in
-the report (bugs.json tries a metric list in order), so
+the report (report.json tries a metric list in order), so
 //analysis:field_paths_test fails on it instead.
 
     python3 analysis/field_paths.py [--root DIR]   # exit 1 listing each
@@ -12,6 +12,7 @@ import os
 import re
 import sys
 
+import registry
 from pick import get
 
 PATH = re.compile(r"\b(?:measured|reference|config)\.[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -35,22 +36,20 @@ def paths_in(value):
 def wanted(root):
     """[(where, bug, path)] of every path the three specs name."""
     out = []
-    with open(os.path.join(root, "analysis", "bugs.json")) as f:
-        bugs = json.load(f)
+    reg = os.path.join(root, "pairs.bzl")
+    bugs = registry.findings_specs(reg)
     for bug, spec in bugs.items():
         if bug.startswith("_"):
             continue
         stems = set(paths_in([m.get("seeds_stem") for m in spec.get("symptom_metrics", [])
                               + spec.get("fix_metrics", []) if isinstance(m, dict)]))
-        out += [(f"bugs.json {bug}", bug, p + ("_*" if p in stems else ""))
+        out += [(f"repro/{bug}/report.json", bug, p + ("_*" if p in stems else ""))
                 for p in paths_in(spec)]
-    with open(os.path.join(root, "analysis", "pair_tables.json")) as f:
-        tables = json.load(f)["tables"]
-    for t in tables:
+    for t in registry.table_specs(reg):
         if "records" not in t:
             continue
         bug = t["readme"].split("/")[1]
-        out += [(f"pair_tables.json {t['readme']}#{t['id']}", bug, p)
+        out += [(f"{os.path.dirname(t['readme'])}/tables.json#{t['id']}", bug, p)
                 for p in paths_in({k: v for k, v in t.items() if k != "readme"})]
     with open(os.path.join(root, "analysis", "claims.json")) as f:
         doc = json.load(f)
@@ -81,7 +80,7 @@ def records_by_bug(root):
 
 def carried(records, path):
     """Whether some record carries the path (null counts: the field exists);
-    a path ending in _* is a stem (bugs.json's seeds_stem): any field
+    a path ending in _* is a stem (report.json's seeds_stem): any field
     starting with it."""
     parent, _, leaf = path.rpartition(".")
     if leaf.endswith("_*"):

@@ -9,6 +9,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import figures  # noqa: E402
+import registry  # noqa: E402
 from checks import check, status  # noqa: E402
 
 
@@ -114,8 +115,7 @@ def main():
     # small_batch_bn: the SyncBN reference line, a log batch axis with no zero.
     here = os.path.dirname(os.path.abspath(__file__))
     recs = [("small_batch_bn_repro_sweep.json", r) for r in small_batch_records()]
-    with open(os.path.join(here, "bugs.json")) as f:
-        spec = json.load(f)["small_batch_bn"]
+    spec = registry.findings_specs()["small_batch_bn"]
     check(figures.bug_figure(plt, "small_batch_bn", spec, recs, out) == "small_batch_bn_headline",
           "small_batch_bn figure")
     fig, ax = plt.drawn[-1]

@@ -1,5 +1,5 @@
 """Per bug: the two-sentence finding and the headline table, from the records
-and the benchmark JSON, following the templates in bugs.json."""
+and the benchmark JSON, following the templates in each pair's report.json."""
 import bench_cost
 from pick import (Summary, expected, first_metric, get, in_all, is_number, num, seed_spread,
                   seeds_per_record, select, value)
@@ -116,7 +116,7 @@ def world_sizes(recs):
 
 def on_purpose_texts(spec, recs):
     """One text per fix variant run inexact on purpose: what it stands for
-    and what its rows show against the value the records predict (bugs.json
+    and what its rows show against the value the records predict (report.json
     "on_purpose": which fields; without it, only the verdicts)."""
     op = spec.get("on_purpose", {})
     shown = on_purpose(select(recs, {"kind": "fix"}))

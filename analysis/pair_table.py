@@ -15,7 +15,7 @@ missing marker is an error (exit 2).
 
   python3 analysis/pair_table.py --all [--check] [--root DIR]
 
---all makes every pair README table listed in analysis/pair_tables.json (the
+--all makes every pair README table listed in the pairs' tables.json (the
 one way they are made): a flag-style table as above, or a named renderer of
 analysis/pair_render/ for tables no column list can say. --check writes
 nothing and exits 1, printing the difference, when a README's tables are not
@@ -33,8 +33,9 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pick import get  # noqa: E402 (the field-path lookup the report uses too)
+import registry  # noqa: E402
 
-SPEC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pair_tables.json")
+SPEC = None  # default: every pair's tables.json, via the registry (pairs.bzl)
 RENDER_MODULES = ["autograd_lost_gather", "drop_last_hang", "missing_set_epoch", "small_batch_bn"]
 
 AGG = re.compile(r"^(min|median|max|mean)\((.+)\)$")
@@ -167,10 +168,13 @@ def render(entry, records, named):
 def update_all(root, spec_path, check):
     """Every table of the spec: rewritten, or (check) compared. Returns the exit status."""
     try:
-        with open(spec_path) as f:
-            spec = json.load(f)["tables"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise UsageError(f"{spec_path}: {e}")
+        if spec_path is None:
+            spec = registry.table_specs(os.path.join(root, "pairs.bzl"))
+        else:
+            with open(spec_path) as f:
+                spec = json.load(f)["tables"]
+    except (OSError, ValueError, KeyError, TypeError, SyntaxError, registry.RegistryError) as e:
+        raise UsageError(f"{spec_path or 'the pair registry'}: {e}")
     named = renderers()
     docs = {}
     for entry in spec:
@@ -210,11 +214,12 @@ def main(argv):
     ap.add_argument("--update")
     ap.add_argument("--id", default="main")
     ap.add_argument("--all", action="store_true",
-                    help="every table of analysis/pair_tables.json")
+                    help="every table of the pairs' tables.json")
     ap.add_argument("--check", action="store_true",
                     help="with --all: write nothing; exit 1 when a table is not current")
     ap.add_argument("--root", help="with --all: the repository root (default: the working directory)")
-    ap.add_argument("--spec", default=SPEC, help="with --all: the table list")
+    ap.add_argument("--spec", default=SPEC,
+                    help="with --all: a file {\"tables\": [...]} (default: every pair's tables.json)")
     args = ap.parse_args(argv)
     here = os.environ.get("BUILD_WORKING_DIRECTORY", os.getcwd())
     try:

@@ -1,7 +1,7 @@
 """Picking records and numbers out of them, for the findings and the claims
 ledger: selectors, metric expressions, summaries and number formatting.
 
-The specs (bugs.json, claims.json) name fields, never numbers: a field a
+The specs (each pair's report.json, claims.json) name fields, never numbers: a field a
 record does not carry is simply absent from the summary, so records that gain
 or lose fields keep building a report.
 

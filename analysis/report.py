@@ -14,7 +14,7 @@ leads with the findings:
   OUT/<figure>.pdf/svg/png figures (Okabe-Ito palette, axes with units)
   OUT/latex/*.tex          with --latex: booktabs headline tables and ledger
 
-The words and the fields each finding reads come from analysis/bugs.json, the
+The words and the fields each finding reads come from repro/<bug>/report.json, the
 claims from analysis/claims.json; every number comes from the records.
 Missing, malformed or unreadable input is an error naming the file (exit 2,
 one line), and nothing is half-written: the report is built in a hidden
@@ -37,6 +37,7 @@ import git_age
 import ledger
 import ledger_section
 import outdir
+import registry
 import outdir as outdir_mod  # build()'s parameter is also called outdir
 import summary
 import tables
@@ -45,8 +46,7 @@ from records import InputError, check_benchmarks, check_headline_types, check_re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Registered order (pairs.bzl): the report follows it; unknown bugs follow.
-BUG_ORDER = ["wrong_all_gather", "mean_of_means", "missing_set_epoch", "drop_last_hang",
-             "small_batch_bn", "autograd_lost_gather"]
+BUG_ORDER = registry.names()  # the pair registry's order (pairs.bzl)
 
 
 # Limits on an input file: the largest record file is ~1.5 MB; nesting
@@ -200,7 +200,7 @@ def build(results_dir, outdir, latex):
     files = [(p, load(p)[1]) for p in paths]
     recs = [(p, r) for p, d in files if isinstance(d, list) for r in d]
     benches = [(p, d) for p, d in files if isinstance(d, dict)]
-    bugs_spec = load_spec("bugs.json")
+    bugs_spec = registry.findings_specs()
     check_headline_types([(p, i, r) for p, d in files if isinstance(d, list)
                           for i, r in enumerate(d)], bugs_spec)
     claims, sources, own = ledger.load(os.path.join(HERE, "claims.json"), with_own=True)

@@ -1,7 +1,7 @@
 """The top of the report: one summary table (per bug, the symptom at the
 default configuration with its spread over seeds, the fix and how exact it
 is, the cost of the best fix at a named shape) and the "Scope and limits"
-paragraph, both from the records and their provenance (bugs.json "summary"
+paragraph, both from the records and their provenance (report.json "summary"
 names which records and fields; no number is typed there)."""
 import json
 import os

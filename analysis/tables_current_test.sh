@@ -1,6 +1,6 @@
 #!/bin/bash
 # The pair READMEs' tables are the ones the committed results/ give:
-# analysis/pair_table.py --all --check (every table of pair_tables.json)
+# analysis/pair_table.py --all --check (every table of the pairs' tables.json)
 # changes nothing. A record regenerated without its tables, or a table edited
 # by hand, fails here; so does this test's own hand-edited copy (below), which
 # shows the check can fail.
@@ -15,7 +15,7 @@ fi
 # A copy with one table cell changed by hand must fail the same check.
 copy="$TEST_TMPDIR/root"
 mkdir -p "$copy"
-cp -rL analysis repro fixes results "$copy/" 2>/dev/null
+cp -rL analysis repro fixes results pairs.bzl "$copy/" 2>/dev/null
 readme="$copy/repro/mean_of_means/README.md"
 "$python3" - "$readme" <<'PY'
 import re, sys

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/regen_all.sh [--dry-run] [--only NAME[,NAME...]] — regenerates every
+# tools/regen_all.sh [--dry-run] [--steps] [--only NAME[,NAME...]] — regenerates every
 # record and benchmark file under results/ at ONE commit (issue 30 item 5),
 # then the tables made from them and the report, and writes a manifest.
 #
@@ -26,7 +26,8 @@
 # venv exists), then the tables (bench, PyTorch, pair READMEs) and the report.
 # The worktree uses this checkout's user.bazelrc (e.g. a disk cache) when
 # there is one. --dry-run checks the tree and prints the steps without running
-# them. A failed step stops the run (exit 1); the manifest says which. The
+# them; --steps lists every step (name|timed|command) without checking the
+# tree. A failed step stops the run (exit 1); the manifest says which. The
 # records made before a failure or an interruption (Ctrl-C: exit 130,
 # SIGTERM: 143) are copied back, never lost with the worktree.
 # Takes hours on a 2-core machine (bench/regen.sh alone about 50 minutes).
@@ -36,13 +37,15 @@ root="$PWD"
 
 usage() { sed -n '2,/^[^#]/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
 dry=0
+list_steps=0
 only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --help | -h) usage; exit 0 ;;
     --dry-run) dry=1 ;;
+    --steps) list_steps=1 ;;
     --only) only="${2:?--only needs a list of step names}"; shift ;;
-    *) echo "regen_all: unknown argument '$1' (allowed: --dry-run, --only NAMES, --help)" >&2; exit 2 ;;
+    *) echo "regen_all: unknown argument '$1' (allowed: --dry-run, --steps, --only NAMES, --help)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -50,22 +53,7 @@ done
 # name|timed or -|command (run from the worktree's root; records go to results/)
 STEPS=(
   "build|-|bazel build //repro/... //fixes/... //tools/vs_pytorch/checked_vs_detail && bazel build -c opt //bench/padding //bench/peers //bench/peers:gather_loop //bench:sync_bn //bench/recorder"
-  "wrong_all_gather_repro|-|bazel run //repro/wrong_all_gather -- --sweep --json \$PWD/results/wrong_all_gather_repro.json"
-  "wrong_all_gather_fix|-|bazel run //fixes/wrong_all_gather -- --sweep --json \$PWD/results/wrong_all_gather_fix.json"
-  "mean_of_means_repro|-|bazel run //repro/mean_of_means -- --sweep --json \$PWD/results/mean_of_means_repro.json"
-  "mean_of_means_fix|-|bazel run //fixes/mean_of_means -- --sweep --json \$PWD/results/mean_of_means_fix.json"
-  "missing_set_epoch_repro|-|bazel run //repro/missing_set_epoch -- --json \$PWD/results/missing_set_epoch_repro.json"
-  "missing_set_epoch_fix|-|bazel run //fixes/missing_set_epoch -- --json \$PWD/results/missing_set_epoch_fix.json"
-  "missing_set_epoch_fix_sweep|-|bazel run //fixes/missing_set_epoch -- --sweep --json \$PWD/results/missing_set_epoch_fix_sweep.json"
-  "small_batch_bn_repro_sweep|-|bazel run //repro/small_batch_bn -- --sweep --json \$PWD/results/small_batch_bn_repro_sweep.json"
-  "small_batch_bn_repro_levers|-|bazel run //repro/small_batch_bn -- --levers --json \$PWD/results/small_batch_bn_repro_levers.json"
-  "small_batch_bn_fix|-|bazel run //fixes/small_batch_bn -- --json \$PWD/results/small_batch_bn_fix.json"
-  "small_batch_bn_fix_sweep|-|bazel run //fixes/small_batch_bn -- --sweep --json \$PWD/results/small_batch_bn_fix_sweep.json"
-  "autograd_lost_gather_repro|-|bazel run //repro/autograd_lost_gather -- --sweep --json \$PWD/results/autograd_lost_gather_repro.json"
-  "autograd_lost_gather_fix|-|bazel run //fixes/autograd_lost_gather -- --sweep --json \$PWD/results/autograd_lost_gather_fix.json"
-  "drop_last_hang_repro|timed|bazel run //repro/drop_last_hang -- --json \$PWD/results/drop_last_hang_repro.json"
-  "drop_last_hang_fix|timed|bazel run //fixes/drop_last_hang -- --json \$PWD/results/drop_last_hang_fix.json"
-  "drop_last_hang_fix_sweep|timed|bazel run //fixes/drop_last_hang -- --sweep --json \$PWD/results/drop_last_hang_fix_sweep.json"
+  "@pairs"  # every pair's record steps, from the pair registry (pairs.bzl): below
   "checked_mode|timed|bazel run //tools/vs_pytorch/checked_vs_detail -- --json \$PWD/results/vs_pytorch/checked_mode.json"
   "bench|timed|bench/regen.sh all --no-tables"
   "vs_pytorch|timed|tools/vs_pytorch/run_all.sh --no-tables"
@@ -74,6 +62,26 @@ STEPS=(
   "pair_tables|-|python3 analysis/pair_table.py --all"
   "report|-|bazel run //analysis:report -- --results results --out report --latex"
 )
+
+# The pair steps come from the registry (pairs.bzl "regen", read by
+# analysis/registry.py): the untimed ones where "@pairs" stands, the timed
+# ones after them, in the registry's order; a new pair's steps appear here
+# with no edit of this script.
+pair_steps=$(/usr/bin/python3 analysis/registry.py regen-steps) || {
+  echo "regen_all: cannot read the pair registry (pairs.bzl)" >&2; exit 2; }
+expanded=()
+for s in "${STEPS[@]}"; do
+  if [ "$s" = "@pairs" ]; then
+    while IFS= read -r line; do [ -n "$line" ] && expanded+=("$line"); done <<<"$pair_steps"
+  else
+    expanded+=("$s")
+  fi
+done
+STEPS=("${expanded[@]}")
+if [ "$list_steps" = 1 ]; then  # every step, name|timed or -|command, the tree unchecked
+  printf '%s\n' "${STEPS[@]}"
+  exit 0
+fi
 
 dirty="$(git status --porcelain --untracked-files=normal)"
 if [ -n "$dirty" ]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """summarize.py [--out DIR] FILE...: the one-screen summary that ends
 `bazel run //:suite`. Per bug, read from the records with the report's own
-templates and selectors (analysis/bugs.json, analysis/summary.py):
+templates and selectors (repro/<bug>/report.json, analysis/summary.py):
 
   BUG: TITLE (how many repro rows reproduced it, how many controls held)
     symptom: the headline number in its unit, with its interval or spread
@@ -28,14 +28,14 @@ from findings import metric_text, on_purpose_texts, unexpected, world_sizes  # n
 from pick import first_metric, select  # noqa: E402
 from records import InputError, check_records  # noqa: E402
 from summary import fix_cell, symptom_cell  # noqa: E402
+import registry  # noqa: E402
 
 WIDTH = 120
 
 
 def load_spec():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "analysis", "bugs.json")
-    with open(path) as f:
-        return json.load(f)
+    """Each pair's report spec (repro/<bug>/report.json), via the registry."""
+    return registry.findings_specs()
 
 
 def counts_text(repro):

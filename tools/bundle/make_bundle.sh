@@ -51,12 +51,22 @@ die() {
 here=""
 for d in "$(dirname "${BASH_SOURCE[0]}")" "${RUNFILES_DIR:-/nonexistent}/ddp_pitfalls/tools/bundle" \
   "${BASH_SOURCE[0]}.runfiles/ddp_pitfalls/tools/bundle" "$PWD/tools/bundle"; do
-  if [[ -f "$d/bundle_lib.sh" && -f "$d/run_all.sh" && -f "$d/shared_gpu_flags.txt" ]]; then
+  if [[ -f "$d/bundle_lib.sh" && -f "$d/run_all.sh" && -f "$d/mps_isolated_base.txt" ]]; then
     here="$(cd "$d" && pwd)"
     break
   fi
 done
-[[ -n "$here" ]] || die "cannot find bundle_lib.sh, run_all.sh and shared_gpu_flags.txt next to ${BASH_SOURCE[0]}"
+[[ -n "$here" ]] || die "cannot find bundle_lib.sh, run_all.sh and mps_isolated_base.txt next to ${BASH_SOURCE[0]}"
+# The pair registry (pairs.bzl) gives the pairs' shared-GPU flags and which
+# pairs run apart from CUDA MPS: made here, for the checks below and the
+# bundle (two levels up: the source tree, or the runfiles under bazel run).
+lists="$(mktemp -d)"
+trap 'rm -rf "$lists"' EXIT
+registry="$here/../../analysis/registry.py"
+/usr/bin/python3 "$registry" shared-gpu-flags "$here/../../pairs.bzl" >"$lists/shared_gpu_flags.txt" &&
+  { cat "$here/mps_isolated_base.txt" &&
+    /usr/bin/python3 "$registry" mps-isolated "$here/../../pairs.bzl"; } >"$lists/mps_isolated.txt" ||
+  die "cannot read the pair registry ($here/../../pairs.bzl through $registry)"
 # shellcheck source=tools/bundle/bundle_lib.sh
 source "$here/bundle_lib.sh"
 
@@ -131,7 +141,7 @@ isolated_in_list() {
     [[ -z "$pattern" || "$pattern" == \#* ]] && continue
     # shellcheck disable=SC2053  # the line is a glob pattern
     [[ "$1" == $pattern ]] && return 0
-  done <"$here/mps_isolated.txt"
+  done <"$lists/mps_isolated.txt"
   return 1
 }
 no_mps_tests=" $(bazel query --noshow_progress 'attr(env, "DDP_MPS", tests(//...))' 2>/dev/null | sort | tr '\n' ' ')"
@@ -158,8 +168,7 @@ mkdir -p "$out/bin" "$out/lib"
 : >"$out/tests.txt"
 : >"$out/pairs.txt"
 : >"$out/bench.txt"
-libs_file="$(mktemp)"
-trap 'rm -f "$libs_file"' EXIT
+libs_file="$lists/libs.txt"
 
 # //a/b:c -> a/b/c, the binary's path under bazel-bin.
 rel_path() {
@@ -224,9 +233,9 @@ versions="$(bundle_check_versions "${elves[@]}")" ||
 
 cp "$here/run_all.sh" "$out/run_all.sh"
 # run_all.sh applies a pair binary's line where fewer than 4 GPUs are visible.
-cp "$here/shared_gpu_flags.txt" "$out/shared_gpu_flags.txt"
+cp "$lists/shared_gpu_flags.txt" "$out/shared_gpu_flags.txt"
 # and runs these apart, without CUDA MPS.
-cp "$here/mps_isolated.txt" "$out/mps_isolated.txt"
+cp "$lists/mps_isolated.txt" "$out/mps_isolated.txt"
 chmod +x "$out/run_all.sh"
 
 commit="$(bundle_commit .)"  # what every record of this bundle will carry

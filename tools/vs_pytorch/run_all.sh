@@ -6,6 +6,7 @@
 #   tools/vs_pytorch/run_all.sh                    # every script, 1.13 and 2.15, then tables
 #   tools/vs_pytorch/run_all.sh --versions 2.15 --only torch_debug_detail
 #   tools/vs_pytorch/run_all.sh --tables           # only rewrite the README tables
+#   tools/vs_pytorch/run_all.sh --list             # the scripts, name|script|versions|README|table
 #   tools/vs_pytorch/run_all.sh --no-tables        # only the records (tools/regen_all.sh:
 #                                                  # a rewritten README would mark later records +dirty)
 #
@@ -24,39 +25,33 @@ usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 versions="1.13,2.15"
 only=""
 tables_only=0
+list_only=0
 no_tables=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --versions) versions="${2:?--versions needs a value}"; shift 2 ;;
     --only) only="${2:?--only needs a value}"; shift 2 ;;
     --tables) tables_only=1; shift ;;
+    --list) list_only=1; shift ;;
     --no-tables) no_tables=1; shift ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "run_all.sh: unknown argument '$1' (allowed: --versions 1.13,2.15, --only NAME,..., --tables, --no-tables, --help)" >&2
+    *) echo "run_all.sh: unknown argument '$1' (allowed: --versions 1.13,2.15, --only NAME,..., --tables, --no-tables, --list, --help)" >&2
        exit 2 ;;
   esac
 done
 
-# name | script | versions it runs on | README | table id
-scripts=(
-  "wrong_all_gather_unequal|repro/wrong_all_gather/pytorch/unequal_all_gather.py|1.13,2.15|repro/wrong_all_gather/README.md|pytorch"
-  "wrong_all_gather_torchmetrics|repro/wrong_all_gather/pytorch/torchmetrics_auroc.py|2.15|repro/wrong_all_gather/README.md|torchmetrics"
-  "wrong_all_gather_auc_curve|repro/wrong_all_gather/pytorch/auc_curve.py|1.13,2.15|repro/wrong_all_gather/README.md|auc_curve"
-  "wrong_all_gather_torchmetrics_step_epoch|repro/wrong_all_gather/pytorch/torchmetrics_step_epoch.py|2.15|repro/wrong_all_gather/README.md|torchmetrics_step_epoch"
-  "drop_last_hang_timeout|repro/drop_last_hang/pytorch/uneven_steps_timeout.py|1.13,2.15|repro/drop_last_hang/README.md|pytorch"
-  "drop_last_hang_join|fixes/drop_last_hang/pytorch/join_divide.py|1.13,2.15|fixes/drop_last_hang/README.md|pytorch"
-  "drop_last_hang_final_barrier|fixes/drop_last_hang/pytorch/final_barrier.py|1.13,2.15|fixes/drop_last_hang/README.md|final_barrier"
-  "drop_last_hang_find_unused|fixes/drop_last_hang/pytorch/find_unused.py|1.13,2.15|fixes/drop_last_hang/README.md|find_unused"
-  "torch_debug_detail|tools/vs_pytorch/checked_vs_detail/detail.py|1.13,2.15|core/comm/README.md|detail"
-  "missing_set_epoch_sampler|repro/missing_set_epoch/pytorch/sampler_vs_golden.py|1.13,2.15|repro/missing_set_epoch/README.md|pytorch"
-  "small_batch_bn_sync_bn|fixes/small_batch_bn/pytorch/sync_bn_cases.py|1.13,2.15|fixes/small_batch_bn/README.md|pytorch"
-  "small_batch_bn_no_group|fixes/small_batch_bn/pytorch/sync_bn_no_group.py|1.13,2.15|fixes/small_batch_bn/README.md|no_group"
-  "small_batch_bn_bn_eval|repro/small_batch_bn/pytorch/bn_eval_mode.py|1.13,2.15|repro/small_batch_bn/README.md|pytorch"
-  "autograd_lost_gather_diff_gather|fixes/autograd_lost_gather/pytorch/diff_gather.py|1.13,2.15|fixes/autograd_lost_gather/README.md|pytorch"
-  "autograd_lost_gather_memory|fixes/autograd_lost_gather/pytorch/gather_memory.py|1.13,2.15|fixes/autograd_lost_gather/README.md|memory"
-  "mean_of_means_lightning|repro/mean_of_means/pytorch/lightning_accumulator.py|2.15|repro/mean_of_means/README.md|pytorch_lightning"
-  "autograd_lost_gather_torchmetrics|repro/autograd_lost_gather/pytorch/torchmetrics_loss.py|2.15|repro/autograd_lost_gather/README.md|torchmetrics"
-)
+# name | script | versions it runs on | README | table id: the pairs' own
+# scripts come from the pair registry (pairs.bzl "evidence", read by
+# analysis/registry.py), beside the suite's one of its own (core/comm's).
+pair_scripts=$(/usr/bin/python3 analysis/registry.py evidence) || {
+  echo "run_all.sh: cannot read the pair registry (pairs.bzl)" >&2; exit 2; }
+scripts=("torch_debug_detail|tools/vs_pytorch/checked_vs_detail/detail.py|1.13,2.15|core/comm/README.md|detail")
+while IFS= read -r line; do [ -n "$line" ] && scripts+=("$line"); done <<<"$pair_scripts"
+
+if [ "$list_only" = 1 ]; then
+  printf '%s\n' "${scripts[@]}"
+  exit 0
+fi
 
 python_for() {
   case "$1" in

@@ -51,7 +51,7 @@ while IFS='|' read -r name script _ readme id; do
   "$python3" "$script" --no-such-flag >/dev/null 2>&1
   rc=$?
   [[ $rc == 2 ]] || { echo "FAIL: $script --no-such-flag exited $rc, not 2"; fail=1; }
-done < <(sed -n '/^scripts=(/,/^)/p' tools/vs_pytorch/run_all.sh | sed -n 's/^ *"\(.*\)"$/\1/p')
+done < <(bash tools/vs_pytorch/run_all.sh --list)
 ((n >= 10)) || { echo "FAIL: only $n scripts read from run_all.sh"; fail=1; }
 
 # The check can fail: one README cell changed by hand in a copy.
