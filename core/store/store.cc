@@ -58,15 +58,30 @@ std::shared_ptr<Store> OpenFileStore(const std::string& dir, std::chrono::millis
     throw ConfigError("rendezvous directory '" + dir + "' cannot be created: " +
                       (ec ? ec.message() : "not a directory"));
   }
-  // Probe writability now: a rank would otherwise fail deep inside a connect.
+  // Probe writability now: a rank would otherwise fail deep inside a connect,
+  // and its world would be recorded as an error. An empty file is not
+  // enough: on a full filesystem it is created, and only the bytes of the
+  // first key fail (ENOSPC, or EFBIG past RLIMIT_FSIZE). So one page of
+  // bytes, written and synced, as a key takes.
   const std::string probe = dir + "/.ddp_write_probe." + std::to_string(getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     throw ConfigError("rendezvous directory '" + dir + "' is not writable: " +
                       std::strerror(errno));
   }
-  ::close(fd);
+  const std::string page(4096, 'p');
+  ssize_t n = -1;
+  do {
+    n = ::write(fd, page.data(), page.size());
+  } while (n < 0 && errno == EINTR);
+  int err = n < 0 ? errno : n != static_cast<ssize_t>(page.size()) ? ENOSPC : 0;
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
   ::unlink(probe.c_str());
+  if (err != 0) {
+    throw ConfigError("rendezvous directory '" + dir + "' cannot be written: " +
+                      std::strerror(err));
+  }
   return MakeFileStore(dir, timeout);
 }
 
