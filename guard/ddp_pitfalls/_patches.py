@@ -15,7 +15,11 @@ from . import _data, _exchange, _state
 from .checks import (autograd_lost_gather, drop_last_hang, mean_of_means, missing_set_epoch,
                      small_batch_bn, wrong_all_gather)
 
-_installed = []  # (owner, name, original)
+# (owner, name, original, wrapper): built once, at the first install();
+# install() and uninstall() then only swap attributes, so turning the guard
+# on and off allocates nothing and is the same every time.
+_installed = []
+_active = [False]
 
 
 def _wrap(owner, name, make):
@@ -23,8 +27,7 @@ def _wrap(owner, name, make):
     if original is None:
         return None
     wrapper = functools.wraps(original)(make(original))
-    setattr(owner, name, wrapper)
-    _installed.append((owner, name, original))
+    _installed.append((owner, name, original, wrapper))
     return original
 
 
@@ -179,8 +182,22 @@ def _ddp_forward(original):
 
 
 def install():
-    if _installed:
-        return
+    if not _installed:
+        _build()
+    if not _active[0]:
+        for owner, name, _, wrapper in _installed:
+            setattr(owner, name, wrapper)
+        _active[0] = True
+
+
+def uninstall():
+    if _active[0]:
+        for owner, name, original, _ in reversed(_installed):
+            setattr(owner, name, original)
+        _active[0] = False
+
+
+def _build():
     import torch.distributed as dist
     import torch.distributed.distributed_c10d as c10d
     from torch.nn.parallel import DistributedDataParallel
@@ -192,9 +209,8 @@ def install():
         original = _wrap(c10d, name, make)
         if original is not None:
             _exchange.ORIGINAL.setdefault(name, original)
-            if getattr(dist, name, None) is original:
-                setattr(dist, name, getattr(c10d, name))
-                _installed.append((dist, name, original))
+            if getattr(dist, name, None) is original:  # torch.distributed's own name for it
+                _installed.append((dist, name, original, _installed[-1][3]))
     _wrap(DistributedSampler, "__iter__", _sampler_iter)
     _wrap(DataLoader, "__iter__", _loader_iter)
     _wrap(_BaseDataLoaderIter, "__next__", _loader_next)
@@ -205,9 +221,3 @@ def install():
         return
     _wrap(Join, "__enter__", _join_enter)
     _wrap(Join, "__exit__", _join_exit)
-
-
-def uninstall():
-    while _installed:
-        owner, name, original = _installed.pop()
-        setattr(owner, name, original)
