@@ -16,6 +16,7 @@ import os
 import stat
 import sys
 import tempfile
+import time
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, here)
@@ -113,6 +114,7 @@ def test_arguments(tmp):
     usage(["--ours_binary", binary, "--batch_us", "5"], "--batch_us 5")
     usage(["--ours_binary", binary, "--device", "1024"], "--device 1024")
     usage(["--ours_binary", binary, "--ours_timeout", "0"], "--ours_timeout 0")
+    usage(["--ours_binary", binary, "--budget", "-1"], "--budget -1")
     # Flags of our binary the script sets itself cannot come after --.
     usage(["--ours_binary", binary, "--", "--reps", "3"], "sets --reps of our binary itself")
     usage(["--ours_binary", binary, "--", "--benchmark_out=x.json"], "sets --benchmark_out of our binary")
@@ -178,7 +180,7 @@ class FakeTorch:
                 for r in rows]
 
 
-def drive_fake(tmp, name, reps, ours_times, torch_times, extra_env=None, flags=()):
+def drive_fake(tmp, name, reps, ours_times, torch_times, extra_env=None, flags=(), clock=None):
     """drive() with the fake binary through run_ours and FakeTorch:
     (result of drive, the log's lines, FakeTorch, messages)."""
     log_path = os.path.join(tmp, f"{name}.log")
@@ -194,7 +196,7 @@ def drive_fake(tmp, name, reps, ours_times, torch_times, extra_env=None, flags=(
     said = []
     try:
         result = tng.drive(reps, lambda k: tng.run_ours(args, k, folder, set(), said.append), torch.block,
-                           said.append)
+                           said.append, args.budget, clock or time.monotonic)
     finally:
         for k, v in saved.items():
             if v is None:
@@ -270,6 +272,14 @@ def test_drive(tmp):
     result, _, _, _ = drive_fake(tmp, "reps", 2, [10, 10], [20, 20], {"FAKE_REP_BASE": "1"})
     expect(result[3] is not None and "is not repetition 0 of a bench/norm_kernels row" in result[3],
            f"rep base: {result[3]}")
+    # --budget (lease.sh --norm-peers gives S - 30 s): a repetition the
+    # slowest so far would not finish in time is not started, and the run
+    # keeps what it has (on a clock where each repetition takes 100 s).
+    ticks = iter([0, 0, 100, 100, 200])
+    result, log, _, _ = drive_fake(tmp, "budget", 3, [10, 10, 10], [20, 20, 20], flags=["--budget", "150"],
+                                   clock=lambda: next(ticks))
+    expect(result[3] is not None and "--budget 150 s: repetition 1 not started" in result[3] and
+           [r["rep"] for r in result[1]] == [0] and len(log) == 2, f"budget: {result[3]} {log}")
     # Rows that change between repetitions cannot be paired.
     result, _, _, _ = drive_fake(tmp, "rows", 2, [10, 10], [20, 20], {"FAKE_EXTRA_AT": "1"})
     expect(result[3] is not None and "repetition 1: our binary ran other rows than in repetition 0" in result[3]

@@ -2,7 +2,7 @@
 """bench/peers/torch_norm_gpu.py --ours_binary PATH [--ours_lib_path DIRS]
 [--shapes S] [--dtypes D] [--rows R] [--reps 5] [--batches 10]
 [--batch_us 300] [--device 0] [--no_sync_bn] [--require_gpu]
-[--ours_timeout 600] [--json FILE] [-- FLAGS FOR OUR BINARY]
+[--ours_timeout 600] [--budget 0] [--json FILE] [-- FLAGS FOR OUR BINARY]
 
 bench/norm_kernels' W = 1 device rows and PyTorch's counterpart of each, in
 one run on one GPU with interleaved repetitions: for repetition k this
@@ -124,6 +124,9 @@ def parse_args(argv):
                     help="exit 1, not 0, when torch or its GPU is missing")
     ap.add_argument("--ours_timeout", type=float, default=600.0,
                     help="seconds one repetition of our binary may take (1..86400)")
+    ap.add_argument("--budget", type=float, default=0.0,
+                    help="seconds for the whole run: no repetition starts that the slowest so far would not "
+                         "finish in time, so the record is written before an outer timeout (0: no limit)")
     ap.add_argument("--json", help="write the record here (default: stdout)")
     ap.add_argument("ours_args", nargs="*", metavar="-- FLAG",
                     help="more flags for our binary, after -- (e.g. --benchmark_filter=...)")
@@ -137,7 +140,8 @@ def parse_args(argv):
               (1 <= args.batches <= 1000, f"--batches {args.batches}: allowed 1..1000"),
               (10 <= args.batch_us <= 1e6, f"--batch_us {args.batch_us:g}: allowed 10..1e6"),
               (0 <= args.device <= 1023, f"--device {args.device}: allowed 0..1023"),
-              (1 <= args.ours_timeout <= 86400, f"--ours_timeout {args.ours_timeout:g}: allowed 1..86400"))
+              (1 <= args.ours_timeout <= 86400, f"--ours_timeout {args.ours_timeout:g}: allowed 1..86400"),
+              (0 <= args.budget <= 86400, f"--budget {args.budget:g}: allowed 0..86400"))
     for ok, message in checks:
         if not ok:
             raise UsageError(message)
@@ -291,11 +295,12 @@ def alternate(reps, side_block, log, tool, budget_s=0.0, clock=time.monotonic):
     return done, entries, None
 
 
-def drive(reps, ours_block, torch_block, log):
+def drive(reps, ours_block, torch_block, log, budget_s=0.0, clock=time.monotonic):
     """For k in 0..reps-1: our binary's repetition k (ours_block(k) ->
     (context, entries)) and PyTorch's (torch_block(k, rows) -> entries), ours
-    first when k is even. Returns (our repetition 0's context, the completed
-    repetitions, their entries, why the run stopped or None)."""
+    first when k is even (alternate; budget_s as there). Returns (our
+    repetition 0's context, the completed repetitions, their entries, why
+    the run stopped or None)."""
     first = {}
 
     def side_block(k, side, rep):
@@ -309,7 +314,7 @@ def drive(reps, ours_block, torch_block, log):
             same_rows(first, ctx, side_entries, k)
         rep["ours_date"] = ctx.get("date", "?")
         return side_entries
-    done, entries, stopped = alternate(reps, side_block, log, "torch_norm_gpu")
+    done, entries, stopped = alternate(reps, side_block, log, "torch_norm_gpu", budget_s, clock)
     return first.get("context", {}), done, entries, stopped
 
 
@@ -584,7 +589,7 @@ def run(args, log):
         return ctx, entries
 
     with tempfile.TemporaryDirectory(prefix="torch_norm_gpu-") as folder:
-        ours_ctx, reps, entries, stopped = drive(args.reps, ours_block, side.block, log)
+        ours_ctx, reps, entries, stopped = drive(args.reps, ours_block, side.block, log, args.budget)
     side.close()
     if stopped:
         log(f"torch_norm_gpu: stopped: {stopped}")

@@ -120,8 +120,9 @@ def run_line(name, run):
                  f"{len(calls)} device call{'s' if len(calls) != 1 else ''}; " + "; ".join(parts) + f"; {one}.")
 
 
-def norm_table(found):
-    """bench/norm_kernels rows beyond the L2: median GB/s and fraction of the copy, [min, max]."""
+def norm_table(found, gpu=None):
+    """bench/norm_kernels rows beyond the L2: median GB/s and fraction of the copy, [min, max], of one
+    run's record; `gpu` named first where the section holds runs of several GPUs."""
     (run, call, path), doc = found
     ctx = doc.get("context", {})
     groups = {}
@@ -132,7 +133,8 @@ def norm_table(found):
         groups.setdefault(key, []).append((b["frac_of_copy"], b["gbps"]))
     if not groups:
         raise InputError(f"{run}/{call}/{path}: no norm_kernels row beyond the L2 with frac_of_copy")
-    out = [f"One process on the GPU (W = 1, no collective; `{path.split('/')[-1]}` of {run}, {call}; "
+    out = [(f"On the {gpu}: one" if gpu else "One") + f" process on the GPU (W = 1, no collective; "
+           f"`{path.split('/')[-1]}` of {run}, {call}; "
            f"commit `{ctx.get('ddp_commit', '?')[:7]}`, CUDA MPS client: {ctx.get('ddp_mps_client', '?')}, "
            f"shared GPU: {ctx.get('ddp_shared_gpu', '?')}; {ctx.get('ddp_reps', '?')} interleaved "
            f"repetitions in one run, medians over them): each kernel's GB/s and that over a device-to-device "
@@ -207,9 +209,11 @@ def torch_raw(doc):
         yield c["world_size"], c.get("dtype", "?"), int(c["runs"]), int(c["silent_runs"]), failed, aucs, ref, inputs
 
 
-def raw_table(files):
+def raw_table(files, gpu_of=None):
     """Per engine, W, dtype and device call (never pooled across calls:
-    their conditions differ, e.g. CUDA MPS on or off): runs, silent wrong
+    their conditions differ, e.g. CUDA MPS on or off, and so never across
+    GPUs; `gpu_of` maps a run to its GPU, named beside it where the section
+    holds several GPUs): runs, silent wrong
     values, runs with an error or deadline, rank 0's AUC when silent, and
     the one-process AUC of that engine's data and whose samples it gathered
     (PyTorch's records before 7b8517f drew their own scores)."""
@@ -246,7 +250,8 @@ def raw_table(files):
         a = agg[key]
         auc = f"{min(a['aucs']):.4f}..{max(a['aucs']):.4f}" if a["aucs"] else "-"
         ref = "..".join(f"{x:.4f}" for x in sorted(a["refs"])) or "-"
-        out.append(f"| {engine} | {w} | {dtype} | {proto} | {run}, {call} | {a['runs']} | {a['silent']} | "
+        where = f"{run} ({gpu_of[run]}), {call}" if gpu_of else f"{run}, {call}"
+        out.append(f"| {engine} | {w} | {dtype} | {proto} | {where} | {a['runs']} | {a['silent']} | "
                    f"{a['failed']} | {auc} | {ref} | {', '.join(sorted(a['inputs']))} |")
         # The most runs in one call per engine, W, dtype, protocol and samples.
         for k in ((engine, w, dtype), (engine, w, dtype, proto, frozenset(a["inputs"]))):
@@ -308,7 +313,7 @@ def render(gpu_dir):
     if not os.path.isdir(gpu_dir):
         raise InputError(f"{gpu_dir}: no such folder")
     runs = sorted((d for d in os.listdir(gpu_dir) if os.path.isdir(os.path.join(gpu_dir, d))), reverse=True)
-    lines, gpus, files, skipped = [], [], {}, []
+    lines, gpus, files, skipped, gpu_of = [], [], {}, [], {}
     for name in runs:
         path = os.path.join(gpu_dir, name)
         try:
@@ -317,13 +322,22 @@ def render(gpu_dir):
             skipped.append(name)  # a run from before run_all's per-call summary.tsv
             continue
         gpus.append(gpu)
+        gpu_of[name] = gpu
         lines.append(line)
         for (call, p), data in call_files(path).items():
             files[(name, call, p)] = data
     if not lines:
         raise InputError(f"{gpu_dir}: no GPU run with per-call summary.tsv files")
-    gpu = gpus[0]
-    out = [f"### Measured on an {gpu}" if gpu.startswith("NVIDIA") else f"### Measured on {gpu}", ""]
+    # One GPU: the heading names it. Several (an H200 lease after the H100's):
+    # the heading names each, newest first, and every table names its own;
+    # no number of one GPU is pooled with another's.
+    kinds = list(dict.fromkeys(gpus))
+    several = len(kinds) > 1
+    if several:
+        out = ["### Measured on " + " and ".join(f"an {g}" if g.startswith("NVIDIA") else g for g in kinds), ""]
+    else:
+        gpu = gpus[0]
+        out = [f"### Measured on an {gpu}" if gpu.startswith("NVIDIA") else f"### Measured on {gpu}", ""]
     out.append("Written by `python3 tools/bundle/gpu_section.py results/gpu --update README.md` from the "
                "records committed under `results/gpu/` (`//tools/bundle:gpu_section_test` checks that this "
                "block is what it gives). Runs, newest first:")
@@ -336,11 +350,17 @@ def render(gpu_dir):
     norms = sorted((k, load(k[1], k[2], v)) for k, v in files.items() if NORM.search(k[2]))
     todo = []
     if norms:
-        out += norm_table(norms[-1])
+        # Per GPU, its newest run's record (a table of one run: one GPU).
+        for g in kinds:
+            mine = [n for n in norms if gpu_of[n[0][0]] == g]
+            if mine:
+                out += norm_table(mine[-1], g if several else None)
+                out.append("")
+        out.pop()
     else:
         todo.append("bench/norm_kernels at W = 1 (one process: the only GPU number a one-GPU lease gives alone)")
     out.append("")
-    raw, agg = raw_table(files)
+    raw, agg = raw_table(files, gpu_of if several else None)
     if agg:
         out += raw
         out.append("")

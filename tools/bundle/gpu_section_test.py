@@ -1,4 +1,5 @@
-"""gpu_section.py on fake GPU runs: the heading names the GPU, one line per
+"""gpu_section.py on fake GPU runs: the heading names the GPU (runs on two
+GPUs: each GPU's tables apart, named by it, never pooled), one line per
 run with its counts and whether one call ran everything, the W = 1 kernel
 rows beyond the L2 against the copy (rows that fit the L2 left out, the
 goal counted; a call whose console lacks run_all's summary is never the
@@ -152,6 +153,30 @@ expect(rc == 0 and "not yet everything in one call" in out_cut, f"a cut call cla
 
 expect("PyTorch's rows beside ours: `torch_norm_gpu.json` (h200-2026-12-01, call2), in bench/README.md's "
        "`norm_gpu` table" in out and "(`torch_norm_gpu.json`)" not in out, "a PyTorch record present is pointed to")
+
+# Runs on two GPUs (issue 62: an H200 lease after the H100's): the heading
+# names both, each GPU's kernel rows are a table of their own introduced by
+# the GPU (never pooled: the H100's bn_stats at 0.3 stays apart from the
+# H200's 0.6), and every raw row names its run's GPU.
+mixed = os.path.join(tmp, "mixed")
+shutil.copytree(gpu, mixed)
+old_run = os.path.join(mixed, "h100-2026-11-30")
+write(os.path.join(old_run, "call1", "summary.tsv"), HEADER + "test\tcore/a_test\tpass\t4\t1 ok\n")
+write(os.path.join(old_run, "call1", "environment.txt"), ENV.replace("NVIDIA H200", "NVIDIA H100 80GB HBM3"))
+write(os.path.join(old_run, "call1", "records", "bench_norm_kernels_norm_kernels.nccl.bench.json"),
+      dict(norm, benchmarks=[bench_row("float/bn_stats/N:32/C:256/HW:56x56", r, 0.3, 300, 0) for r in range(3)]))
+write(os.path.join(old_run, "call1", "records", "wrong_all_gather_raw_nccl_w2.run1.json"), [hang])
+rc, out_mixed, err = run(mixed)
+expect(rc == 0 and out_mixed.startswith("### Measured on an NVIDIA H200 and an NVIDIA H100 80GB HBM3\n"),
+       f"two GPUs: heading {rc} {err} {out_mixed[:120]}")
+h200_at, h100_at = out_mixed.find("On the NVIDIA H200: one process"), out_mixed.find(
+    "On the NVIDIA H100 80GB HBM3: one process")
+expect(0 < h200_at < h100_at, f"each GPU's kernel table introduced by its GPU: {out_mixed}")
+expect("| bn_stats | 0.60 (600) |" in out_mixed[h200_at:h100_at] and "| bn_stats | 0.30 (300) |" in out_mixed[h100_at:],
+       "the H100's row and the H200's apart, each under its GPU")
+expect("| h200-2026-12-01 (NVIDIA H200), call2 |" in out_mixed and
+       "| h100-2026-11-30 (NVIDIA H100 80GB HBM3), call1 |" in out_mixed, f"raw rows name their GPU: {out_mixed}")
+expect("On the NVIDIA" not in out and "(NVIDIA H200), call" not in out, "one GPU: the heading alone names it")
 
 readme = os.path.join(tmp, "README.md")
 write(readme, "intro\n<!-- table:gpu-section:begin -->\nold\n<!-- table:gpu-section:end -->\nafter\n")

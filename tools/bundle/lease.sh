@@ -19,7 +19,8 @@
 # With --norm-peers S, then (at most S seconds) bench/peers/torch_norm_gpu.py
 # from this tree drives the bundle's bench/norm_kernels and PyTorch on the
 # same GPU, interleaved (gpu/records/torch_norm_gpu.json and
-# gpu/norm_gpu_table.md).
+# gpu/norm_gpu_table.md); its --budget starts no repetition that would end
+# past S - 30 s (S / 2 for S <= 60), so the JSON is written before the kill.
 # With --dist-peers S, then (at most S seconds) bench/peers/torch_dist_gpu.py
 # drives the bundle's bench/sync_bn and bench/padding and PyTorch's
 # SyncBatchNorm / BatchNorm2d / GroupNorm / floor and all_gather /
@@ -216,6 +217,7 @@ if ((peers_s > 0)); then
     DDP_PITFALLS_COMMIT="$commit" \
       timeout -k 10 "$peers_s" "$python" "$tree/bench/peers/torch_norm_gpu.py" \
       --ours_binary "$bundle_dir/bin/bench/norm_kernels/norm_kernels" --ours_lib_path "$bundle_dir/lib${nccl:+:$nccl}" \
+      --budget $((peers_s > 60 ? peers_s - 30 : peers_s / 2)) \
       --require_gpu --json "$work/gpu/records/torch_norm_gpu.json" > >(tee -a "$work/gpu/console.txt") 2>&1
     peers_rc=$?
     if ((peers_rc == 0)); then

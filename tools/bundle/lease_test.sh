@@ -67,7 +67,7 @@ rm -f out/gpu-run.tar.gz
 OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle2.tar.gz --budget 30 --norm-peers 20 --python "$PWD/fake_python" >peers.txt 2>&1 ||
   fail "--norm-peers run exited $?: $(cat peers.txt)"
 cat peers.txt
-grep -q 'fake python .*/bench/peers/torch_norm_gpu.py --ours_binary /tmp/lease\.[^ ]*/ddp-bundle/bin/bench/norm_kernels/norm_kernels --ours_lib_path /tmp/lease\.[^ ]*/ddp-bundle/lib:/fake/nccl/lib --require_gpu --json /tmp/lease\.[^ ]*/gpu/records/torch_norm_gpu.json commit=0123abc+dirty' peers.txt ||
+grep -q 'fake python .*/bench/peers/torch_norm_gpu.py --ours_binary /tmp/lease\.[^ ]*/ddp-bundle/bin/bench/norm_kernels/norm_kernels --ours_lib_path /tmp/lease\.[^ ]*/ddp-bundle/lib:/fake/nccl/lib --budget 10 --require_gpu --json /tmp/lease\.[^ ]*/gpu/records/torch_norm_gpu.json commit=0123abc+dirty' peers.txt ||
   fail "the driver's command line"
 grep -q '^lease: norm peers exit 0 (' peers.txt || fail "peers exit line"
 listing="$(tar tzf out/gpu-run.tar.gz)"
