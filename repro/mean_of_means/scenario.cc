@@ -5,7 +5,7 @@
 #include <set>
 
 #include "core/data/data_loader.h"
-#include "core/data/sampler.h"
+#include "core/data/shard.h"
 #include "core/data/synthetic.h"
 
 namespace ddp::mean_of_means {
@@ -54,34 +54,18 @@ std::vector<Sharding> AllShardings() {
 
 RankBatches RankShare(const Config& c, int rank) {
   auto ds = MakeDataset(c);
-  std::vector<int64_t> indices;
-  std::vector<bool> padding;
-  if (c.sharding == Sharding::kStrided) {
-    for (int64_t i = rank; i < c.n; i += c.world_size) {
-      indices.push_back(i);
-      padding.push_back(false);
-    }
-  } else {
-    data::DistributedSamplerOptions so;
-    so.num_replicas = c.world_size;
-    so.rank = rank;
-    so.shuffle = true;
-    so.seed = static_cast<int64_t>(c.seed);
-    data::DistributedSampler sampler(c.n, so);
-    indices = sampler.Indices();
-    // Local position j is global position j * W + rank of the padded list;
-    // positions >= N are the repeats.
-    for (std::size_t j = 0; j < indices.size(); ++j) {
-      padding.push_back(static_cast<int64_t>(j) * c.world_size + rank >= c.n);
-    }
-  }
+  // kFiltered filters the padded sampler's share.
+  const data::ShardKind kind =
+      c.sharding == Sharding::kStrided ? data::ShardKind::kStrided : data::ShardKind::kPaddedSampler;
+  const data::RankShard share = data::ShardOf(c.n, c.world_size, rank, kind, static_cast<int64_t>(c.seed));
+  const std::vector<int64_t>& indices = share.indices;
   RankBatches batches;
   for (std::size_t start = 0; start < indices.size(); start += c.batch_size) {
     std::vector<Outcome> batch;
     for (std::size_t j = start; j < std::min(indices.size(), start + c.batch_size); ++j) {
       if (c.sharding == Sharding::kFiltered && !Kept(*ds, indices[j])) continue;
       Outcome o = Score(*ds, indices[j]);
-      o.padding = padding[j];
+      o.padding = share.padding[j];
       batch.push_back(o);
     }
     // A batch the filter emptied is skipped, as a collate_fn returning

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <exception>
 
-#include "core/data/sampler.h"
 #include "core/data/synthetic.h"
 #include "core/metrics/binary.h"
 
@@ -34,31 +33,15 @@ const char* Name(Sharding s) {
 
 Batches RankShare(const Config& c, int rank) {
   const data::GaussianBinary ds = MakeDataset(c);
-  std::vector<int64_t> indices;
-  std::vector<bool> padding;
-  if (c.sharding == Sharding::kStrided) {
-    for (int64_t i = rank; i < c.n; i += c.world_size) {
-      indices.push_back(i);
-      padding.push_back(false);
-    }
-  } else {
-    data::DistributedSamplerOptions so;
-    so.num_replicas = c.world_size;
-    so.rank = rank;
-    so.seed = static_cast<int64_t>(c.seed);
-    indices = data::DistributedSampler(c.n, so).Indices();
-    // Local position j is position j * W + rank of the padded global list;
-    // positions >= N are the repeats.
-    for (std::size_t j = 0; j < indices.size(); ++j) {
-      padding.push_back(static_cast<int64_t>(j) * c.world_size + rank >= c.n);
-    }
-  }
+  const data::RankShard share =
+      data::ShardOf(c.n, c.world_size, rank, c.sharding, static_cast<int64_t>(c.seed));
+  const std::vector<int64_t>& indices = share.indices;
   Batches batches;
   for (std::size_t start = 0; start < indices.size(); start += c.batch_size) {
     std::vector<Prediction> batch;
     for (std::size_t j = start; j < std::min(indices.size(), start + c.batch_size); ++j) {
       Prediction p = Predict(ds, indices[j]);
-      p.padding = padding[j];
+      p.padding = share.padding[j];
       batch.push_back(p);
     }
     batches.push_back(std::move(batch));

@@ -22,11 +22,13 @@
 #include <string>
 #include <vector>
 
+#include "core/data/shard.h"
 #include "core/results/json.h"
 
 namespace ddp::wrong_all_gather {
 
-enum class Sharding { kPaddedSampler, kStrided };
+// The two splits of core/data/shard.h, under this pair's name.
+using Sharding = data::ShardKind;
 const char* Name(Sharding s);
 
 struct Config {
