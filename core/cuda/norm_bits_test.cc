@@ -9,7 +9,9 @@
 // says the emulation gives the kernels' bits, and a change to the index
 // arithmetic (IndexDivider) must change no bit. This is the check that
 // could fail if either stopped being true. Prints one "[bits]" line per
-// output: how many elements differ.
+// output: how many elements differ. Also with buffers one element off a
+// 16-byte boundary, where the chunks are read by scalar accesses.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -155,6 +157,49 @@ void GroupNormBits(const BitsShape& s) {
   ExpectSameBits(dbeta.ToHost(), h_dbeta, tag + "GnBackward dbeta");
 }
 
+// The same inputs one element past a 16-byte boundary: the kernels then
+// read and write their chunks of 4 floats / 2 doubles by scalar accesses
+// (chunk.h) in the same order, so the bits must still be the emulation's.
+template <typename T>
+void MisalignedBits(const BitsShape& s) {
+  const Inputs<T> in(s, 41);
+  const auto& [x, dy, gamma, beta, shape, size, c, tag0] = in;
+  const std::string tag = tag0 + "one element off 16 bytes: ";
+  const auto segs = static_cast<std::size_t>(s.n) * s.groups;
+  std::vector<T> px(size + 1), pdy(size + 1);
+  std::copy(x.begin(), x.end(), px.begin() + 1);
+  std::copy(dy.begin(), dy.end(), pdy.begin() + 1);
+  DeviceBackend b;
+  const DeviceBuffer<T> d_x(px), d_dy(pdy), d_gamma(gamma), d_beta(beta);
+  DeviceBuffer<T> mean(c), m2(c), invstd(c), y(size + 1), sum_dy(c), sum_dy_xhat(c), g_mean(segs), g_invstd(segs),
+      gy(size + 1);
+  b.BnLocalStats(d_x.get() + 1, shape, mean.get(), m2.get());
+  b.BnFinalizeStats(mean.get(), m2.get(), shape.n * shape.plane, s.c, 1e-5, 0.1, invstd.get(), static_cast<T*>(nullptr),
+                    static_cast<T*>(nullptr));
+  b.BnNormalize(d_x.get() + 1, shape, mean.get(), invstd.get(), d_gamma.get(), d_beta.get(), y.get() + 1);
+  b.BnLocalGradSums(d_dy.get() + 1, d_x.get() + 1, shape, mean.get(), invstd.get(), sum_dy.get(), sum_dy_xhat.get());
+  b.GnForward(d_x.get() + 1, shape, s.groups, 1e-5, d_gamma.get(), d_beta.get(), gy.get() + 1, g_mean.get(),
+              g_invstd.get());
+  b.Sync();
+  std::vector<T> h_mean(c), h_m2(c), h_invstd(c), h_y(size), h_sum_dy(c), h_sum_dy_xhat(c), h_gy(size), h_gm(segs),
+      h_gi(segs);
+  emulate::BnLocalStats(x.data(), shape, h_mean.data(), h_m2.data());
+  emulate::BnFinalizeStats(h_mean.data(), h_m2.data(), shape.n * shape.plane, s.c, 1e-5, 0.1, h_invstd.data(),
+                           static_cast<T*>(nullptr), static_cast<T*>(nullptr));
+  emulate::BnNormalize(x.data(), shape, h_mean.data(), h_invstd.data(), gamma.data(), beta.data(), h_y.data());
+  emulate::BnLocalGradSums(dy.data(), x.data(), shape, h_mean.data(), h_invstd.data(), h_sum_dy.data(),
+                           h_sum_dy_xhat.data());
+  emulate::GnForward(x.data(), shape, s.groups, 1e-5, gamma.data(), beta.data(), h_gy.data(), h_gm.data(),
+                     h_gi.data());
+  const auto tail = [](const std::vector<T>& v) { return std::vector<T>(v.begin() + 1, v.end()); };
+  ExpectSameBits(mean.ToHost(), h_mean, tag + "BnLocalStats mean");
+  ExpectSameBits(m2.ToHost(), h_m2, tag + "BnLocalStats M2");
+  ExpectSameBits(tail(y.ToHost()), h_y, tag + "BnNormalize y");
+  ExpectSameBits(sum_dy_xhat.ToHost(), h_sum_dy_xhat, tag + "BnLocalGradSums sum_dy_xhat");
+  ExpectSameBits(tail(gy.ToHost()), h_gy, tag + "GnForward y");
+  ExpectSameBits(g_invstd.ToHost(), h_gi, tag + "GnForward invstd");
+}
+
 template <typename T>
 class NormBitsTest : public ::testing::Test {};
 using Scalars = ::testing::Types<float, double>;
@@ -163,6 +208,11 @@ TYPED_TEST_SUITE(NormBitsTest, Scalars);
 TYPED_TEST(NormBitsTest, BatchNormKernelsGiveTheEmulationsBits) {
   DDP_SKIP_UNLESS_GPU();
   for (const BitsShape& s : Shapes()) BatchNormBits<TypeParam>(s);
+}
+
+TYPED_TEST(NormBitsTest, MisalignedBuffersGiveTheEmulationsBits) {
+  DDP_SKIP_UNLESS_GPU();
+  MisalignedBits<TypeParam>(Shapes()[1]);  // planes of 32 x 32: chunks of 16 bytes
 }
 
 TYPED_TEST(NormBitsTest, GroupNormKernelsGiveTheEmulationsBits) {
