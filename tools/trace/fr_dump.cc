@@ -91,6 +91,29 @@ struct JNode {
   throw DumpError(field + ": " + what);
 }
 
+// Memory bound (issue 59): a dump may reuse one memoised object millions of
+// times (a pickle of a few bytes per entry), and every reuse would be read
+// into a full Entry. So what reading one file keeps (entries, strings,
+// shapes) and visits (frames) is counted, and the file is refused once that
+// passes kReadFactor x its size (+ 1 MiB): the reader's memory follows the
+// file's size, whatever the pickle's structure. Per thread: each file is
+// read on one thread (ReadDir).
+constexpr std::size_t kReadFactor = 16;
+// The pickle decoder's own bound (objects, items, stack, memo), in the same
+// terms: a real dump decodes into about 10 x its size.
+constexpr std::size_t kDecodeFactor = 32;
+thread_local std::size_t t_read_budget = SIZE_MAX;
+thread_local std::size_t t_read_limit = SIZE_MAX;
+
+void Spend(std::size_t n) {
+  if (n > t_read_budget) {
+    throw DumpError("reads into more than " + std::to_string(t_read_limit >> 20) +
+                    " MiB (" + std::to_string(kReadFactor) +
+                    " x its size + 1 MiB): objects reused too often for a Flight Recorder dump");
+  }
+  t_read_budget -= n;
+}
+
 template <class N>
 N Need(const N& dict, const char* key, const std::string& where) {
   auto x = dict.Get(key);
@@ -147,6 +170,7 @@ std::vector<std::vector<int64_t>> Sizes(const N& dict, const char* key, const st
   for (std::size_t i = 0; i < x->Size(); ++i) {
     const N shape = x->At(i);
     if (!shape.IsList()) Fail(where + key + "[" + std::to_string(i) + "]", "not a shape");
+    Spend(sizeof(std::vector<int64_t>) + shape.Size() * sizeof(int64_t));
     std::vector<int64_t> dims;
     for (std::size_t d = 0; d < shape.Size(); ++d) {
       const int64_t v = IntOf(shape.At(d), where + key);
@@ -166,6 +190,7 @@ std::vector<std::string> Strings(const N& dict, const char* key, const std::stri
   if (!x->IsList()) Fail(where + key, "not a list");
   for (std::size_t i = 0; i < x->Size(); ++i) {
     if (!x->At(i).IsStr()) Fail(where + key, "not a list of strings");
+    Spend(sizeof(std::string) + x->At(i).View().size());
     out.push_back(x->At(i).Str());
   }
   return out;
@@ -183,10 +208,12 @@ std::vector<int> Ranks(const N& x, const std::string& field) {
     out.push_back(static_cast<int>(r));
   };
   if (x.IsList()) {
+    Spend(x.Size() * sizeof(int));
     for (std::size_t i = 0; i < x.Size(); ++i) add(IntOf(x.At(i), field));
     return out;
   }
   if (!x.IsStr()) Fail(field, "not a list of ranks");
+  Spend(x.View().size() * sizeof(int));  // at most one rank per character
   const std::string s = x.Str();
   std::size_t i = 0;
   while (i < s.size()) {
@@ -228,16 +255,19 @@ Entry ReadEntry(const N& e, const std::string& where) {
   out.profiling_name = Str(e, "profiling_name", where);
   out.record_id = Int(e, "record_id", where, 0, false);
   out.state = Str(e, "state", where);
+  Spend(out.pg_name.size() + out.pg_desc.size() + out.profiling_name.size() + out.state.size());
   out.time_created_ns = Int(e, "time_created_ns", where, 0, false);
   out.timeout_ms = Int(e, "timeout_ms", where, 0, false);
   if (auto frames = e.Get("frames"); frames && frames->IsList()) {
     for (std::size_t i = 0; i < frames->Size(); ++i) {
+      Spend(sizeof(Frame));  // the work of looking at it
       const N f = frames->At(i);
       auto file = f.IsDict() ? f.Get("filename") : std::nullopt;
       if (!file || !file->IsStr()) Fail(where + "frames[" + std::to_string(i) + "]", "no filename");
       if (!IsUserFile(file->View())) continue;
       const std::string fw = where + "frames[" + std::to_string(i) + "].";
       out.user_frame = Frame{Str(f, "name", fw), file->Str(), Int(f, "line", fw, 0, false)};
+      Spend(out.user_frame->name.size() + out.user_frame->file.size());
       break;
     }
   }
@@ -254,6 +284,7 @@ Dump ReadTree(const N& root) {
   const N version = *root.Get("version");
   d.version = version.IsStr() ? version.Str() : std::to_string(IntOf(version, "version"));
   if (auto cfg = root.Get("pg_config"); cfg && cfg->IsDict()) {
+    Spend(cfg->Size() * sizeof(Group));
     for (const auto& [name, g] : cfg->Items()) {
       const std::string w = "pg_config['" + name + "'].";
       if (!g.IsDict()) Fail(w, "not a dict");
@@ -265,6 +296,7 @@ Dump ReadTree(const N& root) {
     }
   }
   if (auto status = root.Get("pg_status"); status && status->IsDict()) {
+    Spend(status->Size() * 64);
     for (const auto& [id, s] : status->Items()) {
       if (!s.IsDict()) continue;
       d.last_completed[id] =
@@ -272,6 +304,7 @@ Dump ReadTree(const N& root) {
     }
   }
   const N entries = List(root, "entries", "");
+  Spend(entries.Size() * sizeof(Entry));  // before the vector is reserved
   d.entries.reserve(entries.Size());
   std::string where;  // "entries[12].", one buffer for all (no allocation per entry)
   for (std::size_t i = 0; i < entries.Size(); ++i) {
@@ -320,10 +353,12 @@ bool IsUserFile(std::string_view p) {
 }
 
 Dump ParseDump(std::string_view bytes, const std::string& path, int rank) {
+  t_read_limit = kReadFactor * bytes.size() + (std::size_t{1} << 20);
+  t_read_budget = t_read_limit;
   try {
     Dump d;
     if (!bytes.empty() && static_cast<unsigned char>(bytes[0]) == 0x80) {
-      const pickle::PickleDoc doc(bytes);
+      const pickle::PickleDoc doc(bytes, 8'000'000, kDecodeFactor * bytes.size() + (1 << 20));
       d = ReadTree(PNode{&doc.Root()});
       d.format = "pickle";
     } else {
@@ -349,6 +384,11 @@ Dump ParseDump(std::string_view bytes, const std::string& path, int rank) {
                     "; not a (complete) PyTorch Flight Recorder dump");
   } catch (const DumpError& e) {
     throw DumpError(path + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    // Within the bounds above this should not happen; when it does (several
+    // large files at once on a small machine), the file is named.
+    throw DumpError(path + ": out of memory while reading its " + std::to_string(bytes.size()) +
+                    " bytes");
   }
 }
 

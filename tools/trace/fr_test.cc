@@ -675,5 +675,60 @@ TEST(Pickle, DecodesTheSubsetAndRejectsTheRest) {
       std::string::npos);
 }
 
+// Pickle text by hand: BINUNICODE of s.
+std::string U(std::string_view s) {
+  std::string out = "X";
+  const auto n = static_cast<uint32_t>(s.size());
+  for (int k = 0; k < 4; ++k) out += static_cast<char>((n >> (8 * k)) & 0xff);
+  return out.append(s);
+}
+
+// Issue 59 (7): a dump whose entries list repeats one memoised entry (two
+// bytes each, BINGET) was read into a full Entry per repeat: 8 MB of pickle
+// took 2.6 GB and 37 s, and several such files ended in std::bad_alloc naming
+// no file. What reading keeps is now bounded by 16 x the file's size: this
+// 2 MB file (1 M repeats; about 650 MB before) is refused, naming the file.
+TEST(FrBadInput, AMemoisedEntryRepeatedIsRefusedWithinAMultipleOfTheFileSize) {
+  std::string b = std::string("\x80\x02}(", 4) + U("version") + U("2.15") + U("entries") + "](";
+  b += "}(" + U("collective_seq_id") + "K\x01" + U("process_group") + "(" + U("0") +
+       U("default_pg") + "t" + U("profiling_name") + U("gloo:all_reduce") + U("state") +
+       U("completed") + "u" + std::string("q\x00", 2);
+  for (int i = 1; i < 1'000'000; ++i) b += std::string("h\x00", 2);
+  b += "eu.";
+  try {
+    ParseDump(b, "dir/nccl_trace_rank_0", 0);
+    FAIL() << "read";
+  } catch (const DumpError& e) {
+    EXPECT_NE(std::string(e.what()).find("dir/nccl_trace_rank_0: reads into more than 31 MiB (16 "
+                                         "x its size + 1 MiB)"),
+              std::string::npos)
+        << e.what();
+  }
+  // The same entry three times is a dump (a bound, not a ban on the memo).
+  std::string few = b.substr(0, b.find("h\x00")) + std::string("h\x00h\x00", 4) + "eu.";
+  EXPECT_EQ(ParseDump(few, "f", 0).entries.size(), 3u);
+}
+
+// The decoder's own memory is bounded the same way: far memo indices
+// (LONG_BINPUT at the memo's size + 1024, five bytes each) grew the memo by
+// 8 KiB per opcode, 1600 x the bytes.
+TEST(Pickle, MemoryIsBoundedByAMultipleOfTheBytes) {
+  std::string b = std::string("\x80\x02N", 3);
+  for (uint32_t idx = 1024; idx < 1024 * 20'000; idx += 1025) {
+    b += 'r';
+    for (int k = 0; k < 4; ++k) b += static_cast<char>((idx >> (8 * k)) & 0xff);
+  }
+  b += ".";
+  const std::size_t limit = 32 * b.size() + (1 << 20);
+  try {
+    pickle::PickleDoc d(b, 8'000'000, limit);
+    FAIL() << "decoded";
+  } catch (const pickle::PickleError& e) {
+    EXPECT_NE(std::string(e.what()).find("objects taking more than 4 MiB of memory"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace ddp::trace::fr

@@ -84,7 +84,8 @@ void PickleDoc::Append(Value* c, Value* const* from, std::size_t n) {
   c->size_ += static_cast<uint32_t>(n);
 }
 
-PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_values_(max_values) {
+PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values, std::size_t max_bytes)
+    : max_values_(max_values) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   const std::size_t n = bytes.size();
   std::size_t at = 0;
@@ -155,6 +156,16 @@ PickleDoc::PickleDoc(std::string_view bytes, std::size_t max_values) : max_value
   while (true) {
     need(1);
     const std::size_t op_at = at;
+    // Every opcode adds at most one object, one stack slot, one memo slot
+    // (or 1024 for a far memo index) or one block of items: checked here,
+    // the whole doc's memory stays within max_bytes.
+    const std::size_t used = heap_.bytes + sizeof(Value*) * (stack.capacity() + memo.capacity()) +
+                             sizeof(std::size_t) * marks.capacity();
+    if (used > max_bytes) {
+      fail(op_at, "objects taking more than " + std::to_string(max_bytes >> 20) +
+                      " MiB of memory for " + std::to_string(n) +
+                      " bytes of pickle (a memoised object reused too often)");
+    }
     const unsigned char op = p[at++];
     switch (op) {
       case 0x80:  // PROTO

@@ -7,6 +7,7 @@
 // caller's buffer (no copies), so a PickleDoc must not outlive its bytes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory_resource>
 #include <span>
@@ -50,9 +51,12 @@ struct Value {
 // The decoded objects of one pickle; Root() is what the pickle returns.
 class PickleDoc {
  public:
-  // Throws PickleError. At most `max_values` objects (a bound on memory,
-  // whatever the bytes say).
-  PickleDoc(std::string_view bytes, std::size_t max_values = 8'000'000);
+  // Throws PickleError. At most `max_values` objects, and at most
+  // `max_bytes` of memory for the objects, their items, the stack and the
+  // memo together (checked before every opcode): a bound on memory whatever
+  // the bytes say, however often they reuse a memoised object.
+  PickleDoc(std::string_view bytes, std::size_t max_values = 8'000'000,
+            std::size_t max_bytes = SIZE_MAX);
   PickleDoc(const PickleDoc&) = delete;
   PickleDoc& operator=(const PickleDoc&) = delete;
   const Value& Root() const { return *root_; }
@@ -63,7 +67,24 @@ class PickleDoc {
   // Every object and every container's items come from one arena, freed at
   // once (Value is trivially destructible): a 2000-entry dump is about a
   // million small objects.
-  std::pmr::monotonic_buffer_resource arena_;
+  // What the arena took from the heap, counted (its blocks grow, so it
+  // holds more than the objects themselves).
+  class Counting : public std::pmr::memory_resource {
+   public:
+    std::size_t bytes = 0;
+
+   private:
+    void* do_allocate(std::size_t n, std::size_t align) override {
+      bytes += n;
+      return std::pmr::new_delete_resource()->allocate(n, align);
+    }
+    void do_deallocate(void* p, std::size_t n, std::size_t align) override {
+      std::pmr::new_delete_resource()->deallocate(p, n, align);
+    }
+    bool do_is_equal(const memory_resource& o) const noexcept override { return this == &o; }
+  };
+  Counting heap_;
+  std::pmr::monotonic_buffer_resource arena_{&heap_};
   std::size_t values_ = 0;
   std::size_t max_values_;
   const Value* root_ = nullptr;
