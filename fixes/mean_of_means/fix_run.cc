@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "fixes/mean_of_means/sum_count.h"
+#include "fixes/mean_of_means/fix_run.h"
 #include "core/device/copy_json.h"
 #include "core/device/device_allreduce.h"
 #include "core/device/device_flag.h"

@@ -1,4 +1,4 @@
-// The (sum, count) fix (see sum_count.cc).
+// The (sum, count) fix (see fix_run.cc).
 #pragma once
 
 #include <string>

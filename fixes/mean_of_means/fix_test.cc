@@ -1,6 +1,6 @@
 // The fix must equal the one-process accuracy and loss to 1e-12 in every
 // configuration, with one collective per evaluation.
-#include "fixes/mean_of_means/sum_count.h"
+#include "fixes/mean_of_means/fix_run.h"
 
 #include "core/device/device_record_check.h"
 #include "core/testing/backend.h"

@@ -1,10 +1,10 @@
 // fixes/mean_of_means: all-reduce (sum, count), not averages.
-// Runs the (sum, count) fix of sum_count.cc over the rows of sweep.h; see README.md.
+// Runs the (sum, count) fix of fix_run.cc over the rows of sweep.h; see README.md.
 #include <string>
 
 #include "core/device/device_flag.h"
 #include "core/harness/pair_main.h"
-#include "fixes/mean_of_means/sum_count.h"
+#include "fixes/mean_of_means/fix_run.h"
 
 int main(int argc, char** argv) {
   bool sweep = false;
