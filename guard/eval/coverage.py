@@ -84,9 +84,12 @@ def run_world(names, world, timeout):
 
 
 def verdict(bug, ranks):
-    caught = [r.get("caught") for r in ranks]
-    if any(r is None and "case" not in r for r in ranks):
+    """caught / missed / partly caught (a trigger), silent / false alarm
+    (correct code), or not finished: some rank printed no row for the case
+    (it died or hung before), which is never counted as silent."""
+    if any("case" not in r for r in ranks):
         return "not finished"
+    caught = [r.get("caught") for r in ranks]
     if bug is None:
         return "silent" if all(c is None for c in caught) else "false alarm"
     if all(c == bug for c in caught):
