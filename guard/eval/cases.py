@@ -132,6 +132,53 @@ def lightning_sync(rank, world):
     count = _sync_ddp(count, reduce_op="mean")
 
 
+def lightning_trainer_validate(rank, world, meanmetric=False):
+    """lightning_accumulator.py's run, smaller: pytorch-lightning's own
+    Trainer.validate with its DDP strategy on gloo (the ranks already in
+    their process group, found from the variables a cluster launcher sets),
+    self.log(..., sync_dist=True) over a split of N = 2W + 1 without
+    padding (one rank 3 samples, the others 2)."""
+    import datetime
+    import pytorch_lightning as pl
+    from pytorch_lightning.strategies import DDPStrategy
+    from torchmetrics import MeanMetric
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+                      NODE_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT="1")
+
+    class Module(pl.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(1, 1)  # DDP needs a parameter
+            self.mean_metric = MeanMetric()
+
+        def validation_step(self, batch, batch_idx):
+            v = batch.double().reshape(-1)
+            if meanmetric:  # the workaround: its sums and counts sync as floats
+                self.mean_metric.update(v)
+                self.log("val_meanmetric", self.mean_metric, on_epoch=True,
+                         batch_size=v.numel())
+            else:
+                self.log("val_metric", v.mean(), on_epoch=True, sync_dist=True,
+                         batch_size=v.numel())
+
+    trainer = pl.Trainer(accelerator="cpu", devices=world, num_nodes=1,
+                         strategy=DDPStrategy(process_group_backend="gloo",
+                                              timeout=datetime.timedelta(seconds=60)),
+                         use_distributed_sampler=False, logger=False,
+                         enable_checkpointing=False, enable_progress_bar=False,
+                         enable_model_summary=False)
+    n = 2 * world + 1
+    mine = [1.0 + i / n for i in range(rank, n, world)]
+    loader = DataLoader(torch.tensor(mine, dtype=torch.float64), batch_size=len(mine))
+    got = trainer.validate(Module(), dataloaders=loader, verbose=False)[0]
+    assert ("val_meanmetric" if meanmetric else "val_metric") in got, got
+
+
+def lightning_meanmetric(rank, world):
+    """The same Trainer.validate logging a torchmetrics MeanMetric instead."""
+    lightning_trainer_validate(rank, world, meanmetric=True)
+
+
 def torchmetrics_loss(rank, world):
     """torchmetrics_loss.py's trigger (seed 002): its own MSE Metric with
     dist_sync_on_step=True as a DDP loss."""
@@ -244,7 +291,8 @@ CASES = {
     "seed004_step_mean": ("mean_of_means", "repro/mean_of_means (step_mean, strided)", (2,), False, step_mean),
     "seed004_filtered": ("mean_of_means", "repro/mean_of_means (rank_mean, filtered)", (2,), False, filtered_mean),
     "lightning_int_count_inline": ("mean_of_means", "repro/mean_of_means (lightning_int_count)", (2,), False, scenarios.lightning_int_count),
-    "lightning_sync_ddp": ("mean_of_means", "repro/mean_of_means/pytorch/lightning_accumulator.py", (2,), True, lightning_sync),
+    "lightning_trainer_validate": ("mean_of_means", "repro/mean_of_means/pytorch/lightning_accumulator.py (Trainer.validate)", (2,), True, lightning_trainer_validate),
+    "lightning_sync_ddp": ("mean_of_means", "repro/mean_of_means/pytorch/lightning_accumulator.py (its _sync_ddp)", (2,), True, lightning_sync),
     # correct code: nothing may be reported
     "fix_pad_gather_trim": (None, "fixes/wrong_all_gather", (2, 4), False, scenarios.fix_gather_pad_trim),
     "fix_dedupe_indices": (None, "fixes/wrong_all_gather (indices first, repeats dropped)", (2, 4), False, scenarios.fix_dedupe_indices),
@@ -258,6 +306,7 @@ CASES = {
     "fix_differentiable_gather": (None, "fixes/autograd_lost_gather/pytorch/diff_gather.py", (2, 4), False, scenarios.fix_differentiable_gather),
     "fix_sum_count": (None, "fixes/mean_of_means", (2,), False, scenarios.fix_sum_count),
     "fix_equal_counts_mean": (None, "repro/mean_of_means (control: equal counts)", (2,), False, scenarios.fix_equal_counts_mean),
+    "fix_lightning_meanmetric": (None, "repro/mean_of_means/pytorch/lightning_accumulator.py (MeanMetric, Trainer.validate)", (2,), True, lightning_meanmetric),
     "fix_torchmetrics_mean_metric": (None, "repro/mean_of_means (MeanMetric workaround)", (2,), True, torchmetrics_mean_metric),
     "fix_rank0_only_loader": (None, "a rank-0-only evaluation loop between steps", (2,), False, scenarios.fix_rank0_only_loader),
     "correct_training": (None, "a correct DDP loop (sampler, set_epoch, drop_last, BN 16 per rank, sum+count)", (2, 4), False, correct_training),
