@@ -2,6 +2,11 @@
 // (tools/trace/testdata/fr_corpus, written by real PyTorch 2.15 gloo jobs:
 // tools/vs_pytorch/fr_corpus/run.py), scored against each scenario's
 // truth.json; then bad input, the pickle subset, and --to-fr's pickles.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -565,36 +570,38 @@ TEST(FrJson, TheJsonFormReadsLikeThePickle) {
   EXPECT_NE(a.verdict.find("(an even split:"), std::string::npos) << a.verdict;
 }
 
+// One suite dump of `world` ranks: rank r's first n collectives (allreduce
+// of 497 doubles), the second one timed out.
+RankDump SuiteDump(int r, int world, int n) {
+  RankDump d;
+  d.rank = r;
+  d.world_size = world;
+  CommTrace c;
+  c.name = "comm0";
+  c.backend = "gloo";
+  c.rank = r;
+  c.world_size = world;
+  c.deadline_s = 2;
+  for (int s = 0; s < n; ++s) {
+    TraceEntry e;
+    e.seq = s;
+    e.op = comm::OpKind::kAllreduce;
+    e.dtype = comm::DType::kFloat64;
+    e.count = 497;
+    e.state = s == 1 ? State::kTimedOut : State::kCompleted;
+    e.enter_unix_s = 1000 + s;
+    e.site = {"repro/drop_last_hang/hang_run.cc", 142 + s, "void RankMain(int)"};
+    c.entries.push_back(e);
+  }
+  c.next_seq = n;
+  d.comms.push_back(c);
+  return d;
+}
+
 TEST(ToFr, TheSuitesDumpsReadBackAsPyTorchDumps) {
   // Rank 1 of two never entered the suite's collective #1 (seq from 0):
   // written as PyTorch's pickles, our own reader finds the same.
-  std::vector<std::optional<RankDump>> dumps(2);
-  for (int r = 0; r < 2; ++r) {
-    RankDump d;
-    d.rank = r;
-    d.world_size = 2;
-    CommTrace c;
-    c.name = "comm0";
-    c.backend = "gloo";
-    c.rank = r;
-    c.world_size = 2;
-    c.deadline_s = 2;
-    const int n = r == 0 ? 2 : 1;
-    for (int s = 0; s < n; ++s) {
-      TraceEntry e;
-      e.seq = s;
-      e.op = comm::OpKind::kAllreduce;
-      e.dtype = comm::DType::kFloat64;
-      e.count = 497;
-      e.state = s == 1 ? State::kTimedOut : State::kCompleted;
-      e.enter_unix_s = 1000 + s;
-      e.site = {"repro/drop_last_hang/hang_run.cc", 142 + s, "void RankMain(int)"};
-      c.entries.push_back(e);
-    }
-    c.next_seq = n;
-    d.comms.push_back(c);
-    dumps[static_cast<std::size_t>(r)] = d;
-  }
+  std::vector<std::optional<RankDump>> dumps = {SuiteDump(0, 2, 2), SuiteDump(1, 2, 1)};
   const std::string dir = Fresh("to-fr");
   const auto paths = WriteFrDir(dumps, dir);
   ASSERT_EQ(paths.size(), 2u);
@@ -673,6 +680,58 @@ TEST(Pickle, DecodesTheSubsetAndRejectsTheRest) {
       }()
           .find("more than 50 objects"),
       std::string::npos);
+}
+
+// Issue 59 (8): on a full disk --to-fr left one file of three (and trace
+// then blamed ranks [1, 2] instead of rank 2), and rank files already in
+// OUT were kept beside the new ones. Now whole or not at all, and OUT must
+// be new or empty. The "full disk" is RLIMIT_FSIZE in a child: rank 0's
+// small file fits, rank 1's does not.
+TEST(ToFr, WritesEveryFileOrNoneAndRefusesStaleFiles) {
+  const std::vector<std::optional<RankDump>> dumps = {SuiteDump(0, 3, 1), SuiteDump(1, 3, 400),
+                                                      SuiteDump(2, 3, 1)};
+  const std::string parent = Fresh("to-fr-whole");
+  const std::string out = parent + "/out";
+  const std::size_t small = ToFrPickle(*dumps[0]).size(), big = ToFrPickle(*dumps[1]).size();
+  ASSERT_LT(small * 2, big);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{small * 2, small * 2};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    try {
+      WriteFrDir(dumps, out);
+    } catch (const DumpError& e) {
+      ::_exit(std::string(e.what()).find("File too large") != std::string::npos ? 0 : 4);
+    }
+    ::_exit(3);  // written whole despite the limit: the test is wrong
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_FALSE(std::filesystem::exists(out)) << "a failed --to-fr left part of its output";
+  for (const auto& f : std::filesystem::directory_iterator(parent)) {
+    ADD_FAILURE() << "left behind: " << f.path();
+  }
+  // Whole: every file, and they read back as one world.
+  ASSERT_EQ(WriteFrDir(dumps, out).size(), 3u);
+  EXPECT_EQ(ReadDir(out).by_rank.size(), 3u);
+  // A folder that already holds files (a stale rank) is refused, named,
+  // and left as it was.
+  Put(out + "/nccl_trace_rank_5", "stale");
+  try {
+    WriteFrDir(dumps, out);
+    FAIL() << "wrote into a folder with a stale rank file";
+  } catch (const DumpError& e) {
+    EXPECT_EQ(std::string(e.what()), out + " already holds nccl_trace_rank_0 and 3 more: give a "
+                                           "new or empty folder (its files would be mixed with "
+                                           "the new dumps)");
+  }
+  EXPECT_EQ(Slurp(out + "/nccl_trace_rank_5"), "stale");
+  // An empty folder is fine.
+  const std::string empty = Fresh("to-fr-empty");
+  EXPECT_EQ(WriteFrDir(dumps, empty + "/").size(), 3u);
+  EXPECT_EQ(ReadDir(empty).by_rank.size(), 3u);
 }
 
 // Pickle text by hand: BINUNICODE of s.

@@ -1,6 +1,11 @@
 #include "tools/trace/to_fr.h"
 
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "core/trace/dump_json.h"
@@ -211,16 +216,54 @@ std::string ToFrPickle(const RankDump& d) {
 }
 
 std::vector<std::string> WriteFrDir(const std::vector<std::optional<RankDump>>& dumps,
-                                    const std::string& out) {
+                                    const std::string& out_arg) {
+  namespace fs = std::filesystem;
+  std::string out = out_arg;
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
   std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec) throw DumpError("cannot create " + out + ": " + ec.message());
+  // OUT is new or empty: a file already there would sit beside the new dumps
+  // (a stale nccl_trace_rank_5 read as a sixth rank), so it is refused,
+  // named, rather than kept or deleted without a word.
+  if (fs::exists(out, ec)) {
+    if (!fs::is_directory(out, ec)) throw DumpError(out + " exists and is not a folder");
+    std::vector<std::string> names;
+    for (const auto& f : fs::directory_iterator(out, ec)) names.push_back(f.path().filename());
+    if (ec) throw DumpError("cannot list " + out + ": " + ec.message());
+    if (!names.empty()) {
+      std::sort(names.begin(), names.end());
+      throw DumpError(out + " already holds " + names.front() +
+                      (names.size() > 1 ? " and " + std::to_string(names.size() - 1) + " more"
+                                        : std::string()) +
+                      ": give a new or empty folder (its files would be mixed with the new dumps)");
+    }
+  }
+  // Whole or not at all: every file goes into a hidden folder beside OUT,
+  // which is renamed to OUT only when all are written. A failure (a full
+  // disk) removes it and leaves OUT as it was; a reader never sees one file
+  // of three (which `trace` would read as a world missing ranks).
+  const fs::path target(out);
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  fs::create_directories(parent, ec);
+  if (ec) throw DumpError("cannot create " + parent.string() + ": " + ec.message());
+  std::string templ = (parent / ("." + target.filename().string() + ".tmp.XXXXXX")).string();
+  if (::mkdtemp(templ.data()) == nullptr) {
+    throw DumpError("cannot create a folder beside " + out + ": " + std::strerror(errno));
+  }
+  const std::string tmp = templ;
   std::vector<std::string> paths;
-  for (const auto& d : dumps) {
-    if (!d) continue;
-    const std::string path = out + "/nccl_trace_rank_" + std::to_string(d->rank);
-    WriteFileAtomically(path, ToFrPickle(*d));
-    paths.push_back(path);
+  try {
+    for (const auto& d : dumps) {
+      if (!d) continue;
+      const std::string name = "/nccl_trace_rank_" + std::to_string(d->rank);
+      WriteFileAtomically(tmp + name, ToFrPickle(*d));
+      paths.push_back(out + name);
+    }
+    if (::rename(tmp.c_str(), out.c_str()) != 0) {
+      throw DumpError("cannot move the new dumps to " + out + ": " + std::strerror(errno));
+    }
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
   }
   return paths;
 }

@@ -17,8 +17,11 @@ namespace ddp::trace::fr {
 // from 1), frames holding the call site.
 std::string ToFrPickle(const RankDump& dump);
 
-// Writes OUT/nccl_trace_rank_<R> for every dump (through a temporary file
-// and a rename each); returns the paths. Throws DumpError.
+// Writes OUT/nccl_trace_rank_<R> for every dump, whole or not at all: into a
+// hidden folder beside OUT, renamed to OUT once every file is written (and
+// removed on failure, OUT left as it was). OUT must be new or an empty
+// folder: a file already in it is refused, named. Returns the paths. Throws
+// DumpError.
 std::vector<std::string> WriteFrDir(const std::vector<std::optional<RankDump>>& dumps,
                                     const std::string& out);
 
