@@ -100,8 +100,11 @@ def bug_figure(plt, bug, spec, recs, outdir):
     A spec with "figure": "by_batch" gets small_batch_figure instead."""
     if spec.get("figure") == "by_batch":
         return small_batch_figure(plt, bug, recs, outdir)
+    # A pair with no reproduced row yet (a scaffold's control) still gets
+    # its figure, from the metric its repro rows carry.
     metric = first_metric(select(recs, {"kind": "repro", "verdict": "reproduced"}),
-                          spec["symptom_metrics"])
+                          spec["symptom_metrics"]) or first_metric(
+                              select(recs, {"kind": "repro"}), spec["symptom_metrics"])
     if not metric:
         return None
     rows = []
