@@ -1,5 +1,5 @@
-// DistributedSampler properties that the DDP bugs rely on (the facts in
-// shared/DESIGN.md), independent of the golden file.
+// DistributedSampler properties that the DDP bugs rely on (the pairs'
+// READMEs state them), independent of the golden file.
 #include <algorithm>
 #include <set>
 

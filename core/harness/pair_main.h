@@ -10,7 +10,9 @@
 //   }
 //
 // Exit status: 0 when every record has its expected verdict, 1 when one does
-// not, 2 for bad usage (shared DESIGN.md).
+// not (results::ExitStatus, core/results/record.h), 2 for bad usage
+// (launch::kExitUsage, core/cli/config_error.h), 128 + the signal when
+// SIGINT or SIGTERM stopped the run (core/launch/interrupt.h).
 #pragma once
 
 #include <cstdint>
