@@ -12,6 +12,7 @@
 
 #include "core/cli/flags.h"
 #include "core/device/make_device.h"
+#include "core/harness/pair_main.h"
 
 namespace ddp::device {
 
@@ -23,5 +24,15 @@ void AddDeviceFlag(cli::Flags& flags, std::string* text);
 std::string DeviceFlagError(std::string_view text, std::string_view backend);
 // The resolved placement of a valid --device `text` with `backend`.
 Placement ResolveDeviceFlag(std::string_view text, std::string_view backend);
+
+// --device for a pair's PairSpec::shared_flags: registered after the pair's
+// own flags into *text, checked against --backend before the pair's check.
+harness::SharedFlag DeviceFlag(std::string* text);
+
+// A pair's own placement flag (--norm_device, --gather_device): the values of
+// --device (auto, host, emulated, cuda), its own `help`; once checked against
+// --backend, the parsed (unresolved) placement is in *placement.
+harness::SharedFlag PlacementFlag(const std::string& name, const std::string& help,
+                                  Placement* placement);
 
 }  // namespace ddp::device

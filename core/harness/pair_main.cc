@@ -35,6 +35,23 @@ void PrintTable(const std::vector<results::Record>& records, std::FILE* out, boo
   std::fputs(results::FormatTable(records, options).c_str(), out);
 }
 
+namespace {
+
+// The first of: a launcher around a pair that spawns its own ranks, a shared
+// flag's error, the pair's own check. "" when none.
+std::string UsageError(const PairSpec& spec, const CommonFlags& f) {
+  if (!spec.spawns_own_ranks.empty() && LaunchedAsRank()) {
+    return "this repro spawns its own ranks (" + spec.spawns_own_ranks +
+           "): run it without a launcher";
+  }
+  for (const SharedFlag& shared : spec.shared_flags) {
+    if (std::string err = shared.check(f); !err.empty()) return err;
+  }
+  return spec.validate ? spec.validate(f) : "";
+}
+
+}  // namespace
+
 int PairMain(int argc, char** argv, const PairSpec& spec) {
   CommonFlags f = spec.defaults;
   cli::Flags flags(spec.program, spec.summary);
@@ -49,19 +66,17 @@ int PairMain(int argc, char** argv, const PairSpec& spec) {
   // Under ddprun --collective-timeout (or any launcher that exports it) the
   // launcher's deadline holds unless --timeout is given (core/launch/README.md).
   flags.FromEnv("timeout", comm::kEnvTimeout);
-  flags.String("json", &f.json, "write the result records (a JSON array) to this file");
+  flags.Path("json", &f.json, "write the result records (a JSON array) to this file");
   flags.Bool("verbose", &f.verbose, "after the table, print every field of every record");
   flags.Bool("share_gpu", &f.share_gpu,
              "nccl: ranks share GPUs, one NCCL_HOSTID each (functional runs only; also "
              "automatic when fewer GPUs than ranks are visible, or DDP_SHARE_GPU=1)");
   if (spec.add_flags) spec.add_flags(flags);
+  for (const SharedFlag& shared : spec.shared_flags) shared.add(flags);
   flags.ParseOrExit(argc, argv);
-  if (spec.validate) {
-    const std::string err = spec.validate(f);
-    if (!err.empty()) {
-      std::fprintf(stderr, "%s: %s\n", spec.program.c_str(), err.c_str());
-      return 2;
-    }
+  if (const std::string err = UsageError(spec, f); !err.empty()) {
+    std::fprintf(stderr, "%s: %s\n", spec.program.c_str(), err.c_str());
+    return 2;
   }
   const bool launched = LaunchedAsRank();
   if (launched) {

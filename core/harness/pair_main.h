@@ -5,6 +5,8 @@
 //     ddp::harness::PairSpec spec;
 //     spec.program = "repro_mean_of_means";
 //     spec.summary = "...";
+//     spec.add_flags = [&](ddp::cli::Flags& flags) { flags.Bool("sweep", &sweep, "..."); };
+//     spec.shared_flags = {ddp::device::DeviceFlag(&device)};  // --device
 //     spec.run = [](const ddp::harness::CommonFlags& f) { return Records(f); };
 //     return ddp::harness::PairMain(argc, argv, spec);
 //   }
@@ -43,6 +45,15 @@ struct CommonFlags {
   WorldOptions World(int world_size) const;
 };
 
+// A flag that several pairs take with one name, help and check, so that
+// their main()s do not each repeat it (core/device's --device and placement
+// flags: device_flag.h).
+struct SharedFlag {
+  std::function<void(cli::Flags&)> add;
+  // "" or the usage error (exit 2), which names the flag and its values.
+  std::function<std::string(const CommonFlags&)> check;
+};
+
 struct PairSpec {
   std::string program;
   std::string summary;
@@ -52,6 +63,12 @@ struct PairSpec {
   int min_world_size = 1;
   // Registers the pair's own flags (optional).
   std::function<void(cli::Flags&)> add_flags;
+  // Registered after add_flags's, checked (in order) before validate.
+  std::vector<SharedFlag> shared_flags;
+  // Non-empty for a repro that spawns its own ranks (its rows hang or kill
+  // ranks on purpose, which would end a launcher's whole run): why, in the
+  // exit-2 message it gives when started under a launcher.
+  std::string spawns_own_ranks;
   // Checks the pair's own flags after parsing; returns "" or the message
   // (which must name the flag and its allowed values): exit 2.
   std::function<std::string(const CommonFlags&)> validate;

@@ -34,8 +34,7 @@ PairFlags FixPairFlags(PairFlags p) {
   return p;
 }
 
-std::string ValidateFix(const harness::CommonFlags& f, const PairFlags& p) {
-  if (std::string why = device::DeviceFlagError(p.device, f.backend); !why.empty()) return why;
+std::string ValidateFix(const harness::CommonFlags& f, const PairFlags&) {
   if (static_cast<int64_t>(f.world_size) * f.batch_size < 2) {
     return "--world_size x --batch_size must be at least 2 (allowed: --batch_size 1..1000000): "
            "the global loss needs both classes in a step's rows";

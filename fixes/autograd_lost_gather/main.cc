@@ -1,6 +1,7 @@
 // fixes/autograd_lost_gather: the differentiable all_gather (its backward
 // sums every rank's gradient back to the owner), and the condition under
 // which the seed's fix is exact. See README.md.
+#include "core/device/device_flag.h"
 #include "core/harness/pair_main.h"
 #include "fixes/autograd_lost_gather/fix_run.h"
 
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
     flags.Int("grid_steps", &pair.grid_steps,
               "steps per training-grid configuration (--sweep; 0: no grid)", 0, 100000);
   };
+  spec.shared_flags = {ddp::device::DeviceFlag(&pair.device)};
   spec.validate = [&](const ddp::harness::CommonFlags& f) {
     return ddp::autograd_lost_gather::ValidateFix(f, pair);
   };

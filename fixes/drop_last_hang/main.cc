@@ -19,9 +19,8 @@ int main(int argc, char** argv) {
       "parameters, momentum; 1e-12 relative). join_initial_world_size expects `inexact`.";
   spec.add_flags = [&](ddp::cli::Flags& flags) {
     flags.Bool("sweep", &sweep, "W in {1,2,3,4,5,8} x per-rank batch in {1,2,3,8}");
-    ddp::device::AddDeviceFlag(flags, &device);
   };
-  spec.validate = [&](const ddp::harness::CommonFlags& f) { return ddp::device::DeviceFlagError(device, f.backend); };
+  spec.shared_flags = {ddp::device::DeviceFlag(&device)};
   spec.run = [&](const ddp::harness::CommonFlags& f) {
     return ddp::drop_last_hang::RunFix(f, ddp::drop_last_hang::Cells(f, sweep), device);
   };

@@ -19,11 +19,8 @@ int main(int argc, char** argv) {
     flags.Bool("sweep", &options.sweep,
                "W in {1,2,3,4,5,8,--world_size}, N in {--n,10000}, training batch in "
                "{1,2,3,8,--batch_size}");
-    ddp::device::AddDeviceFlag(flags, &options.device);
   };
-  spec.validate = [&](const ddp::harness::CommonFlags& f) {
-    return ddp::device::DeviceFlagError(options.device, f.backend);
-  };
+  spec.shared_flags = {ddp::device::DeviceFlag(&options.device)};
   spec.run = [&](const ddp::harness::CommonFlags& f) {
     return ddp::missing_set_epoch::RunFix(f, options, ddp::missing_set_epoch::Grid(f, options));
   };

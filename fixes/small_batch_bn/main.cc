@@ -3,12 +3,12 @@
 #include <numeric>
 #include <string>
 
+#include "core/device/device_flag.h"
 #include "core/harness/pair_main.h"
 #include "fixes/small_batch_bn/fix_run.h"
 
 int main(int argc, char** argv) {
   ddp::small_batch_bn::FixOptions o;
-  std::string norm_device = "auto";
   ddp::harness::PairSpec spec;
   spec.program = "fix_small_batch_bn";
   spec.summary =
@@ -27,14 +27,13 @@ int main(int argc, char** argv) {
     flags.Int("precise_batches", &o.precise_batches, "PreciseBN: batches per rank in each check (M)", 1, 100000);
     flags.Double("lr", &o.lr, "SGD learning rate (momentum 0.9)", 1e-6, 10);
     flags.Double("noise", &o.noise, "digits: pixel noise sd", 0, 10);
-    flags.Choice("norm_device", &norm_device,
-                 "where the ranks' norm layers and gradient / PreciseBN all-reduces compute: auto (the GPU under "
-                 "--backend nccl, else the host), host (Eigen), emulated (the device path on the host), cuda",
-                 {"auto", "host", "emulated", "cuda"});
   };
+  spec.shared_flags = {ddp::device::PlacementFlag(
+      "norm_device",
+      "where the ranks' norm layers and gradient / PreciseBN all-reduces compute: auto (the GPU under "
+      "--backend nccl, else the host), host (Eigen), emulated (the device path on the host), cuda",
+      &o.placement)};
   spec.validate = [&](const ddp::harness::CommonFlags& f) -> std::string {
-    o.placement = ddp::device::ParsePlacement(norm_device);  // one of Choice's values
-    if (std::string why = ddp::device::PlacementError(o.placement, f.backend); !why.empty()) return why;
     if (!o.batches.empty() && std::accumulate(o.batches.begin(), o.batches.end(), 0) == 0) {
       return "--batches must give at least one rank a sample (got all zeros)";
     }

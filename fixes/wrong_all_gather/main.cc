@@ -1,14 +1,11 @@
 // fixes/wrong_all_gather: the two correct gathers (gather.h) checked against
 // the one-process AUC and AP over the rows of repro/wrong_all_gather/rows.h.
-#include <string>
-
-#include "core/device/make_device.h"
+#include "core/device/device_flag.h"
 #include "core/harness/pair_main.h"
 #include "fixes/wrong_all_gather/fix_run.h"
 
 int main(int argc, char** argv) {
   bool sweep = false;
-  std::string gather_device = "auto";
   ddp::device::Placement placement = ddp::device::Placement::kAuto;
   ddp::harness::PairSpec spec;
   spec.program = "fix_wrong_all_gather";
@@ -18,15 +15,12 @@ int main(int argc, char** argv) {
       "against the one-process values (exact to 1e-12).";
   spec.add_flags = [&](ddp::cli::Flags& flags) {
     flags.Bool("sweep", &sweep, "W in {2,4,8}, N in {--n,250W,97,10}, batch in {--batch_size,7,1}");
-    flags.Choice("gather_device", &gather_device,
-                 "where each rank pads, trims and reorders the gathered predictions: auto (the GPU under --backend "
-                 "nccl, else the host), host, emulated (the device path on the host), cuda",
-                 {"auto", "host", "emulated", "cuda"});
   };
-  spec.validate = [&](const ddp::harness::CommonFlags& f) -> std::string {
-    placement = ddp::device::ParsePlacement(gather_device, "--gather_device");  // one of Choice's values
-    return ddp::device::PlacementError(placement, f.backend, "--gather_device");
-  };
+  spec.shared_flags = {ddp::device::PlacementFlag(
+      "gather_device",
+      "where each rank pads, trims and reorders the gathered predictions: auto (the GPU under --backend "
+      "nccl, else the host), host, emulated (the device path on the host), cuda",
+      &placement)};
   spec.run = [&](const ddp::harness::CommonFlags& f) {
     return ddp::wrong_all_gather::RunFix(f, sweep, placement);
   };

@@ -1,5 +1,6 @@
 // repro/autograd_lost_gather: a loss over all_gathered features whose
 // gathered copies carry no gradient (seed 002). See README.md.
+#include "core/device/device_flag.h"
 #include "core/harness/pair_main.h"
 #include "repro/autograd_lost_gather/variants.h"
 
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   spec.add_flags = [&](ddp::cli::Flags& flags) {
     ddp::autograd_lost_gather::AddPairFlags(flags, &pair);
   };
+  spec.shared_flags = {ddp::device::DeviceFlag(&pair.device)};
   spec.validate = [&](const ddp::harness::CommonFlags& f) {
     return ddp::autograd_lost_gather::ValidatePair(f, pair);
   };

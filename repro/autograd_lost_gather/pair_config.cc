@@ -81,11 +81,9 @@ void AddPairFlags(cli::Flags& flags, PairFlags* p, const char* sweep_help) {
   flags.Bool("sweep", &p->sweep, sweep_help);
   flags.Int("steps", &p->steps, "training steps per variant (0: gradient checks only)", 0, 100000);
   flags.Double("lr", &p->lr, "SGD learning rate (momentum 0.9)", 1e-6, 10);
-  device::AddDeviceFlag(flags, &p->device);
 }
 
-std::string ValidatePair(const harness::CommonFlags& f, const PairFlags& p) {
-  if (std::string why = device::DeviceFlagError(p.device, f.backend); !why.empty()) return why;
+std::string ValidatePair(const harness::CommonFlags& f, const PairFlags&) {
   if (f.world_size < 2) {
     return "--world_size must be at least 2 (allowed: 2..64): with one rank every gather is exact";
   }

@@ -80,8 +80,9 @@ std::vector<int64_t> UnevenCounts(int world_size, int batch_size);
 // A batch layout's per-rank row counts as a record's config value.
 results::Json CountsJson(const std::vector<int64_t>& counts);
 
-// Registers --sweep, --steps, --lr; validates (world_size >= 2, batch_size
-// >= 2 so that the uneven layout is uneven, n >= 2). Returns "" or the message.
+// Registers --sweep, --steps, --lr (--device is a shared flag the binaries
+// add: device::DeviceFlag); validates (world_size >= 2, batch_size >= 2 so
+// that the uneven layout is uneven, n >= 2). Returns "" or the message.
 void AddPairFlags(cli::Flags& flags, PairFlags* p,
                   const char* sweep_help = "run W in {2,4,8} instead of --world_size");
 std::string ValidatePair(const harness::CommonFlags& f, const PairFlags& p);

@@ -27,15 +27,9 @@ int main(int argc, char** argv) {
                "only)");
     flags.Bool("filtered_deadline_row", &options.filtered_deadline_row,
                "run the filtered_batches row of batch 2 (its deadline error at allreduce #120)");
-    ddp::device::AddDeviceFlag(flags, &options.device);
   };
-  spec.validate = [&](const ddp::harness::CommonFlags& f) -> std::string {
-    if (ddp::harness::LaunchedAsRank()) {
-      return "this repro spawns its own ranks (its rows hang or kill ranks on purpose): run it "
-             "without a launcher";
-    }
-    return ddp::device::DeviceFlagError(options.device, f.backend);
-  };
+  spec.shared_flags = {ddp::device::DeviceFlag(&options.device)};
+  spec.spawns_own_ranks = "its rows hang or kill ranks on purpose";
   spec.run = [&](const ddp::harness::CommonFlags& f) {
     return ddp::drop_last_hang::RunRepro(f, options);
   };

@@ -1,31 +1,22 @@
 // repro/mean_of_means: averaging per-rank averages (seed 004).
 // Runs the variants of variants.cc over the rows of sweep.h; see README.md.
-#include <string>
-
 #include "core/device/device_flag.h"
 #include "core/harness/pair_main.h"
+#include "repro/mean_of_means/sweep.h"
 #include "repro/mean_of_means/variants.h"
 
 int main(int argc, char** argv) {
-  bool sweep = false;
-  bool no_lightning = false;
-  std::string device = "auto";
+  ddp::mean_of_means::RowFlags rows;
   ddp::harness::PairSpec spec;
   spec.program = "repro_mean_of_means";
   spec.summary =
       "Averages per-rank (or per-step) metric averages over W ranks, as seed 004 does, and\n"
       "compares with the one-process accuracy and loss over the N distinct samples.";
   spec.defaults.seeds = 5;
-  spec.add_flags = [&](ddp::cli::Flags& flags) {
-    flags.Bool("sweep", &sweep, "W in {2,4,8}, N in {--n,1024,97}, batch in {--batch_size,7,1}");
-    flags.Bool("no_lightning", &no_lightning,
-               "skip the W = 16 world of Lightning issues 21838/21859 (16 ranks: oversubscribed on\n"
-                "small machines; what a test of the other rows does not need)");
-    ddp::device::AddDeviceFlag(flags, &device);
-  };
-  spec.validate = [&](const ddp::harness::CommonFlags& f) { return ddp::device::DeviceFlagError(device, f.backend); };
+  spec.add_flags = [&](ddp::cli::Flags& flags) { ddp::mean_of_means::AddRowFlags(flags, &rows); };
+  spec.shared_flags = {ddp::device::DeviceFlag(&rows.device)};
   spec.run = [&](const ddp::harness::CommonFlags& f) {
-    return ddp::mean_of_means::RunRepro(f, sweep, !no_lightning, device);
+    return ddp::mean_of_means::RunRepro(f, rows.sweep, !rows.no_lightning, rows.device);
   };
   return ddp::harness::PairMain(argc, argv, spec);
 }

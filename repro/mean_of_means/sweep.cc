@@ -7,6 +7,13 @@
 
 namespace ddp::mean_of_means {
 
+void AddRowFlags(cli::Flags& flags, RowFlags* rows) {
+  flags.Bool("sweep", &rows->sweep, "W in {2,4,8}, N in {--n,1024,97}, batch in {--batch_size,7,1}");
+  flags.Bool("no_lightning", &rows->no_lightning,
+             "skip the W = 16 world of Lightning issues 21838/21859 (16 ranks: oversubscribed on\n"
+             "small machines; what a test of the other rows does not need)");
+}
+
 std::vector<Row> Rows(const harness::CommonFlags& f, bool sweep) {
   std::vector<int> worlds = sweep ? std::vector<int>{2, 4, 8} : std::vector<int>{f.world_size};
   std::vector<Row> rows;

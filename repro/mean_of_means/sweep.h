@@ -2,12 +2,23 @@
 // that their tables line up row for row.
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "core/cli/flags.h"
 #include "core/harness/pair_main.h"
 #include "repro/mean_of_means/scenario.h"
 
 namespace ddp::mean_of_means {
+
+// The flags repro and fix both take beyond PairMain's common ones.
+struct RowFlags {
+  bool sweep = false;
+  bool no_lightning = false;
+  std::string device = "auto";  // --device: a shared flag (core/device/device_flag.h)
+};
+// Registers --sweep and --no_lightning.
+void AddRowFlags(cli::Flags& flags, RowFlags* rows);
 
 // One row of the table: a configuration without its seed (seeds are swept
 // inside the row).

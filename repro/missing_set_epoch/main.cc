@@ -16,11 +16,8 @@ int main(int argc, char** argv) {
     flags.Int("epochs", &options.epochs, "epochs per seed", 2, 1000);
     flags.Bool("sweep", &options.sweep, "W in {2,4,8,--world_size}, N in {--n,10000}");
     flags.Bool("train", &options.train, "also train the MLP both ways (the curves)");
-    ddp::device::AddDeviceFlag(flags, &options.device);
   };
-  spec.validate = [&](const ddp::harness::CommonFlags& f) {
-    return ddp::device::DeviceFlagError(options.device, f.backend);
-  };
+  spec.shared_flags = {ddp::device::DeviceFlag(&options.device)};
   spec.run = [&](const ddp::harness::CommonFlags& f) {
     return ddp::missing_set_epoch::RunRepro(f, options);
   };

@@ -1,13 +1,11 @@
 // repro/small_batch_bn: BatchNorm with 2 samples per rank under DDP (seed 003).
 // Runs the variants of variants.cc; see README.md.
-#include <string>
-
+#include "core/device/device_flag.h"
 #include "core/harness/pair_main.h"
 #include "repro/small_batch_bn/variants.h"
 
 int main(int argc, char** argv) {
   ddp::small_batch_bn::PairOptions o;
-  std::string norm_device = "auto";
   ddp::harness::PairSpec spec;
   spec.program = "repro_small_batch_bn";
   spec.summary =
@@ -46,16 +44,13 @@ int main(int argc, char** argv) {
                "per_rank_bn vs SyncBN at --batch_size per rank under each lever seed 003 says does not help: "
                "lr x0.25, lr x4, momentum 0, Adam (lr 1e-3), no augmentation (rows 'lever')");
     flags.Int("precise_batches", &o.precise_batches, "PreciseBN: batches averaged per rank (M)", 1, 100000);
-    flags.Choice("norm_device", &norm_device,
-                 "where the norm layers and the gradient / PreciseBN all-reduces compute: auto (the GPU under "
-                 "--backend nccl, else the host), host (Eigen), emulated (the device path on the host), cuda",
-                 {"auto", "host", "emulated", "cuda"});
   };
-  spec.validate = [&](const ddp::harness::CommonFlags& f) -> std::string {
-    o.placement = ddp::device::ParsePlacement(norm_device);  // one of Choice's values
-    if (std::string why = ddp::device::PlacementError(o.placement, f.backend); !why.empty()) return why;
-    return ddp::small_batch_bn::ValidateOptions(o);
-  };
+  spec.shared_flags = {ddp::device::PlacementFlag(
+      "norm_device",
+      "where the norm layers and the gradient / PreciseBN all-reduces compute: auto (the GPU under "
+      "--backend nccl, else the host), host (Eigen), emulated (the device path on the host), cuda",
+      &o.placement)};
+  spec.validate = [&](const ddp::harness::CommonFlags&) { return ddp::small_batch_bn::ValidateOptions(o); };
   spec.run = [&](const ddp::harness::CommonFlags& f) { return ddp::small_batch_bn::RunRepro(f, o); };
   return ddp::harness::PairMain(argc, argv, spec);
 }

@@ -31,13 +31,7 @@ int main(int argc, char** argv) {
   // raw_unequal aborts ranks on purpose (undefined behaviour in the engine):
   // under a launcher that abort would end the launcher's whole run, so the
   // repro keeps its own supervisor, which records the abort as the symptom.
-  spec.validate = [](const ddp::harness::CommonFlags&) -> std::string {
-    if (ddp::harness::LaunchedAsRank()) {
-      return "this repro spawns its own ranks (raw_unequal aborts ranks on purpose): run it "
-             "without a launcher";
-    }
-    return "";
-  };
+  spec.spawns_own_ranks = "raw_unequal aborts ranks on purpose";
   spec.run = [&](const ddp::harness::CommonFlags& f) {
     return ddp::wrong_all_gather::RunRepro(f, sweep, raw_runs, raw_only, raw_dtype);
   };
