@@ -3,8 +3,8 @@
 // Why: every rank is its own process with its own CUDA context. Without MPS
 // the GPU time-slices the contexts, and a step of NCCL's ring needs every
 // rank's kernel resident at once, so each collective waits on the scheduler:
-// 90-140 ms per 4 KB allreduce at W = 4 on one H100 (2026-11-26, 
-// shared/evidence/h100-2026-11-26). Under MPS the ranks' kernels share the
+// 90-140 ms per 4 KB allreduce at W = 4 on one H100 (2026-11-26,
+// results/gpu/h100-2026-11-26/README.md). Under MPS the ranks' kernels share the
 // GPU at once (one server context).
 //
 // DDP_MPS chooses (read once per process):
