@@ -115,6 +115,16 @@ void Flags::String(const std::string& name, std::string* target, const std::stri
   Add(std::move(f));
 }
 
+void Flags::Path(const std::string& name, std::string* target, const std::string& help) {
+  Flag f = MakeFlag(name, help, "a path (not empty)", target->empty() ? "none" : *target);
+  f.parse = [target](const std::string& v) -> std::string {
+    if (v.empty()) return "an empty path";
+    *target = v;
+    return "";
+  };
+  Add(std::move(f));
+}
+
 void Flags::Choice(const std::string& name, std::string* target, const std::string& help,
                    std::vector<std::string> allowed) {
   std::string list;

@@ -28,6 +28,10 @@ class Flags {
   // --name alone means true; --name=true|false|1|0 also accepted.
   void Bool(const std::string& name, bool* target, const std::string& help);
   void String(const std::string& name, std::string* target, const std::string& help);
+  // A file or folder: a string that may not be empty. Programs take an
+  // empty target to mean "not given", so `--json ""` would be accepted and
+  // write nothing; it is bad input instead, naming the flag.
+  void Path(const std::string& name, std::string* target, const std::string& help);
   void Choice(const std::string& name, std::string* target, const std::string& help,
               std::vector<std::string> allowed);
   // Comma-separated integers, e.g. --worlds 2,4,8.

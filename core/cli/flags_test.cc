@@ -73,6 +73,20 @@ TEST(FlagsTest, BadValuesNameTheFlagAndAllowedValues) {
   EXPECT_EQ(ParseArgs(h.flags, {"--drop_last=maybe"}), Flags::Result::kError);
 }
 
+// Issue 59 (12): `--json ""` was accepted and wrote nothing (an empty
+// path reads as "not given"). A path flag refuses it, naming the flag.
+TEST(FlagsTest, AnEmptyPathIsAnErrorNamingTheFlag) {
+  Flags flags{"prog", "test"};
+  std::string json;
+  flags.Path("json", &json, "records");
+  EXPECT_EQ(ParseArgs(flags, {"--json", ""}), Flags::Result::kError);
+  EXPECT_EQ(flags.Error(), "prog: bad value '' for --json (allowed: a path (not empty))");
+  Flags again{"prog", "test"};
+  again.Path("json", &json, "records");
+  EXPECT_EQ(ParseArgs(again, {"--json=r.json"}), Flags::Result::kOk);
+  EXPECT_EQ(json, "r.json");
+}
+
 // Issue 35: "--timeout 0x10" was read as 16, " 5" and "+5" as 5.
 TEST(FlagsTest, NumbersAreStrictDecimal) {
   for (const char* bad : {"0x10", "0X1p3", "inf", "nan", " 5", "5 ", "+5", "1e", "1e999", ".", "-",

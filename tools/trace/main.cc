@@ -108,10 +108,10 @@ int main(int argc, char** argv) {
       "world_size", &world_size,
       "PyTorch dumps: the job's world size, when the last ranks sent no dump (0: from the dumps)",
       0, ddp::trace::kMaxWorldSize);
-  flags.String(
+  flags.Path(
       "to-fr", &to_fr,
       "write the suite's dumps in DIR as PyTorch Flight Recorder pickles into this folder");
-  flags.String("dir", &dir, "the folder of dumps (also the positional argument)");
+  flags.Path("dir", &dir, "the folder of dumps (also the positional argument)");
 
   // DIR may come first or anywhere as the one positional argument.
   std::vector<char*> rest = {argv[0]};

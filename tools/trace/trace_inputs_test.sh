@@ -40,6 +40,10 @@ out=$("$trace" "$both" 2>&1); code=$?
 [[ "$out" == *"both the suite's dumps (rank0.json) and PyTorch's (nccl_trace_rank_0)"* ]] ||
   fail "both kinds: message '$out'"
 
+# (12) An empty path is no path: `--to-fr ""` ran the analysis instead.
+out=$("$trace" "$skip_one" --to-fr "" 2>&1); code=$?
+[[ $code == 2 && "$out" == *"bad value '' for --to-fr"* ]] || fail "--to-fr '': exit $code '$out'"
+
 if [[ $failures -gt 0 ]]; then
   echo "$failures failure(s)"
   exit 1
