@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -580,7 +581,12 @@ DirDumps ReadDir(const std::string& dir, int world_size) {
       auto [at, inserted] =
           passed[e.pg_name].try_emplace(e.seq, Seen{e.time_created_ns, e.timeout_ms, &d});
       if (inserted) continue;
-      const int64_t bound_ms = std::max(e.timeout_ms, at->second.timeout_ms) + 5000;
+      // Saturating: a timeout_ms of INT64_MAX (no timeout) wrapped to a
+      // negative bound, and every pair of ranks looked like two jobs.
+      const int64_t longest = std::max(e.timeout_ms, at->second.timeout_ms);
+      const int64_t bound_ms =
+          longest > std::numeric_limits<int64_t>::max() - 5000 ? std::numeric_limits<int64_t>::max()
+                                                               : longest + 5000;
       const int64_t apart_ms = std::llabs(at->second.t - e.time_created_ns) / 1'000'000;
       if (apart_ms > bound_ms) {
         throw DumpError(

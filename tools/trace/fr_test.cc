@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -732,6 +733,54 @@ TEST(ToFr, WritesEveryFileOrNoneAndRefusesStaleFiles) {
   const std::string empty = Fresh("to-fr-empty");
   EXPECT_EQ(WriteFrDir(dumps, empty + "/").size(), 3u);
   EXPECT_EQ(ReadDir(empty).by_rank.size(), 3u);
+}
+
+// A minimal dump of two completed all_reduces (seq 1 and 2), the first
+// entered at t_ns, both with this timeout_ms.
+std::string TwoCollectives(int64_t t_ns, int64_t timeout_ms) {
+  pickle::PickleWriter w;
+  w.BeginDict();
+  w.Str("version");
+  w.Str("2.10");
+  w.Str("entries");
+  w.BeginList();
+  for (int64_t seq : {1, 2}) {
+    w.BeginDict();
+    w.Str("collective_seq_id");
+    w.Int(seq);
+    w.Str("process_group");
+    w.BeginTuple();
+    w.Str("0");
+    w.Str("default_pg");
+    w.EndTuple();
+    w.Str("profiling_name");
+    w.Str("gloo:all_reduce");
+    w.Str("state");
+    w.Str("completed");
+    w.Str("time_created_ns");
+    w.Int(t_ns + seq);
+    w.Str("timeout_ms");
+    w.Int(timeout_ms);
+    w.EndDict();
+  }
+  w.EndList();
+  w.EndDict();
+  return w.Finish();
+}
+
+// Issue 59 (11): timeout_ms = INT64_MAX (no timeout) overflowed the bound
+// on how far apart two ranks may enter one collective, and two ranks 10 s
+// apart became "dumps of two different jobs".
+TEST(FrBadInput, AnUnboundedTimeoutIsNoProofOfTwoJobs) {
+  const std::string dir = Fresh("fr-int64-timeout");
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  Put(dir + "/nccl_trace_rank_0", TwoCollectives(1'000'000'000'000, kMax));
+  Put(dir + "/nccl_trace_rank_1", TwoCollectives(1'010'000'000'000, kMax));
+  EXPECT_EQ(ReadDir(dir).by_rank.size(), 2u);
+  // A real bound still tells two jobs apart: 3 s of timeout, 10 s apart.
+  Put(dir + "/nccl_trace_rank_0", TwoCollectives(1'000'000'000'000, 3000));
+  Put(dir + "/nccl_trace_rank_1", TwoCollectives(1'010'000'000'000, 3000));
+  EXPECT_THROW(ReadDir(dir), DumpError);
 }
 
 // Pickle text by hand: BINUNICODE of s.
