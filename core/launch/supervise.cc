@@ -374,7 +374,8 @@ class Runner {
   // The root cause, in order of confidence: (1) a failed rank that said its
   // failure was its own, or said nothing and ended before we stopped
   // anyone; (2) a rank found stopped while its peers waited; (3) a failed
-  // rank that did not blame a peer; (4) any failed rank. Earliest first.
+  // rank that did not blame a peer; (4) any failed rank we did not stop.
+  // Earliest first; none when every failed rank was stopped by us.
   int Blame() const {
     const auto earliest = [this](auto&& pick) {
       int best = -1;
@@ -397,7 +398,11 @@ class Runner {
     if (i < 0) {
       i = earliest([&](const RankOutcome& o) { return failed(o) && !o.caused_by_peer && !o.killed; });
     }
-    if (i < 0) i = earliest(failed);
+    // Else a failed rank that blamed a peer but ended by itself. Never a
+    // rank this launcher stopped (a signal to the launcher, the deadline):
+    // after `kill -TERM ddprun` no rank failed by its own doing, and naming
+    // one "first failure" would be false.
+    if (i < 0) i = earliest([&](const RankOutcome& o) { return failed(o) && !o.killed; });
     return i < 0 ? -1 : result_.ranks[i].rank;
   }
 

@@ -265,5 +265,29 @@ TEST(Guardian, NothingALauncherStartedSurvivesItsSigkill) {
   Supervise({launcher}, reap);
 }
 
+// Issue 59 (13): SIGTERM to the launcher stops every rank; none failed by
+// its own doing, yet rank 0 was named "first failure" (the last fallback of
+// the blame took any failed rank, the stopped ones included). Last in this
+// file: the handlers stay installed afterwards.
+TEST(Supervise, AfterASignalToTheLauncherNoRankIsBlamed) {
+  SpawnOptions options;
+  options.fail_fast = true;
+  options.forward_signals = true;
+  std::thread sender([] {
+    std::this_thread::sleep_for(milliseconds(500));
+    ::kill(::getpid(), SIGTERM);
+  });
+  const auto result = SpawnRanks(3, [](const RankEnv&) {
+    ::sleep(30);
+    return 0;
+  }, options);
+  sender.join();
+  EXPECT_EQ(result.reason, StopReason::kSignal) << result.Summary();
+  EXPECT_EQ(result.first_failed_rank, -1) << result.Summary();
+  EXPECT_EQ(result.ExitCode(), 128 + SIGTERM) << result.Summary();
+  EXPECT_EQ(result.Summary().find("first failure"), std::string::npos) << result.Summary();
+  for (const auto& r : result.ranks) EXPECT_TRUE(r.killed) << result.Summary();
+}
+
 }  // namespace
 }  // namespace ddp::launch
