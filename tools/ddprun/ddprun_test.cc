@@ -177,6 +177,20 @@ TEST(Ddprun, ForwardsSigtermToRanks) {
   ExpectAllGone(r.stdout_text, 2);
 }
 
+// Issue 59 (14): --rdzv naming a folder that does not exist: the store
+// creates it, and the run used to leave it (and its parents) behind, empty.
+// What ddprun created, it removes; a folder that existed stays.
+TEST(Ddprun, ARdzvFolderItCreatedIsRemovedAfterTheRun) {
+  const std::string base = ddp::launch::MakeFreshDir("rdzv-missing");
+  const auto r = RunCmd(Cmd(Ddprun({"--nproc", "2", "--rdzv", base + "/m/a/b", "--", "/bin/true"})));
+  EXPECT_TRUE(r.ok()) << r.Describe() << r.stderr_text;
+  EXPECT_FALSE(std::filesystem::exists(base + "/m")) << "left behind: " << base << "/m";
+  EXPECT_TRUE(std::filesystem::exists(base));
+  const auto again = RunCmd(Cmd(Ddprun({"--nproc", "2", "--rdzv", base, "--", "/bin/true"})));
+  EXPECT_TRUE(again.ok()) << again.Describe() << again.stderr_text;
+  EXPECT_TRUE(std::filesystem::is_directory(base)) << "an existing --rdzv folder was removed";
+}
+
 TEST(Ddprun, HelpExitsZero) {
   const auto r = RunCmd(Cmd(Ddprun({"--help"})));
   EXPECT_TRUE(r.ok());

@@ -72,7 +72,40 @@ struct Plan {
   std::string rdzv;
   std::string run_id;
   std::shared_ptr<store::Store> store;  // the launcher's connection, for the claim and cleanup
+  // The outermost folder of a --rdzv directory that did not exist and that
+  // opening the store created (e.g. /tmp/a for /tmp/a/b/c); "" otherwise.
+  std::string created_rdzv;
 };
+
+// The outermost missing folder on the way to directory store `spec`, or ""
+// when it exists (or is no directory spec).
+std::string OutermostMissing(const std::string& spec) {
+  if (spec.rfind("redis://", 0) == 0) return "";
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(spec, ec).lexically_normal();
+  if (ec) return "";
+  std::string missing;
+  while (!p.empty() && !std::filesystem::exists(p, ec) && p != p.parent_path()) {
+    missing = p.string();
+    p = p.parent_path();
+  }
+  return missing;
+}
+
+// Removes the folders ddprun created for --rdzv, innermost first, each only
+// if empty (never a file someone else put there): a run leaves no folders
+// behind that it made.
+void RemoveCreatedFolders(const Plan& p) {
+  if (p.created_rdzv.empty()) return;
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::absolute(p.rdzv, ec).lexically_normal();
+  const std::filesystem::path stop(p.created_rdzv);
+  while (!ec) {
+    if (!std::filesystem::remove(dir, ec) || ec) return;  // not empty, or gone: stop
+    if (dir == stop) return;
+    dir = dir.parent_path();
+  }
+}
 
 std::string DefaultRunId() {
   return "ddprun-" + std::to_string(::getpid()) + "-" +
@@ -122,8 +155,14 @@ Plan Prepare(const Args& args) {
   const milliseconds probe = args.collective_timeout_s > 0
                                  ? std::min(Ms(args.collective_timeout_s), milliseconds(5000))
                                  : milliseconds(5000);
-  p.store = store::OpenStore(p.rdzv, probe);
-  ClaimRunId(*p.store, args, p.run_id);
+  p.created_rdzv = OutermostMissing(p.rdzv);
+  try {
+    p.store = store::OpenStore(p.rdzv, probe);
+    ClaimRunId(*p.store, args, p.run_id);
+  } catch (...) {
+    RemoveCreatedFolders(p);
+    throw;
+  }
   return p;
 }
 
@@ -185,7 +224,10 @@ int Finish(const Args& args, const Plan& plan, const launch::RunResult& result) 
         last = !plan.store->TryGet(ClaimKey(args, plan.run_id, node)).has_value();
       }
     }
-    if (last) plan.store->DeletePrefix(plan.run_id + "/");
+    if (last) {
+      plan.store->DeletePrefix(plan.run_id + "/");
+      RemoveCreatedFolders(plan);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[ddprun] warning: could not delete the run's keys ('%s/...'): %s\n",
                  plan.run_id.c_str(), e.what());
