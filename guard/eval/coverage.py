@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, "guard"))
 sys.path.insert(0, ROOT)
 
 TRAINCHECK = ("TrainCheck (OSDI 2025) catches 18 of its 20 silent errors within an iteration; "
-              "none of these six is among its 20 (DESIGN.md, facts of 2026-11-28)")
+              "none of these six is among its 20 (the paper's list of errors, read 2026-11-28)")
 
 
 def rank_main(args):

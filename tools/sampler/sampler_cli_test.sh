@@ -30,7 +30,7 @@ check_golden 1003 8 5 0 0 1 0
 check_golden 0 5 4 1 0 0 0
 check_golden 100 7 6 1 9223372036854775807 0 5
 
-# The DESIGN.md fact: N=1003, W=2 gives 502 indices on every rank.
+# PyTorch's DistributedSampler (checked against PyTorch 1.13: repro/missing_set_epoch/pytorch/sampler_vs_golden.py): N=1003, W=2 gives 502 indices on every rank.
 count=$("$sampler" --n=1003 --world=2 --rank=0 | wc -w)
 [[ "$count" == 502 ]] || fail "N=1003 W=2 gave $count indices, want 502"
 
