@@ -37,7 +37,7 @@ out=$("$py" tools/new_pair mean_of_means 2>&1); rc=$?
 
 "$py" tools/new_pair demo_pair >/dev/null || fail "new_pair demo_pair exited $?"
 for f in repro/demo_pair/{BUILD,main.cc,variants.h,variants.cc,variants_test.cc,README.md,tables.json,report.json} \
-         fixes/demo_pair/{BUILD,main.cc,variants.h,variants.cc,variants_test.cc,README.md,tables.json}; do
+         fixes/demo_pair/{BUILD,main.cc,fix_run.h,fix_run.cc,fix_test.cc,README.md,tables.json}; do
   [ -s "$f" ] || fail "$f not written"
 done
 
