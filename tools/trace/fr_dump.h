@@ -2,7 +2,7 @@
 // needs from them, read from the pickle that
 // torch._C._distributed_c10d._dump_fr_trace() and dump-on-timeout write, or
 // from the JSON of _dump_fr_trace_json(). Facts about the format (PyTorch
-// 2.15, gloo) are in /work/shared/DESIGN.md "Facts found 2026-11-24":
+// 2.15, gloo; read from its dumps, as tools/trace/README.md's corpus shows):
 // a dict with version, pg_config, pg_status, comm_lib_version, entries; each
 // entry with frames, record_id, pg_id, process_group (name, desc),
 // collective_seq_id, p2p_seq_id, is_p2p, profiling_name ("gloo:all_reduce"),
