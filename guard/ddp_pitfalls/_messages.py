@@ -11,7 +11,7 @@ TERMS = {
     "wrong_all_gather": (
         "PyTorch's gloo all_gather of 502 and 501 elements at W = 2: the shorter rank aborted "
         "(gloo::EnforceNotMet) in 20 of 20 runs and the longer one returned silently with 252 of "
-        "502 values garbage in 7 to 13 of 20 runs (repro/wrong_all_gather/README.md, PyTorch table)",
+        "502 values garbage in 11 to 16 of 20 runs (repro/wrong_all_gather/README.md, PyTorch table)",
         "exchange the lengths first, pad every tensor to the longest, gather, and cut each peer's "
         "slot back to its length (what torchmetrics' gather_all_tensors does; "
         "fixes/wrong_all_gather/README.md)",
