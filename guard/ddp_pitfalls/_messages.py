@@ -3,7 +3,9 @@
 Every number here is quoted from the pair README named beside it (the
 suite's records, PyTorch 1.13 and 2.15 on gloo); a message names that README
 so the reader can check the number and regenerate it. Kept in one place so
-the wording can be compared with the READMEs at a glance.
+the wording can be compared with the READMEs at a glance. The count that
+moves from run to run, wrong_all_gather's silent runs, is checked against
+the committed records by //guard:guard_messages_test.
 """
 
 # bug -> (what the mistake does, measured; the fix; the pair's README)
