@@ -96,3 +96,21 @@ bundle_commit() {
   fi
   echo "$head"
 }
+
+# Of the Bazel labels given (//a/b:c), prints those whose path in the bundle
+# (a/b/c, as run_all.sh's --only sees it) matches the extended regular
+# expression ERE ($1, bash's =~), one per line. Returns 2, printing nothing,
+# when ERE is not a valid expression. make_bundle.sh --only: a bundle of
+# what one lease runs, where the whole bundle and the working tree no
+# longer fit the 64 MiB a device call carries.
+bundle_select() {
+  local ere="$1" label rel rc=0
+  shift
+  [[ "" =~ $ere ]] || rc=$?
+  ((rc != 2)) || return 2
+  for label in "$@"; do
+    rel="${label#//}" && rel="${rel%%:*}/${rel#*:}"
+    if [[ "$rel" =~ $ere ]]; then echo "$label"; fi
+  done
+  return 0
+}

@@ -54,7 +54,9 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                 [--raw-dtype float32|float64|swap] [--raw-proto LL|Simple] [--raw-runs N]
                 [--archive NAME] [--python PATH] [-- RUN_ALL_FLAGS...]
 
-  --bundle TAR       the bundle archive (default .gpu/ddp-bundle.tar.gz)
+  --bundle TAR       the bundle archive (default .gpu/ddp-bundle.tar.gz); a
+                     stage below whose binary it lacks (make_bundle.sh --only)
+                     stops the call before anything runs, exit 2
   --budget SECONDS   run_all.sh's budget (default 420: 7 minutes, leaving the
                      machine's start and the transfers inside a 15-minute lease;
                      0: run_all is not run, only the stages asked for below)
@@ -168,6 +170,22 @@ tar xzf "$bundle" -C "$work" || { echo "lease.sh: cannot unpack $bundle" >&2; ex
 run_all="$(find "$work" -maxdepth 2 -name run_all.sh | head -1)"
 [[ -x "$run_all" ]] || { echo "lease.sh: no run_all.sh in $bundle" >&2; exit 1; }
 mkdir -p "$work/gpu"
+bundle_dir="$(dirname "$run_all")"
+
+# Each stage asked for needs its binary in the bundle (make_bundle.sh --only
+# may have left it out): say so now, before the stages ahead of it spend
+# device time, and run nothing.
+needs=()
+((peers_s > 0)) && needs+=("--norm-peers:bench/norm_kernels/norm_kernels")
+((dist_s > 0)) && needs+=("--dist-peers:bench/sync_bn" "--dist-peers:bench/padding/padding")
+((raw_s > 0)) && needs+=("--raw-nccl:repro/wrong_all_gather/wrong_all_gather")
+for need in "${needs[@]+"${needs[@]}"}"; do
+  if [[ ! -x "$bundle_dir/bin/${need#*:}" ]]; then
+    selection="$(sed -n 's/^selection: //p' "$bundle_dir/MANIFEST.txt" 2>/dev/null)"
+    echo "lease.sh: ${need%%:*} needs bin/${need#*:}, which $bundle lacks (${selection:-no selection in its MANIFEST.txt}): rebuild the bundle with it (make_bundle.sh --only)" >&2
+    exit 2
+  fi
+done
 
 pack() {  # the output folder as it is now, whole or not at all
   tar czf "$OUT/$archive.tar.gz.part" -C "$work" gpu 2>/dev/null && mv -f "$OUT/$archive.tar.gz.part" "$OUT/$archive.tar.gz"
@@ -191,7 +209,6 @@ if ((budget > 0)); then
   echo "lease: run_all exit $rc; archive $OUT/$archive.tar.gz ($(stat -c %s "$OUT/$archive.tar.gz" 2>/dev/null || echo 0) bytes)"
 fi
 
-bundle_dir="$(dirname "$run_all")"
 tree="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"  # this tree's scripts
 commit="$(sed -n 's/^commit: \([^ ]*\).*/\1/p' "$bundle_dir/MANIFEST.txt" 2>/dev/null | head -1)"
 nccl=""

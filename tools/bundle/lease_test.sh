@@ -54,6 +54,8 @@ echo "fake run_all $*"
 exit 0
 FAKE
 chmod +x src/ddp-bundle/run_all.sh
+printf '#!/bin/sh\n' >src/ddp-bundle/bin/bench/norm_kernels/norm_kernels
+chmod +x src/ddp-bundle/bin/bench/norm_kernels/norm_kernels
 tar czf bundle2.tar.gz -C src ddp-bundle
 # Prints its command line and writes the JSON it is asked for (--json:
 # the norm peers' driver; --out: the PyTorch evidence script).
@@ -78,6 +80,24 @@ grep -q 'gpu/records/torch_norm_gpu.json' <<<"$listing" && grep -q 'gpu/norm_gpu
 # NCCL at W = 2 with the small sizes, a --budget 30 s inside its bound, the
 # commit and a JSON path in the archive; the table is made beside it.
 mkdir -p src/ddp-bundle/bin/bench/padding
+# A stage whose binary the bundle lacks (make_bundle.sh --only left it out)
+# stops the call at once, exit 2, naming it; nothing runs.
+printf '#!/bin/sh\n' >src/ddp-bundle/bin/bench/padding/padding
+chmod +x src/ddp-bundle/bin/bench/padding/padding
+printf 'selection: --only x: 1 of 49 targets\n' >>src/ddp-bundle/MANIFEST.txt
+tar czf bundle2s.tar.gz -C src ddp-bundle
+rm -f out/gpu-run.tar.gz
+set +e
+msg="$(OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle2s.tar.gz --budget 30 --norm-peers 20 --dist-peers 200 --python "$PWD/fake_python" 2>&1)"
+rc=$?
+set -e
+[[ $rc -eq 2 ]] || fail "a missing bench/sync_bn exited $rc, want 2: $msg"
+grep -q '^lease.sh: --dist-peers needs bin/bench/sync_bn, which bundle2s.tar.gz lacks (--only x: 1 of 49 targets): rebuild' <<<"$msg" ||
+  fail "the missing binary's message: $msg"
+! grep -q 'fake' <<<"$msg" || fail "a stage ran before the check: $msg"
+[[ ! -e out/gpu-run.tar.gz ]] || fail "an archive was made"
+printf '#!/bin/sh\n' >src/ddp-bundle/bin/bench/sync_bn
+chmod +x src/ddp-bundle/bin/bench/sync_bn
 tar czf bundle2d.tar.gz -C src ddp-bundle
 rm -f out/gpu-run.tar.gz
 OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle2d.tar.gz --budget 0 --dist-peers 200 --python "$PWD/fake_python" >dist.txt 2>&1 ||

@@ -34,7 +34,7 @@ set -e
 [[ $rc -eq 1 ]] || fail "Debian 12's libstdc++.so.6 passed the check (exit $rc): $stdcxx"
 grep -q '^too new: .*libstdc++.so.6 needs GLIBC_2.36 (max 2.34)$' <<<"$stdcxx" || fail "check output: $stdcxx"
 
-for args in "--compilation_mode fast" "--bogus" "--list-libs /nonexistent" "" "--check-versions" "--check-versions /nonexistent"; do
+for args in "--compilation_mode fast" "--bogus" "--list-libs /nonexistent" "" "--check-versions" "--check-versions /nonexistent" "--only" "--only (" "--only [z-a]"; do
   set +e
   msg="$("$make_bundle" $args 2>&1)"
   rc=$?
@@ -43,10 +43,23 @@ for args in "--compilation_mode fast" "--bogus" "--list-libs /nonexistent" "" "-
 done
 "$make_bundle" --help | grep -q '^usage: make_bundle.sh' || fail "--help"
 
-# The bundle's commit, by provenance's rule: results/ and untracked files do
-# not make it dirty, a changed tracked file does; no git tree: unknown.
+# --only's selection: a target's path in the bundle (package/name, as
+# run_all.sh's --only sees it) against the expression; a bad one is 2.
 # shellcheck source=tools/bundle/bundle_lib.sh
 source "$(dirname "$make_bundle")/bundle_lib.sh"
+labels=(//bench:sync_bn //bench:sync_bn_nccl_test //bench/padding:padding //core/cuda:norm_bits_test //repro/wrong_all_gather:wrong_all_gather //fixes/wrong_all_gather:test_nccl)
+got="$(bundle_select '^(bench/sync_bn$|bench/padding/padding$|core/cuda/|(repro|fixes)/wrong_all_gather/wrong_all_gather$)' "${labels[@]}" | tr '\n' ' ')"
+[[ "$got" == "//bench:sync_bn //bench/padding:padding //core/cuda:norm_bits_test //repro/wrong_all_gather:wrong_all_gather " ]] ||
+  fail "bundle_select chose: $got"
+[[ -z "$(bundle_select '^nothing/' "${labels[@]}")" ]] || fail "bundle_select: a selection of none"
+set +e
+bundle_select '(' "${labels[@]}" >/dev/null
+rc=$?
+set -e
+[[ $rc -eq 2 ]] || fail "bundle_select on a bad expression returned $rc, want 2"
+
+# The bundle's commit, by provenance's rule: results/ and untracked files do
+# not make it dirty, a changed tracked file does; no git tree: unknown.
 repo="$TEST_TMPDIR/commit_repo"
 command -v git >/dev/null || { echo "libs_test: no git here, commit rule not checked"; exit 0; }
 mkdir -p "$repo/results"

@@ -8,7 +8,8 @@ set -euo pipefail
 
 usage() {
   cat <<'USAGE'
-usage: make_bundle.sh --out DIR [--compilation_mode opt|fastbuild|dbg] [--cuda-arches 80,90|90|80] [--tar]
+usage: make_bundle.sh --out DIR [--compilation_mode opt|fastbuild|dbg] [--cuda-arches 80,90|90|80]
+                      [--only ERE] [--tar]
        make_bundle.sh --list-libs BINARY
        make_bundle.sh --check-versions ELF...
        bazel run //tools/bundle -- --out DIR [...]
@@ -23,6 +24,13 @@ usage: make_bundle.sh --out DIR [--compilation_mode opt|fastbuild|dbg] [--cuda-a
                          only) or 80 alone, for a smaller bundle where one
                          device call carries 64 MiB (--define=cuda_arches,
                          third_party/cuda/cuda.bzl)
+  --only ERE             bundle only the targets whose path in the bundle
+                         (e.g. bench/norm_kernels/norm_kernels,
+                         core/cuda/norm_bits_test) matches the extended
+                         regular expression ERE, as run_all.sh's --only
+                         matches them: a bundle of what one lease runs (the
+                         whole bundle and the working tree no longer fit one
+                         device call); MANIFEST.txt names the selection
   --tar                  also write DIR.tar.gz; fails if it is 64 MiB or more
   --list-libs BINARY     print which shared libraries BINARY's bundle would
                          carry ("bundle NAME PATH") or leave to the target
@@ -70,7 +78,7 @@ registry="$here/../../analysis/registry.py"
 # shellcheck source=tools/bundle/bundle_lib.sh
 source "$here/bundle_lib.sh"
 
-out="" mode="opt" arches="80,90" tar=0 list_libs="" check_versions=0
+out="" mode="opt" arches="80,90" tar=0 list_libs="" check_versions=0 only=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) [[ $# -ge 2 && -n "$2" ]] || die_usage "--out needs a folder"; out="$2"; shift 2 ;;
@@ -82,11 +90,15 @@ while [[ $# -gt 0 ]]; do
       [[ $# -ge 2 ]] || die_usage "--cuda-arches needs a value: 80,90, 90 or 80"
       case "$2" in 80,90 | 90 | 80) arches="$2" ;; *) die_usage "--cuda-arches must be 80,90, 90 or 80, got '$2'" ;; esac
       shift 2 ;;
+    --only)
+      [[ $# -ge 2 && -n "$2" ]] || die_usage "--only needs an extended regular expression (e.g. '^bench/norm_kernels/')"
+      bundle_select "$2" >/dev/null || die_usage "--only must be an extended regular expression (bash =~), got '$2'"
+      only="$2"; shift 2 ;;
     --tar) tar=1; shift ;;
     --list-libs) [[ $# -ge 2 ]] || die_usage "--list-libs needs a binary"; list_libs="$2"; shift 2 ;;
     --check-versions) check_versions=1; shift; break ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --out, --compilation_mode, --cuda-arches, --tar, --list-libs, --check-versions, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --out, --compilation_mode, --cuda-arches, --only, --tar, --list-libs, --check-versions, --help" ;;
   esac
 done
 
@@ -157,6 +169,20 @@ defs="$(bazel info --noshow_progress output_base 2>/dev/null)/external/local_cud
 grep -q '^CUDA_AVAILABLE = True' "$defs" 2>/dev/null ||
   die "CUDA + NCCL were not detected for this workspace ($defs): the gpu binaries cannot be built here"
 [[ -n "$gpu_tests" ]] || die "no gpu-tagged tests found"
+
+# --only: what one lease runs, chosen after the checks above (which hold
+# for every target, bundled or not).
+all_targets=$(wc -w <<<"$gpu_tests $binaries")
+selection="all $all_targets targets"
+if [[ -n "$only" ]]; then
+  # shellcheck disable=SC2086
+  gpu_tests=$(bundle_select "$only" $gpu_tests)
+  # shellcheck disable=SC2086
+  binaries=$(bundle_select "$only" $binaries)
+  chosen=$(wc -w <<<"$gpu_tests $binaries")
+  ((chosen > 0)) || die_usage "--only '$only' selects none of the $all_targets targets (paths such as bench/sync_bn, core/cuda/norm_bits_test)"
+  selection="--only '$only': $chosen of $all_targets targets"
+fi
 
 echo "== building $(wc -w <<<"$gpu_tests") gpu tests and $(wc -w <<<"$binaries") binaries (-c $mode)"
 # shellcheck disable=SC2086
@@ -246,6 +272,7 @@ cuda_version="$(sed -n 's/^CUDA_VERSION = "\(.*\)"/\1/p' "$defs")"
   echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname) ($(uname -m)), -c $mode"
   echo "cuda: $cuda_version (runtime linked statically; needs an NVIDIA driver that supports it)"
   echo "cuda arches: $arches (SASS; PTX of the newest)"
+  echo "selection: $selection"
   echo "compiler: $(gcc --version | head -1)"
   echo "glibc: built with $(ldd --version | head -1)"
   echo "target needs: glibc >= $BUNDLE_MAX_GLIBC and a libstdc++.so.6 with GLIBCXX_$BUNDLE_MAX_GLIBCXX (GCC 12 or newer); highest needed by a file here: GLIBC_$(awk '{print $2}' <<<"$versions" | sed 's/GLIBC_//' | grep -v none | sort -V | tail -1), GLIBCXX_$(awk '{print $3}' <<<"$versions" | sed 's/GLIBCXX_//' | grep -v none | sort -V | tail -1)"
@@ -257,7 +284,7 @@ cuda_version="$(sed -n 's/^CUDA_VERSION = "\(.*\)"/\1/p' "$defs")"
   (cd "$out/bin" && sha256sum $(cat "$out/tests.txt" "$out/pairs.txt" "$out/bench.txt")) | sed 's/^/  /'
 } >"$out/MANIFEST.txt"
 
-echo "== bundle: $out ($(du -sh "$out" | cut -f1)): $(wc -l <"$out/tests.txt") tests, $(wc -l <"$out/pairs.txt") pair binaries, $(wc -l <"$out/bench.txt") bench binaries, $(ls "$out/lib" | wc -l) libraries"
+echo "== bundle: $out ($(du -sh "$out" | cut -f1); $selection): $(wc -l <"$out/tests.txt") tests, $(wc -l <"$out/pairs.txt") pair binaries, $(wc -l <"$out/bench.txt") bench binaries, $(ls "$out/lib" | wc -l) libraries"
 if [[ "$tar" == 1 ]]; then
   tarball="$out.tar.gz"
   tar -C "$(dirname "$out")" -czf "$tarball" "$(basename "$out")"
@@ -267,6 +294,7 @@ if [[ "$tar" == 1 ]]; then
   # A device call carries the bundle and the working tree within 64 MiB.
   if tree_bytes=$(cd "$workspace" && git ls-files -z 2>/dev/null | xargs -0 -r stat -c %s 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'); then
     echo "== with the working tree's tracked files ($tree_bytes bytes): $((bytes + tree_bytes)) of 67108864 bytes a device call carries"
-    ((bytes + tree_bytes < 64 * 1024 * 1024)) || echo "WARNING: bundle + working tree exceed 64 MiB: a device call cannot carry both" >&2
+    ((bytes + tree_bytes < 64 * 1024 * 1024)) ||
+      echo "WARNING: bundle + working tree exceed 64 MiB: a device call cannot carry both; bundle only what the lease runs (--only ERE)" >&2
   fi
 fi

@@ -387,7 +387,9 @@ if ((mps_started)) || [[ -n "$mps_external" ]]; then mps_now=on mps_wanted_once=
   fi
   echo "mps: $mps_line"
   echo "records' commit: $DDP_PITFALLS_COMMIT"
-  sed -n '1,5p' "$here/MANIFEST.txt" 2>/dev/null
+  # The manifest's head: commit, build, CUDA, arches, and which targets the
+  # bundle holds (make_bundle.sh --only), so a record says what could run.
+  sed -n '1,5p; /^selection: /p' "$here/MANIFEST.txt" 2>/dev/null
 } >"$out/environment.txt"
 cat "$out/environment.txt"
 

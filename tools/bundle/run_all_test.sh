@@ -287,6 +287,7 @@ echo "[{\"commit\": \"$DDP_PITFALLS_COMMIT\", \"mps\": \"${DDP_MPS:-auto} ${CUDA
 echo repro/bug/bug >"$root/pairs.txt"
 printf '# comment\nrepro/bug/bug --steps 5 --n 100\nfixes/other/other --steps 1\n' >"$root/shared_gpu_flags.txt"
 sed -i 's/^commit: x$/commit: 0123abc (with uncommitted changes)/' "$root/MANIFEST.txt"
+printf 'cuda arches: 90\ncompiler: g\nselection: --only x: 1 of 9 targets\n' >>"$root/MANIFEST.txt"
 run
 echo "$output"
 [[ $rc -eq 0 ]] || fail "MPS run exited $rc"
@@ -300,6 +301,10 @@ pipe="$(grep -o '"mps": "auto [^"]*' "$rec" | awk '{print $NF}')"
 grep -q '^daemon -d$' "$FAKE_MPS_LOG" && grep -q '^client quit$' "$FAKE_MPS_LOG" || fail "fake calls: $(cat "$FAKE_MPS_LOG")"
 grep -q '"commit": "0123abc+dirty"' "$rec" || fail "record's commit: $(cat "$rec")"
 grep -q "^records' commit: 0123abc+dirty" "$TEST_TMPDIR/o/environment.txt" || fail "environment.txt commit"
+# The manifest's head and its selection (make_bundle.sh --only), nothing
+# else of it.
+grep -qx 'selection: --only x: 1 of 9 targets' "$TEST_TMPDIR/o/environment.txt" || fail "environment.txt lacks the selection"
+! grep -q '^compiler: ' "$TEST_TMPDIR/o/environment.txt" || fail "environment.txt holds more of the manifest than its head"
 grep -q '"args": "--backend nccl --json .* --steps 5 --n 100"' "$rec" || fail "shared-GPU flags not given: $(cat "$rec")"
 grep -q "pairs with shared_gpu_flags.txt's flags (1 GPU visible" <<<"$output" || fail "flags header line"
 run --full-size --mps off
