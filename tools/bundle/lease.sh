@@ -162,6 +162,13 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -n "${OUT:-}" && -d "$OUT" ]] || die_usage "\$OUT must name a folder (the device tool sets it)"
+# run_all's --only takes an extended expression, where \| is a literal |: a
+# command copied from a Markdown table (which escapes | as \|) would run
+# nothing. Refused here, before the bundle is unpacked.
+for arg in "$@"; do
+  [[ "$arg" != *'\|'* ]] ||
+    die_usage "run_all flag '$arg' holds '\\|', a literal '|' in an extended regular expression (a Markdown table's escape of '|'): write '|'"
+done
 [[ -f "$bundle" ]] || die_usage "--bundle: no file '$bundle' (build it here: bazel run //tools:bundle -- --out .gpu/ddp-bundle --tar; carry .gpu)"
 
 work="$(mktemp -d /tmp/lease.XXXXXX)"

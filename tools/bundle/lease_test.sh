@@ -223,6 +223,14 @@ for args in "--budget -1" "--hang-nccl soon" "--raw-nccl later" "--raw-worlds 1"
   [[ $rc -eq 2 ]] || fail "'$args' exited $rc, want 2"
   grep -q -- "${args%% *}" <<<"$msg" || fail "'$args' message: $msg"
 done
+# A run_all flag copied from a Markdown table ('\|' for '|') is refused
+# before anything runs.
+set +e
+msg="$(OUT="$TEST_TMPDIR/out" bash "$lease" --bundle bundle.tar.gz -- --only '^core/cuda/\|^bench/' 2>&1)"
+rc=$?
+set -e
+[[ $rc -eq 2 ]] && grep -q "holds '\\\\|', a literal '|'" <<<"$msg" || fail "a run_all flag with '\\|': $rc $msg"
+! grep -q 'fake run_all' <<<"$msg" || fail "run_all ran with a '\\|' flag"
 set +e
 msg="$(env -u OUT bash "$lease" --bundle bundle.tar.gz 2>&1)"
 rc=$?

@@ -100,7 +100,16 @@ while [[ $# -gt 0 ]]; do
     --jobs)
       [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ && "$2" -le 16 ]] || die_usage "--jobs must be a whole number from 1 to 16, got '${2:-}'"
       jobs="$2"; shift 2 ;;
-    --only) [[ $# -ge 2 ]] || die_usage "--only needs a regular expression"; only="$2"; shift 2 ;;
+    --only)
+      [[ $# -ge 2 && -n "$2" ]] || die_usage "--only needs an extended regular expression (e.g. '^core/cuda/|^bench/sync_bn$')"
+      # A Markdown table escapes | as \|, and a command copied from one
+      # would match nothing: in an extended expression \| is a literal |,
+      # which no binary's path holds.
+      [[ "$2" != *'\|'* ]] ||
+        die_usage "--only: '\\|' is a literal '|' in an extended regular expression (a Markdown table's escape of '|'), so '$2' would match nothing: write '|'"
+      rc_re=0 && { [[ "" =~ $2 ]] || rc_re=$?; }
+      ((rc_re != 2)) || die_usage "--only must be an extended regular expression (bash =~), got '$2'"
+      only="$2"; shift 2 ;;
     --nccl-lib)
       [[ $# -ge 2 ]] || die_usage "--nccl-lib needs a folder"
       compgen -G "$2/libnccl.so*" >/dev/null || die_usage "--nccl-lib: no libnccl.so* in '$2'"
@@ -121,6 +130,21 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -f "$here/tests.txt" ]] || die_usage "no tests.txt next to run_all.sh: not a bundle folder ($here)"
+# An --only that selects nothing of what would run is a mistake, not a run
+# of nothing that exits 0: say so before anything starts.
+if [[ -n "$only" ]]; then
+  lists=("$here/tests.txt")
+  ((run_pairs)) && lists+=("$here/pairs.txt")
+  ((run_bench)) && lists+=("$here/bench.txt")
+  n_listed=0 n_chosen=0
+  while read -r rel; do
+    [[ -n "$rel" ]] || continue
+    n_listed=$((n_listed + 1))
+    if [[ "$rel" =~ $only ]]; then n_chosen=$((n_chosen + 1)); fi
+  done < <(cat "${lists[@]}" 2>/dev/null)
+  ((n_chosen > 0)) ||
+    die_usage "--only '$only' selects none of the $n_listed binaries this run would consider ($(basename -a "${lists[@]}" | tr '\n' ' ' | sed 's/ $//'); paths such as core/cuda/norm_bits_test)"
+fi
 # `wait -n -p` (bash 5.1) tells which binary ended.
 if ((BASH_VERSINFO[0] < 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] < 1))); then
   echo "run_all.sh: needs bash 5.1 or newer, this is $BASH_VERSION" >&2

@@ -97,6 +97,21 @@ for args in "--timeout 0" "--timeout abc" "--frobnicate" "--nccl-lib /nonexisten
   [[ $rc -eq 2 ]] || fail "'$args' exited $rc, want 2"
   grep -q -- "${args%% *}" <<<"$msg" || fail "'$args' message does not name the flag: $msg"
 done
+# --only: a Markdown table's '\|' (a literal | in an extended expression),
+# a bad expression, and one that selects nothing of what would run (here
+# the pairs, with --no-pairs) are exit 2 before anything runs.
+for only in '^pkg/pass_test\|^pkg/skip_test' '(' '^repro/'; do
+  set +e
+  msg="$("$root/run_all.sh" --no-pairs --only "$only" --nccl-lib "$TEST_TMPDIR/nccl" --out "$TEST_TMPDIR/out3" 2>&1)"
+  rc=$?
+  set -e
+  [[ $rc -eq 2 ]] || fail "--only '$only' exited $rc, want 2: $msg"
+  grep -q -- '--only' <<<"$msg" || fail "--only '$only' message: $msg"
+  [[ ! -e "$TEST_TMPDIR/out3/environment.txt" ]] || fail "--only '$only': the run started"
+done
+grep -q "'\\|' is a literal '|'" <<<"$("$root/run_all.sh" --only 'a\|b' 2>&1)" || fail "the '\\|' message"
+grep -q "selects none of the 8 binaries this run would consider (tests.txt;" \
+  <<<"$("$root/run_all.sh" --no-pairs --only '^repro/' --out "$TEST_TMPDIR/out3" 2>&1)" || fail "the selects-none message"
 
 # --- A fresh fake bundle for the GPU-machine checks below.
 new_bundle() {
