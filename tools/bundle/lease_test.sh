@@ -190,7 +190,11 @@ grep -qx "lease: raw nccl: ours at W = 2, float32, NCCL_PROTO=Simple: 3 of 3 run
 grep -qx "lease: raw nccl: pytorch at W = 2, float64, NCCL_PROTO=Simple: 3 of 3 runs exit 0" raw4.txt || fail "swap: PyTorch's count line"
 ! grep -q 'run4' raw4.txt || fail "--raw-runs 3 ran a fourth run"
 [[ -f out/raw-swap.tar.gz && ! -e out/gpu-run.tar.gz ]] || fail "--archive raw-swap: $(ls out)"
-tar tzf out/raw-swap.tar.gz | grep -q 'gpu/records/wrong_all_gather_unequal.torch.nccl_w2.float64.proto-Simple.run3.json' ||
+# The listing first, then grep: under pipefail, `tar | grep -q` fails when
+# grep stops reading at its match while tar still writes (SIGPIPE), which
+# failed this check once in a fresh-clone .ci/run at 342f93d.
+listing="$(tar tzf out/raw-swap.tar.gz)"
+grep -q 'gpu/records/wrong_all_gather_unequal.torch.nccl_w2.float64.proto-Simple.run3.json' <<<"$listing" ||
   fail "--archive: the records not in raw-swap.tar.gz"
 # Without --raw-proto nothing sets NCCL_PROTO.
 ! grep -q 'proto=[A-Z]' raw.txt || fail "NCCL_PROTO set without --raw-proto"
