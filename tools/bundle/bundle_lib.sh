@@ -97,6 +97,13 @@ bundle_commit() {
   echo "$head"
 }
 
+# //a/b:c -> a/b/c: a target's path under bazel-bin and in the bundle's bin/
+# (what run_all.sh's --only and the lists see).
+bundle_rel_path() {
+  local label="${1#//}"
+  echo "${label%%:*}/${label#*:}"
+}
+
 # Of the Bazel labels given (//a/b:c), prints those whose path in the bundle
 # (a/b/c, as run_all.sh's --only sees it) matches the extended regular
 # expression ERE ($1, bash's =~), one per line. Returns 2, printing nothing,
@@ -109,7 +116,7 @@ bundle_select() {
   [[ "" =~ $ere ]] || rc=$?
   ((rc != 2)) || return 2
   for label in "$@"; do
-    rel="${label#//}" && rel="${rel%%:*}/${rel#*:}"
+    rel="$(bundle_rel_path "$label")"
     if [[ "$rel" =~ $ere ]]; then echo "$label"; fi
   done
   return 0

@@ -158,7 +158,7 @@ isolated_in_list() {
 }
 no_mps_tests=" $(bazel query --noshow_progress 'attr(env, "DDP_MPS", tests(//...))' 2>/dev/null | sort | tr '\n' ' ')"
 for label in $gpu_tests; do
-  rel="${label#//}" && rel="${rel%%:*}/${rel#*:}"
+  rel="$(bundle_rel_path "$label")"
   in_list=0 in_build=0
   isolated_in_list "$rel" && in_list=1
   [[ "$no_mps_tests" == *" $label "* ]] && in_build=1
@@ -196,12 +196,6 @@ mkdir -p "$out/bin" "$out/lib"
 : >"$out/bench.txt"
 libs_file="$lists/libs.txt"
 
-# //a/b:c -> a/b/c, the binary's path under bazel-bin.
-rel_path() {
-  local label="${1#//}"
-  echo "${label%%:*}/${label#*:}"
-}
-
 copy_target() {
   local rel="$1" src="$bin_dir/$1"
   [[ -f "$src" ]] || die "built target missing: $src"
@@ -212,12 +206,12 @@ copy_target() {
 }
 
 for label in $gpu_tests; do
-  rel="$(rel_path "$label")"
+  rel="$(bundle_rel_path "$label")"
   copy_target "$rel"
   echo "$rel" >>"$out/tests.txt"
 done
 for label in $binaries; do
-  rel="$(rel_path "$label")"
+  rel="$(bundle_rel_path "$label")"
   copy_target "$rel"
   case "$rel" in bench/*) echo "$rel" >>"$out/bench.txt" ;; *) echo "$rel" >>"$out/pairs.txt" ;; esac
 done
