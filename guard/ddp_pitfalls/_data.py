@@ -1,29 +1,75 @@
-"""What the guard knows about this rank's data: the DataLoader pass being
-consumed (how many batches it promises, how many it yielded, how many
-samples) — shared by the checks that need it (drop_last_hang,
-mean_of_means)."""
+"""What the guard knows about this rank's data: each DataLoader pass (what it
+promises, what it yielded), which passes were touched since the last point
+where every rank of a group meets (the passes of one loop: one, or several
+zipped together), and the orders of the training passes that completed
+(for missing_set_epoch)."""
+import threading
+
+_MAIN = threading.main_thread()
 
 
 class Pass:
     """One pass over a DataLoader on this rank."""
-    __slots__ = ("promised", "yielded", "samples", "last_batch", "finished", "exchanged",
-                 "agreed", "site", "sampler", "indices_gathered")
+    __slots__ = ("promised", "promised_samples", "batch_size", "drop_last", "yielded",
+                 "samples", "last_batch", "finished", "sampler", "order", "repeat",
+                 "training", "key", "kworld", "pinned_open", "rows", "tries", "lockstep",
+                 "indices_gathered")
 
-    def __init__(self, promised, site, sampler):
-        self.promised = promised        # len(loader), or -1 when it has none
+    def __init__(self, promised, promised_samples, batch_size, drop_last, sampler, order):
+        self.promised = promised                  # len(loader), or -1
+        self.promised_samples = promised_samples  # len(its sampler), or -1
+        self.batch_size = batch_size              # the loader's batch_size, or -1
+        self.drop_last = drop_last
         self.yielded = 0
         self.samples = 0
         self.last_batch = 0
         self.finished = False
-        self.exchanged = False          # compared with the other ranks already
-        self.agreed = None              # the count every rank promised, once compared
-        self.site = site
         self.sampler = sampler          # its DistributedSampler, or None
+        self.order = order              # what fixes a shuffling sampler's order, or None
+        self.repeat = False             # that order is the last completed training pass's
+        self.training = False           # a DDP training step ran while it was being read
+        self.key = None                 # the board key its row was pinned under
+        self.kworld = 0                 # ranks of that key's group
+        self.pinned_open = False        # pinned before it finished
+        self.rows = None                # every rank's row, once read
+        self.tries = 0                  # reads that found a row missing
+        self.lockstep = False           # two meeting points fell inside it: a loop of steps
         self.indices_gathered = False   # the samples' indices were gathered (repeats can go)
 
 
-latest = None  # the pass that started or yielded most recently on this rank
-joins = 0      # open `with Join(...)` blocks: uneven batch counts are what Join is for
+latest = None    # the pass that started or yielded most recently on this rank
+recent = []      # passes that yielded since the last meeting point (one loop's passes)
+joins = 0        # open `with Join(...)` blocks: uneven batch counts are what Join is for
+bn_min = {}      # id(DDP model) -> fewest samples a plain BatchNorm saw at its first step
+completed = {}   # a training pass's order without its epoch -> that epoch
+
+
+def started(p):
+    global latest
+    latest = p
+
+
+def yielded(p, n):
+    global latest
+    p.yielded += 1
+    p.samples += n
+    p.last_batch = n
+    latest = p
+    if p not in recent:
+        recent.append(p)
+
+
+def ended(p):
+    """A pass ran to its end: a training pass's order becomes the one the
+    next training pass must not repeat (peeks and partial passes never end
+    here; evaluation passes are not training)."""
+    p.finished = True
+    if p.training and p.order is not None:
+        completed[p.order[:-1]] = p.order[-1]
+
+
+def in_main_thread():
+    return threading.current_thread() is _MAIN
 
 
 def batch_size(batch, depth=0):
@@ -45,8 +91,11 @@ def batch_size(batch, depth=0):
     return 0
 
 
-def active_promised():
-    """The promised batch count of the pass being consumed, or -1 (no pass,
-    finished, or no length)."""
-    p = latest
-    return p.promised if p is not None and not p.finished else -1
+def expected_samples(row_total, row_batch, row_drop_last, steps):
+    """Samples a pass of `row_total` samples in batches of `row_batch` has
+    given after `steps` batches, or -1 when its sizes are unknown."""
+    if row_total < 0 or row_batch <= 0:
+        return -1
+    full = row_total // row_batch if row_drop_last else -(-row_total // row_batch)
+    done = min(steps, full)
+    return done * row_batch if row_drop_last else min(done * row_batch, row_total)

@@ -26,9 +26,12 @@ TERMS = {
         "(fixes/missing_set_epoch/README.md)",
         "repro/missing_set_epoch/README.md"),
     "drop_last_hang": (
-        "the rank with the extra step waits in a collective no other rank enters: on gloo until the "
-        "process group's timeout, 30 minutes by default (1800 s on PyTorch 1.13 and 2.15), on NCCL "
-        "without a deadline until the job is killed (repro/drop_last_hang/README.md)",
+        "on gloo the ranks' collectives pair off step by step until the short rank runs out; then "
+        "the long rank's extra step waits for a peer that is not coming: if that peer exits, the "
+        "long rank fails at once ('Connection reset by peer'); if it stays alive, gloo ends the "
+        "wait at the process group's timeout, 30 minutes by default, and if it waits in "
+        "dist.barrier() every rank times out (PyTorch 1.13 and 2.15; on NCCL, not measured here, "
+        "2.15's documented default timeout is 10 minutes; repro/drop_last_hang/README.md)",
         "give every rank the same number of batches: a DistributedSampler (it pads every rank to "
         "ceil(N/W)) with drop_last=True in the DataLoader, or wrap the loop in "
         "torch.distributed.algorithms.Join with divide_by_initial_world_size=False "

@@ -1,7 +1,7 @@
 """Where the guard hooks into PyTorch: torch.distributed's all_gather,
-all_gather_into_tensor and all_reduce; DistributedSampler.__iter__;
-DataLoader.__iter__ and its iterator's __next__; DistributedDataParallel's
-forward. Each wrapper does the least it can when nothing is wrong (a few
+all_gather_into_tensor and all_reduce; DataLoader.__iter__ and its
+iterator's __next__; DistributedDataParallel's forward; Tensor.backward;
+Join's context. Each wrapper does the least it can when nothing is wrong (a few
 attribute reads) and hands the real work to the check modules.
 
 Wrapped at class or module level, so objects made before install() are
@@ -11,7 +11,7 @@ keeps the original (the guard README says to install first).
 import functools
 import sys
 
-from . import _data, _exchange, _state
+from . import _data, _exchange, _points, _state
 from .checks import (autograd_lost_gather, drop_last_hang, mean_of_means, missing_set_epoch,
                      small_batch_bn, wrong_all_gather)
 
@@ -35,44 +35,59 @@ def _arg(args, kwargs, i, name, default=None):
     return args[i] if len(args) > i else kwargs.get(name, default)
 
 
+_SYNC_BN = ("nn", "modules", "_functions.py")  # SyncBatchNorm's gathers: sizes fixed by the layer
+
+
 def _gather_preflight(outputs, tensor, group, into_tensor):
-    rank, world = _exchange.group_rank_world(group)
-    if rank < 0 or world < 2 or not hasattr(tensor, "requires_grad"):
-        return
-    if _state.on(autograd_lost_gather.BUG):
+    """Before the job's all_gather: a meeting point, then the size exchange
+    (inside the job's own collective: every member makes it)."""
+    if not hasattr(tensor, "requires_grad"):
+        return None
+    met = _points.collective(group)
+    if met is None:
+        return None
+    rank, world = met
+    if autograd_lost_gather._pending is not None:
         autograd_lost_gather.check_pending()
-        if not into_tensor:
-            autograd_lost_gather.remember(outputs, rank, tensor)
-    if _state.on(wrong_all_gather.BUG) and _data.latest is not None:
-        wrong_all_gather.check_sampler_repeats(tensor)
-    grad = autograd_lost_gather.local_flag(tensor)
-    if not (_state.on(wrong_all_gather.BUG) or _state.on(drop_last_hang.BUG)):
-        if grad:
-            autograd_lost_gather.judge([grad])
-        return
-    row = wrong_all_gather.fields(outputs, tensor, into_tensor) + [grad, _data.active_promised()]
+    if _state.on(autograd_lost_gather.BUG) and not into_tensor:
+        autograd_lost_gather.remember(outputs, rank, tensor)
+    if not _state.on(wrong_all_gather.BUG):
+        return met
+    caller = sys._getframe(2).f_code.co_filename
+    if tuple(caller.split("/")[-3:]) == _SYNC_BN:
+        return met
+    row = wrong_all_gather.fields(outputs, tensor, into_tensor) + [
+        wrong_all_gather.repeats_flag(tensor)]
     rows = _exchange.gather_ints(row, group, tensor.device)
-    if _state.on(wrong_all_gather.BUG):
-        wrong_all_gather.judge(rows, into_tensor)
-    if _state.on(drop_last_hang.BUG):
-        drop_last_hang.judge([r[4] for r in rows], _data.latest)
-    autograd_lost_gather.judge([r[3] for r in rows])
+    wrong_all_gather.judge(rows, into_tensor)
+    wrong_all_gather.judge_repeats([r[3] for r in rows], tensor)
+    return met
+
+
+def _after(met, args, kwargs, i_async):
+    if met is not None and not _arg(args, kwargs, i_async, "async_op", False):
+        _points.after_collective()
 
 
 def _all_gather(original):
     def all_gather(*args, **kwargs):
-        _gather_preflight(_arg(args, kwargs, 0, "tensor_list"), _arg(args, kwargs, 1, "tensor"),
-                          _arg(args, kwargs, 2, "group"), False)
-        return original(*args, **kwargs)
+        met = _gather_preflight(_arg(args, kwargs, 0, "tensor_list"),
+                                _arg(args, kwargs, 1, "tensor"), _arg(args, kwargs, 2, "group"),
+                                False)
+        work = original(*args, **kwargs)
+        _after(met, args, kwargs, 3)
+        return work
     return all_gather
 
 
 def _all_gather_into_tensor(original):
     def all_gather_into_tensor(*args, **kwargs):
-        _gather_preflight(_arg(args, kwargs, 0, "output_tensor"),
-                          _arg(args, kwargs, 1, "input_tensor"),
-                          _arg(args, kwargs, 2, "group"), True)
-        return original(*args, **kwargs)
+        met = _gather_preflight(_arg(args, kwargs, 0, "output_tensor"),
+                                _arg(args, kwargs, 1, "input_tensor"),
+                                _arg(args, kwargs, 2, "group"), True)
+        work = original(*args, **kwargs)
+        _after(met, args, kwargs, 3)
+        return work
     return all_gather_into_tensor
 
 
@@ -83,28 +98,37 @@ def _all_reduce(original):
         tensor = _arg(args, kwargs, 0, "tensor")
         op = _arg(args, kwargs, 1, "op", dist.ReduceOp.SUM)
         group = _arg(args, kwargs, 2, "group")
-        kind = None
+        if not hasattr(tensor, "numel"):
+            return original(*args, **kwargs)
         if autograd_lost_gather._pending is not None:
             autograd_lost_gather.check_pending()
-        if _state.on(mean_of_means.BUG) and hasattr(tensor, "numel"):
-            rank, world = _exchange.group_rank_world(group)
-            if rank >= 0 and world > 1:
-                kind = mean_of_means.kind(tensor, op, sys._getframe(1))
-        if kind == "float":
-            mean_of_means.before_float(tensor, group)
+        met = _points.collective(group)
+        kind = None
+        if met is not None and _state.on(mean_of_means.BUG):
+            kind = mean_of_means.kind(tensor, op, sys._getframe(1))
         work = original(*args, **kwargs)
-        if kind == "int" and not _arg(args, kwargs, 3, "async_op", False):
+        _after(met, args, kwargs, 3)
+        if kind == "float":
+            mean_of_means.after_float()
+        elif kind == "int" and not _arg(args, kwargs, 3, "async_op", False):
             mean_of_means.after_int(tensor, group)
         return work
     return all_reduce
 
 
-def _sampler_iter(original):
-    def __iter__(self):
-        if _state.on(missing_set_epoch.BUG):
-            missing_set_epoch.on_sampler_iter(self)
-        return original(self)
-    return __iter__
+def _promises(loader):
+    """(batches, samples, batch size, drop_last) the loader promises; -1
+    where it cannot say (no __len__, or a __len__ that raises)."""
+    try:
+        batches = len(loader)
+    except Exception:  # noqa: BLE001 (TypeError, NotImplementedError, anything)
+        batches = -1
+    size = loader.batch_size if isinstance(getattr(loader, "batch_size", None), int) else -1
+    try:
+        samples = len(loader.sampler) if size > 0 else -1
+    except Exception:  # noqa: BLE001
+        samples = -1
+    return batches, samples, size, bool(getattr(loader, "drop_last", False))
 
 
 def _loader_iter(original):
@@ -112,17 +136,18 @@ def _loader_iter(original):
 
     def __iter__(self):
         it = original(self)
-        try:
-            promised = len(self)
-        except TypeError:  # an IterableDataset without __len__
-            promised = -1
-        sampler = self.sampler if isinstance(self.sampler, DistributedSampler) else None
-        p = _data.Pass(promised, None, sampler)
+        sampler = getattr(self, "sampler", None)
+        if not isinstance(sampler, DistributedSampler):
+            sampler = None
+        order = missing_set_epoch.order_of(sampler) if sampler is not None else None
+        p = _data.Pass(*_promises(self), sampler=sampler, order=order)
+        if order is not None and _state.on(missing_set_epoch.BUG):
+            p.repeat = _data.completed.get(order[:-1]) == order[-1]
         try:
             it._ddp_pitfalls = p
         except AttributeError:
             return it
-        _data.latest = p
+        _data.started(p)
         return it
     return __iter__
 
@@ -133,19 +158,12 @@ def _loader_next(original):
         try:
             batch = original(self)
         except StopIteration:
-            if p is not None:
-                p.finished = True
-                if _state.on(drop_last_hang.BUG):
-                    drop_last_hang.on_end(p)
+            if p is not None and not p.finished:
+                _data.ended(p)
+                _points.at_end(p)
             raise
         if p is not None:
-            p.yielded += 1
-            n = _data.batch_size(batch)
-            p.samples += n
-            p.last_batch = n
-            _data.latest = p
-            if p.agreed is not None and p.yielded > p.agreed and _state.on(drop_last_hang.BUG):
-                drop_last_hang.on_batch(p)
+            _data.yielded(p, _data.batch_size(batch))
         return batch
     return __next__
 
@@ -170,15 +188,32 @@ def _ddp_forward(original):
     def forward(self, *args, **kwargs):
         if autograd_lost_gather._pending is not None:
             autograd_lost_gather.check_pending()
-        if self.training and torch.is_grad_enabled():
-            if not getattr(self, "_ddp_pitfalls_bn", False) and _state.on(small_batch_bn.BUG):
-                small_batch_bn.attach(self)
-            p = _data.latest
-            if (p is not None and not p.exchanged and not p.finished and
-                    (_state.on(drop_last_hang.BUG) or _state.on(missing_set_epoch.BUG))):
-                drop_last_hang.at_ddp_forward(self)
-        return original(self, *args, **kwargs)
+        training = self.training and torch.is_grad_enabled()
+        if training and not getattr(self, "_ddp_pitfalls_bn", False) and \
+                _state.on(small_batch_bn.BUG):
+            small_batch_bn.attach(self)
+        if training:
+            _points.ddp_enter(self)
+        out = original(self, *args, **kwargs)
+        if training:
+            _points.ddp_exit(self)
+        return out
     return forward
+
+
+def _backward(original):
+    def backward(*args, **kwargs):
+        if autograd_lost_gather._pending is not None:
+            autograd_lost_gather.check_pending()
+        try:
+            result = original(*args, **kwargs)
+        except RuntimeError as e:
+            if _state.on(autograd_lost_gather.BUG):
+                autograd_lost_gather.on_backward_error(e)
+            raise
+        autograd_lost_gather.after_backward()
+        return result
+    return backward
 
 
 def install():
@@ -201,7 +236,7 @@ def _build():
     import torch.distributed as dist
     import torch.distributed.distributed_c10d as c10d
     from torch.nn.parallel import DistributedDataParallel
-    from torch.utils.data import DataLoader, DistributedSampler
+    from torch.utils.data import DataLoader
     from torch.utils.data.dataloader import _BaseDataLoaderIter
 
     for name, make in (("all_gather", _all_gather), ("all_reduce", _all_reduce),
@@ -211,7 +246,8 @@ def _build():
             _exchange.ORIGINAL.setdefault(name, original)
             if getattr(dist, name, None) is original:  # torch.distributed's own name for it
                 _installed.append((dist, name, original, _installed[-1][3]))
-    _wrap(DistributedSampler, "__iter__", _sampler_iter)
+    import torch
+    _wrap(torch.Tensor, "backward", _backward)
     _wrap(DataLoader, "__iter__", _loader_iter)
     _wrap(_BaseDataLoaderIter, "__next__", _loader_next)
     _wrap(DistributedDataParallel, "forward", _ddp_forward)

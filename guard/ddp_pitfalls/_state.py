@@ -33,9 +33,8 @@ class Config:
 
 config = Config()
 _warned = set()
-_LIBRARIES = ("torchmetrics", "pytorch_lightning", "lightning", "lightning_fabric",
-              "lightning_utilities")
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_roots = []
 
 
 def on(bug):
@@ -43,26 +42,61 @@ def on(bug):
 
 
 def _library_roots():
-    roots = [_HERE]
-    for name in ("torch",) + _LIBRARIES + ("contextlib",):  # contextlib: the standard library
-        mod = sys.modules.get(name)
-        path = getattr(mod, "__file__", None)
-        if path:
-            roots.append(os.path.dirname(os.path.abspath(path)))
-    return tuple(r + os.sep for r in roots)
+    """Folders whose frames are not the user's: this package, the standard
+    library and every installed distribution (site and dist packages, where
+    torch, torchvision, torchmetrics and Lightning live)."""
+    if not _roots:
+        import site
+        import sysconfig
+        paths = {_HERE}
+        for name in ("stdlib", "platstdlib", "purelib", "platlib"):
+            try:
+                paths.add(sysconfig.get_paths()[name])
+            except KeyError:
+                pass
+        try:
+            paths.update(site.getsitepackages())
+            paths.add(site.getusersitepackages())
+        except AttributeError:  # an old virtualenv's site module
+            pass
+        for entry in sys.path:
+            if os.path.basename(entry.rstrip(os.sep)) in ("site-packages", "dist-packages"):
+                paths.add(entry)
+        _roots.extend(sorted(os.path.abspath(p) + os.sep for p in paths if p))
+    return tuple(_roots)
+
+
+def _is_library(path):
+    return (path.startswith(_library_roots()) or path.startswith("<") or
+            os.sep + "site-packages" + os.sep in path or os.sep + "dist-packages" + os.sep in path)
+
+
+def _is_other_library(path):
+    """A distribution other than torch and this package (torchvision,
+    torchmetrics, Lightning): named beside the user's line."""
+    import sysconfig
+    stdlib = os.path.abspath(sysconfig.get_paths().get("stdlib", "/nonexistent")) + os.sep
+    if path.startswith(_HERE + os.sep) or path.startswith("<"):
+        return False
+    parts = path.split(os.sep)
+    for i, part in enumerate(parts[:-1]):
+        if part in ("site-packages", "dist-packages"):
+            return parts[i + 1] != "torch"
+    return not path.startswith(stdlib)
 
 
 def call_site(skip=0):
-    """'file:line' of the user's frame (see the module's note), with the
-    innermost library frame after it when a library made the call."""
-    roots = _library_roots()
+    """'file:line' of the innermost frame in the user's own code (outside
+    this package, the standard library and every installed distribution),
+    with the innermost frame of another library after it when one made the
+    call (torchvision, torchmetrics, Lightning: not torch itself)."""
     frame = sys._getframe(1 + skip)
     library = None
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith(roots) and not path.startswith("<frozen"):
+        if not _is_library(path):
             break
-        if library is None and not path.startswith(roots[:2] + roots[-1:]):  # not us, torch, stdlib
+        if library is None and _is_other_library(path):
             library = "%s:%d" % (path, frame.f_lineno)
         frame = frame.f_back
     if frame is None:

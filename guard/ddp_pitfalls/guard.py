@@ -22,10 +22,19 @@ def install(mode="raise", checks=None):
     `checks` maps a pitfall's name to False to turn that one check off (or
     True to keep it); unknown names or modes raise ValueError naming the
     allowed values."""
-    if mode not in _state.MODES:
+    if not isinstance(mode, str) or mode not in _state.MODES:
         raise ValueError("ddp_pitfalls.guard.install: mode %r: allowed %s" %
                          (mode, ", ".join(_state.MODES)))
-    checks = dict(checks or {})
+    if checks is None:
+        checks = {}
+    if not isinstance(checks, dict):
+        raise ValueError("ddp_pitfalls.guard.install: checks must be a dict mapping a check's name "
+                         "to True or False (e.g. checks={'small_batch_bn': False}), not %s %r; "
+                         "check names: %s" % (type(checks).__name__, checks, ", ".join(CHECKS)))
+    bad = sorted(k for k, v in checks.items() if not isinstance(v, bool))
+    if bad:
+        raise ValueError("ddp_pitfalls.guard.install: checks[%r] must be True or False" % bad[0])
+    checks = dict(checks)
     unknown = sorted(set(checks) - set(CHECKS))
     if unknown:
         raise ValueError("ddp_pitfalls.guard.install: unknown check(s) %s: allowed %s" %

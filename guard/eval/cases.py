@@ -62,10 +62,11 @@ def _conv_bn():
 
 def bn_ddp_2_images(rank, world):
     """bn_eval_mode.py's DDP case: a BatchNorm2d network, 2 images per rank,
-    train mode."""
+    train mode, two steps (the guard judges step 1's rows at step 2)."""
     ddp = DDP(_conv_bn())
     g = torch.Generator().manual_seed(rank)
-    ddp(torch.randn(2, 1, 8, 8, generator=g)).sum().backward()
+    for _ in range(2):
+        ddp(torch.randn(2, 1, 8, 8, generator=g)).sum().backward()
 
 
 def bn_ddp_eval_mode(rank, world):

@@ -57,11 +57,10 @@ def wrong_all_gather(rank, world):
 
 
 def missing_set_epoch(rank, world):
+    """Two training epochs of a shuffling DistributedSampler, no set_epoch:
+    the second replays the first's order."""
     sampler = DistributedSampler(_data(40), shuffle=True)
-    loader = DataLoader(_data(40), batch_size=8, sampler=sampler)
-    for _ in range(2):  # no set_epoch
-        for _ in loader:
-            pass
+    _train(DDP(_model()), DataLoader(_data(40), batch_size=8, sampler=sampler), epochs=2)
 
 
 def drop_last_hang(rank, world):
@@ -78,11 +77,26 @@ def small_batch_bn(rank, world):
 
 
 def autograd_lost_gather(rank, world):
-    """Seed 002: features gathered with the c10d all_gather for a global loss."""
+    """Seed 002: features gathered with the c10d all_gather for a global
+    loss, and that loss differentiated."""
     model = _model()
     feats = model(torch.randn(3, 4))
     gathered = [torch.zeros_like(feats) for _ in range(world)]
     dist.all_gather(gathered, feats)
+    torch.cat(gathered).pow(2).mean().backward()
+
+
+def autograd_reinsert(rank, world):
+    """Seed 002's own fix as torchmetrics >= 1.6 ships it: gather under
+    no_grad, put the local tensor back into its slot, differentiate (the
+    gradient flows through this rank's slot only)."""
+    model = _model()
+    feats = model(torch.randn(3, 4))
+    gathered = [torch.zeros_like(feats) for _ in range(world)]
+    with torch.no_grad():
+        dist.all_gather(gathered, feats)
+    gathered[rank] = feats
+    torch.cat(gathered).pow(2).mean().backward()
 
 
 def reduce_tensor(tensor, world_size):
@@ -142,6 +156,7 @@ TRIGGERS = {
     "drop_last_hang": drop_last_hang,
     "small_batch_bn": small_batch_bn,
     "autograd_lost_gather": autograd_lost_gather,
+    "autograd_reinsert": autograd_reinsert,
     "mean_of_means": mean_of_means,
     "mean_of_means_lightning": lightning_int_count,
     "sampler_repeats": sampler_repeats,
@@ -286,4 +301,8 @@ def reset():
     """Forget the data pass of the scenario before (a scenario stopped by
     the guard leaves its pass open; a real job would have ended there)."""
     from ddp_pitfalls import _data
+    from ddp_pitfalls.checks import autograd_lost_gather
     _data.latest = None
+    del _data.recent[:]
+    _data.completed.clear()
+    autograd_lost_gather.after_backward()

@@ -1,68 +1,31 @@
-"""drop_last_hang: ranks whose data loaders yield different numbers of
-batches in an epoch.
+"""drop_last_hang: ranks whose data loaders promise different numbers of
+batches in one loop of steps.
 
-Why at the first DDP training step of a pass: len(loader) is known when the
-pass starts, but a rank-0-only loop (evaluation, logging) must not be made
-to wait for peers that never iterate it. A DDP forward in training mode with
-grad on is a point every rank reaches together (DDP synchronises it), so the
-promised counts are compared there, before the first backward's allreduce,
-and an uneven split stops at step 1 instead of at the last step. An
-all_gather inside a loop carries the same count in its own size exchange
-(wrong_all_gather), for loops that gather without DDP.
+Where: the promised counts (len(loader); for loaders zipped together, the
+fewest of them, since zip stops at the shortest) ride in each rank's row of
+the pass (_points.py), pinned at the loop's first meeting point and read at
+its second, or at its end. So the verdict comes from the same rows on every
+rank, at step 2 of the loop, long before the short rank runs out.
 
+Compared only what every rank agrees is the same loop: rows pinned under
+the same key (the same DDP model's same training forward, or the same
+collective of the group), by a pass still being read, in a loop that meets
+at least twice (a DDP training loop, or one that calls a collective every
+step: a loop that reduces once at its end does not wait on uneven counts).
 Inside `with Join(...)` (the fix that lets ranks run uneven counts) nothing
-is reported: the counts are compared only to keep the exchange in step.
-
-At the end of a pass each rank also checks itself against the count every
-rank agreed on: a loader whose len() promised more or fewer batches than it
-yields (an IterableDataset, a filtering batch sampler) is caught on the rank
-that deviates, before its next collective.
+is reported. Loaders that promise no count (an IterableDataset without
+__len__) and a len() that is wrong alike on every rank are not judged: the
+count that matters is known only when the short rank's pass ends, after the
+extra step's collective was already paired.
 """
-from .. import _data, _exchange, _state
-from . import missing_set_epoch
+from .. import _state
 
 BUG = "drop_last_hang"
 
 
-def judge(counts, p):
-    known = [c for c in counts if c >= 0]
-    if len(known) != len(counts) or _data.joins:
+def judge(counts, ddp):
+    if any(c < 0 for c in counts) or len(set(counts)) < 2:
         return
-    if len(set(known)) > 1:
-        _state.report(BUG, "the ranks' data loaders promise different numbers of batches this "
-                      "epoch %s: the ranks with more will wait in a collective the others never "
-                      "enter" % counts, _state.call_site(2))
-    elif p is not None and p.agreed is None:
-        p.agreed = known[0]
-
-
-def at_ddp_forward(ddp):
-    """The first DDP training forward of a pass: compare with the peers."""
-    p = _data.latest
-    if p is None or p.exchanged or p.finished:
-        return
-    p.exchanged = True
-    seed = getattr(p.sampler, "seed", -1) if p.sampler is not None else -1
-    device = next((t.device for t in ddp.parameters()), "cpu")
-    rows = _exchange.gather_ints([p.promised, int(seed)], ddp.process_group, device)
-    judge([r[0] for r in rows], p)
-    if _state.on(missing_set_epoch.BUG):
-        missing_set_epoch.judge_seeds([r[1] for r in rows])
-
-
-def on_batch(p):
-    if _data.joins:
-        return
-    if p.agreed is not None and p.yielded > p.agreed:
-        _state.report(BUG, "this rank's data loader yields batch %d, but every rank agreed on %d "
-                      "this epoch (its len() was wrong): the next collective would wait for "
-                      "peers that have finished" % (p.yielded, p.agreed), p.site)
-
-
-def on_end(p):
-    if _data.joins:
-        return
-    if p.agreed is not None and p.yielded < p.agreed:
-        _state.report(BUG, "this rank's data loader ended after %d batches, but every rank agreed "
-                      "on %d this epoch (its len() was wrong): the other ranks are waiting in step "
-                      "%d's collective" % (p.yielded, p.agreed, p.yielded + 1), p.site)
+    loop = "DDP training loop" if ddp else "loop (a collective every step)"
+    _state.report(BUG, "the ranks' data loaders promise different numbers of batches in this %s "
+                  "%s" % (loop, counts))

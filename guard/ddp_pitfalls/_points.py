@@ -1,0 +1,163 @@
+"""Meeting points: where the ranks of a group are known to be together in a
+correct job, and what the guard does there with the passes being read.
+
+A meeting point is a DDP training forward (its backward all-reduces the
+gradients: every rank of the model's group takes part) or a collective the
+job itself calls on a group (all_gather, all_gather_into_tensor,
+all_reduce). At the first meeting point of a pass, each rank pins a row
+about it to the board (_board.py: a store write, never a wait) under a key
+that every rank computes alike: the group, then the DDP model's ordinal on
+that group and its training forward count, or the group's collective
+sequence number. At a later meeting point, or at the pass's end, or right
+after the collective the row was pinned before, the rows are read: the
+job's own collective in between made every peer pin first. A missing row
+(a peer in another loop, a joined rank, a rank fed by broadcast) means no
+verdict, retried a few times, then given up: silence, never a wait.
+
+Rule that keeps a correct job whole: the guard itself runs no collective
+here, so no decision of this rank's alone can leave a peer waiting; every
+verdict comes from the same rows on every rank.
+"""
+from . import _board, _data, _exchange, _state
+
+MAX_TRIES = 8
+
+# Row fields (ints).
+N_SLOTS, MIN_PROMISED, TOTAL, BATCH, DROP_LAST, FINISHED, SAMPLES, YIELDED, SEED, REPEAT, \
+    JOIN = range(11)
+
+_seq = {}           # group tag -> the job's collectives on it so far (this rank)
+_ddp_ordinals = {}  # group tag -> DDP models seen training on it so far
+
+
+def _row(passes, p):
+    seed = getattr(p.sampler, "seed", -1) if p.sampler is not None else -1
+    promised = [q.promised for q in passes]
+    return [len(passes), min(promised) if min(promised) >= 0 else -1, p.promised_samples,
+            p.batch_size, int(p.drop_last), int(p.finished), p.samples, p.yielded, int(seed),
+            int(p.repeat), int(_data.joins > 0)]
+
+
+def _pin(p, key, grank, gworld):
+    """Pins the passes read since the last meeting point, `p` (read last)
+    among them, as one row."""
+    fresh = [q for q in _data.recent if q.key is None]
+    _data.recent.clear()
+    if _board.pin(key, grank, _row(fresh, p)):
+        for q in fresh:
+            q.key, q.kworld, q.pinned_open = key, gworld, not q.finished
+            if q is not p:
+                q.rows = []  # judged through p, the pass the loop reads last
+
+
+def meet(key, grank, gworld):
+    """A collective of the job's: pin the passes read since the last
+    meeting point, or judge the pass pinned before."""
+    p = _data.latest
+    if p is None:
+        _data.recent.clear()
+    elif p.key is None and p in _data.recent:
+        _pin(p, key, grank, gworld)
+    else:
+        _data.recent.clear()
+        if p.key is not None and p.rows is None:
+            if not p.finished:
+                p.lockstep = True
+            judge(p)
+
+
+def after_collective():
+    """Right after a blocking collective of the job's: rows pinned before it
+    are there on every rank."""
+    p = _data.latest
+    if p is not None and p.key is not None and p.rows is None:
+        judge(p)
+
+
+def at_end(p):
+    if p.key is not None and p.rows is None and _data.in_main_thread():
+        judge(p)
+
+
+def collective(group):
+    """A collective of the job's on `group`: (group rank, group size) when
+    it is a meeting point, else None (not a member, one rank)."""
+    grank, gworld = _exchange.group_rank_world(group)
+    if grank < 0 or gworld < 2:
+        return None
+    tag = _board.group_tag(group)
+    if tag is None:
+        return None
+    n = _seq.get(tag, 0) + 1
+    _seq[tag] = n
+    meet("c/%s/%d" % (tag, n), grank, gworld)
+    return grank, gworld
+
+
+def _ddp_tag(ddp):
+    """(group rank, group size, DDP key prefix) of a DDP model, or None."""
+    grank, gworld = _exchange.group_rank_world(ddp.process_group)
+    tag = _board.group_tag(ddp.process_group)
+    if grank < 0 or gworld < 2 or tag is None:
+        return None
+    if not hasattr(ddp, "_ddp_pitfalls_ordinal"):
+        ddp._ddp_pitfalls_ordinal = _ddp_ordinals.get(tag, 0)
+        _ddp_ordinals[tag] = ddp._ddp_pitfalls_ordinal + 1
+        ddp._ddp_pitfalls_forwards = 0
+    return grank, gworld, "d/%s/%d" % (tag, ddp._ddp_pitfalls_ordinal)
+
+
+def ddp_enter(ddp):
+    """Before a DDP training forward (grad on, training mode): the rows
+    pinned at an earlier step are there (its backward all-reduced), so they
+    are judged before this forward's own collectives (DDP rebuilds its
+    buckets with a broadcast at step 2)."""
+    where = _ddp_tag(ddp)
+    if where is None:
+        return
+    from .checks import small_batch_bn
+    small_batch_bn.judge_ddp(ddp, where[1], where[2])
+    p = _data.latest
+    if p is not None and p.key is not None and p.rows is None:
+        if not p.finished:
+            p.lockstep = True
+        judge(p)
+
+
+def ddp_exit(ddp):
+    """After a DDP training forward: the passes read for this step are
+    training passes; pin the fresh ones (their rows are read at the next
+    step, after this step's backward all-reduced)."""
+    where = _ddp_tag(ddp)
+    if where is None:
+        return
+    grank, gworld, prefix = where
+    ddp._ddp_pitfalls_forwards += 1
+    for q in _data.recent:
+        q.training = True
+    if _data.latest is not None and not _data.latest.finished:
+        _data.latest.training = True
+    from .checks import small_batch_bn
+    small_batch_bn.pin_ddp(ddp, grank, prefix)
+    p = _data.latest
+    if p is not None and p.key is None and p in _data.recent:
+        _pin(p, "%s/%d" % (prefix, ddp._ddp_pitfalls_forwards), grank, gworld)
+    else:
+        _data.recent.clear()
+
+
+def judge(p):
+    rows = _board.read(p.key, p.kworld)
+    if rows is None:
+        p.tries += 1
+        if p.tries >= MAX_TRIES:
+            p.rows = []
+        return
+    p.rows = rows
+    from .checks import drop_last_hang, missing_set_epoch
+    if _state.on(missing_set_epoch.BUG) and p.training:
+        missing_set_epoch.judge([r[REPEAT] for r in rows], [r[SEED] for r in rows], p)
+    if (_state.on(drop_last_hang.BUG) and p.pinned_open and
+            (p.lockstep or p.key.startswith("d/")) and not any(r[JOIN] for r in rows) and
+            len({r[N_SLOTS] for r in rows}) == 1):
+        drop_last_hang.judge([r[MIN_PROMISED] for r in rows], p.key.startswith("d/"))
