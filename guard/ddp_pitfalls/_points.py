@@ -79,15 +79,32 @@ def at_end(p):
         judge(p)
 
 
+_groups = {}  # process group -> (group rank, group size, tag): fixed for a group's life
+
+
+def where(group):
+    """(group rank, group size, tag) of this rank in `group` (None: the
+    default group), or None when it is no meeting point (not a member, one
+    rank, a group without a tag)."""
+    import torch.distributed.distributed_c10d as c10d
+    pg = c10d.GroupMember.WORLD if group is None else group
+    got = _groups.get(pg, False)
+    if got is False:
+        grank, gworld = _exchange.group_rank_world(group)
+        tag = _board.group_tag(group)
+        got = (grank, gworld, tag) if grank >= 0 and gworld > 1 and tag is not None else None
+        if len(_groups) < 1024:
+            _groups[pg] = got
+    return got
+
+
 def collective(group):
     """A collective of the job's on `group`: (group rank, group size) when
     it is a meeting point, else None (not a member, one rank)."""
-    grank, gworld = _exchange.group_rank_world(group)
-    if grank < 0 or gworld < 2:
+    got = where(group)
+    if got is None:
         return None
-    tag = _board.group_tag(group)
-    if tag is None:
-        return None
+    grank, gworld, tag = got
     n = _seq.get(tag, 0) + 1
     _seq[tag] = n
     meet("c/%s/%d" % (tag, n), grank, gworld)
@@ -96,10 +113,10 @@ def collective(group):
 
 def _ddp_tag(ddp):
     """(group rank, group size, DDP key prefix) of a DDP model, or None."""
-    grank, gworld = _exchange.group_rank_world(ddp.process_group)
-    tag = _board.group_tag(ddp.process_group)
-    if grank < 0 or gworld < 2 or tag is None:
+    got = where(ddp.process_group)
+    if got is None:
         return None
+    grank, gworld, tag = got
     if not hasattr(ddp, "_ddp_pitfalls_ordinal"):
         ddp._ddp_pitfalls_ordinal = _ddp_ordinals.get(tag, 0)
         _ddp_ordinals[tag] = ddp._ddp_pitfalls_ordinal + 1

@@ -7,13 +7,14 @@ checks that add a collective, per call.
     /usr/bin/python3 guard/eval/overhead.py --out guard/eval/overhead.torch1.13.json
     python3 guard/eval/overhead.py --table guard/eval/overhead.torch1.13.json [...]
 
-Each block is one epoch (a new DataLoader pass: its first step pays the
-batch-count exchange) of --steps steps, timed step by step on rank 0; the
+Each block is one epoch (a new DataLoader pass: its first step pins the
+pass's row to the store, its second reads the peers') of --steps steps, timed step by step on rank 0; the
 blocks alternate off, on, on, off, ... so a drift of the machine's speed
 falls on both. Per block the median step; per (off, on) pair the ratio;
 reported: the median ratio over pairs, and the same for the per-call rows
 (an all_gather of 1000 floats: the size exchange before it; a one-element
-all_reduce divided by the world size: the count exchange before it).
+all_reduce divided by the world size: what the mean check reads, no
+exchange), and the step that logs four synced metrics.
 """
 import json
 import os
@@ -71,12 +72,14 @@ def training(args, guard):
     return _pairs(args, block)
 
 
-def training_alternating(args, guard):
+def training_alternating(args, guard, metrics=0):
     """The steady-state step, guard on and off in turn step by step (the
     order within each pair alternating), so both halves of a pair see the
     same machine: every epoch starts with the guard on (its pass tracked,
-    the batch-count exchange paid at step 1, which is left out), then
-    off/on pairs of steps. One row per pair."""
+    its row pinned at step 1, which is left out), then off/on pairs of
+    steps. One row per pair. With `metrics`, each step also logs that many
+    synced metrics the way a training script does: a one-element all_reduce
+    of each, divided by the world size (what the mean check reads)."""
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -105,8 +108,14 @@ def training_alternating(args, guard):
             t = time.perf_counter()
             x, y = next(it)
             opt.zero_grad()
-            torch.nn.functional.mse_loss(ddp(x), y).backward()
+            out = ddp(x)
+            loss = torch.nn.functional.mse_loss(out, y)
+            loss.backward()
             opt.step()
+            for m in range(metrics):
+                value = (loss.detach() if m == 0 else out.detach()[:, 0].mean() * m).clone()
+                dist.all_reduce(value)
+                value /= dist.get_world_size()
             if step > 0:
                 times[on] = time.perf_counter() - t
                 if step % 2 == 0:
@@ -176,7 +185,10 @@ def guard_code(args, guard):
 
     class Module:
         training = True
+        process_group = None  # the default group
         _ddp_pitfalls_bn = True
+        _ddp_pitfalls_bn_pinned = True
+        _ddp_pitfalls_bn_tries = 1 << 30  # its BatchNorm row judged at step 2 already
 
     wrapped = _patches._ddp_forward(lambda self, *a: None)
     module = Module()
@@ -190,8 +202,8 @@ def guard_code(args, guard):
 
     def forward_block(on):
         _set(guard, on)
-        p = _data.Pass(10, None, None)
-        p.exchanged = True
+        p = _data.Pass(10, 320, 32, True, None, None)
+        p.key, p.rows = "d/w/0/1", []  # pinned and judged: every step after the first
         _data.latest = p
         f = wrapped if on else (lambda self, *a: None)
         t = time.perf_counter()
@@ -213,6 +225,7 @@ def rank_main(args):
                             timeout=datetime.timedelta(seconds=120))
     out = {"training_step": training(args, guard),
            "training_step_alternating": training_alternating(args, guard),
+           "training_step_four_metrics": training_alternating(args, guard, metrics=4),
            "guard_code": guard_code(args, guard) if args.rank == 0 else None,
            "all_gather_1000_floats": per_call(args, guard, "all_gather"),
            "scalar_all_reduce_mean": per_call(args, guard, "all_reduce")}
@@ -270,6 +283,7 @@ def measure(args):
         summary=dict({k: summarise(v) for k, v in raw.items() if k != "guard_code"},
                      **{"guard_code_" + k: summarise(v) for k, v in raw["guard_code"].items()}),
         blocks=raw)
+    doc["provenance"]["load_1min_at_end"] = os.getloadavg()[0]
     evidence.write_json(args.out, doc)
     for k, s in doc["summary"].items():
         print("%s: on/off %.4f [%.4f, %.4f] over %d pairs; off %.1f us, on %.1f us" % (
@@ -282,9 +296,12 @@ LABELS = {"training_step": "DDP training step (small MLP with BatchNorm, batch 3
                           "blocks of one epoch",
           "training_step_alternating": "the same step after step 1 of an epoch, guard on and off "
                                       "step by step",
+          "training_step_four_metrics": "the same step logging four synced metrics (four "
+                                        "one-element all_reduces divided by the world size), "
+                                        "step by step",
           "all_gather_1000_floats": "all_gather of 1000 floats (+ the size exchange)",
           "scalar_all_reduce_mean": "one-element all_reduce divided by the world size "
-                                    "(+ the count exchange)",
+                                    "(no exchange: the pass's row is read once)",
           "guard_code_dataloader_next": "the guard's code per batch: DataLoader next() "
                                         "(batch 32), no communication",
           "guard_code_ddp_forward_entry": "the guard's code per step: DDP forward entry "
@@ -306,10 +323,11 @@ def table(paths):
     out.append("")
     for p in paths:
         pr = json.load(open(p))["provenance"]
-        out.append("PyTorch %s (%s), %s, suite %s, %s, load %.1f at the start." % (
-            pr["torch"], os.path.basename(p), pr["date"], pr["commit"][:12] +
-            ("+dirty" if pr["commit"].endswith("+dirty") else ""), pr["host"],
-            pr.get("load_1min_at_start", float("nan"))))
+        out.append("PyTorch %s (%s), %s, suite %s, %s, load %.1f at the start, %.1f at the end."
+                   % (pr["torch"], os.path.basename(p), pr["date"], pr["commit"][:12] +
+                      ("+dirty" if pr["commit"].endswith("+dirty") else ""), pr["host"],
+                      pr.get("load_1min_at_start", float("nan")),
+                      pr.get("load_1min_at_end", float("nan"))))
     return "\n".join(out) + "\n"
 
 

@@ -39,7 +39,7 @@ def _source(frame):
     key = (frame.f_code.co_filename, frame.f_lineno)
     got = _verdicts.get(key)
     if got is None:
-        lines = [linecache.getline(key[0], n) for n in range(key[1] - 3, key[1] + 7)]
+        lines = [linecache.getline(key[0], n) for n in range(key[1] - 3, key[1] + 11)]
         m = _ARG.search(lines[3])
         got = (False, False)
         if m:
@@ -59,10 +59,12 @@ def kind(tensor, op, frame):
     import torch.distributed as dist
     if tensor.numel() != 1:
         return None
+    divides, floors = _source(frame)
     avg = getattr(dist.ReduceOp, "AVG", None)
+    if not (divides or floors or (avg is not None and op == avg)):
+        return None  # most reduces: decided by the cached source alone
     if op not in (dist.ReduceOp.SUM, avg):
         return None
-    divides, floors = _source(frame)
     if tensor.is_floating_point():
         return "float" if (op == avg or divides) else None
     return "int" if floors else None
