@@ -12,7 +12,7 @@ class Pass:
     """One pass over a DataLoader on this rank."""
     __slots__ = ("promised", "promised_samples", "batch_size", "drop_last", "yielded",
                  "samples", "last_batch", "finished", "sampler", "order", "repeat",
-                 "training", "key", "kworld", "pinned_open", "rows", "tries", "lockstep",
+                 "training", "key", "kworld", "pinned_open", "rows", "tries", "lockstep", "counted",
                  "indices_gathered")
 
     def __init__(self, promised, promised_samples, batch_size, drop_last, sampler, order):
@@ -34,6 +34,7 @@ class Pass:
         self.rows = None                # every rank's row, once read
         self.tries = 0                  # reads that found a row missing
         self.lockstep = False           # two meeting points fell inside it: a loop of steps
+        self.counted = False            # its batch counts were judged
         self.indices_gathered = False   # the samples' indices were gathered (repeats can go)
 
 

@@ -60,10 +60,12 @@ def meet(key, grank, gworld):
         _pin(p, key, grank, gworld)
     else:
         _data.recent.clear()
+        if p.key is not None and not p.finished:
+            p.lockstep = True
         if p.key is not None and p.rows is None:
-            if not p.finished:
-                p.lockstep = True
             judge(p)
+        elif p.rows and p.lockstep:
+            _judge_counts(p)  # read right after the collective it was pinned at
 
 
 def after_collective():
@@ -135,10 +137,12 @@ def ddp_enter(ddp):
     from .checks import small_batch_bn
     small_batch_bn.judge_ddp(ddp, where[1], where[2])
     p = _data.latest
+    if p is not None and p.key is not None and not p.finished:
+        p.lockstep = True
     if p is not None and p.key is not None and p.rows is None:
-        if not p.finished:
-            p.lockstep = True
         judge(p)
+    elif p is not None and p.rows and p.lockstep:
+        _judge_counts(p)
 
 
 def ddp_exit(ddp):
@@ -171,10 +175,20 @@ def judge(p):
             p.rows = []
         return
     p.rows = rows
-    from .checks import drop_last_hang, missing_set_epoch
+    from .checks import missing_set_epoch
     if _state.on(missing_set_epoch.BUG) and p.training:
         missing_set_epoch.judge([r[REPEAT] for r in rows], [r[SEED] for r in rows], p)
-    if (_state.on(drop_last_hang.BUG) and p.pinned_open and
-            (p.lockstep or p.key.startswith("d/")) and not any(r[JOIN] for r in rows) and
+    _judge_counts(p)
+
+
+def _judge_counts(p):
+    """drop_last_hang's verdict, once, when the pass is a loop of steps: a
+    DDP training loop, or one that met the group at least twice."""
+    from .checks import drop_last_hang
+    rows = p.rows
+    if p.counted or not rows or not (p.lockstep or p.key.startswith("d/")):
+        return
+    p.counted = True
+    if (_state.on(drop_last_hang.BUG) and p.pinned_open and not any(r[JOIN] for r in rows) and
             len({r[N_SLOTS] for r in rows}) == 1):
         drop_last_hang.judge([r[MIN_PROMISED] for r in rows], p.key.startswith("d/"))
