@@ -45,9 +45,9 @@ packages=(
   nlohmann-json3-dev
   redis-server python3 python3-matplotlib
   iproute2 nftables
-  python3-torch python3-venv python3-wheel
+  python3-torch python3-torchvision python3-venv python3-wheel
 )
-# python3-torch, python3-venv, python3-wheel: //guard's tests (real gloo
+# python3-torch, python3-torchvision, python3-venv, python3-wheel: //guard's tests (real gloo
 # worlds under Debian's PyTorch 1.13; pip installs the guard into a fresh
 # venv offline, where setuptools needs wheel to build it).
 if [ "$dev" = 1 ]; then

@@ -12,7 +12,7 @@ class Pass:
     """One pass over a DataLoader on this rank."""
     __slots__ = ("promised", "promised_samples", "batch_size", "drop_last", "yielded",
                  "samples", "last_batch", "finished", "sampler", "order", "repeat",
-                 "training", "key", "kworld", "pinned_open", "rows", "tries", "lockstep", "counted",
+                 "training", "key", "kworld", "pinned_open", "rows", "tries", "lockstep", "counted", "pin_sync",
                  "indices_gathered")
 
     def __init__(self, promised, promised_samples, batch_size, drop_last, sampler, order):
@@ -35,6 +35,7 @@ class Pass:
         self.tries = 0                  # reads that found a row missing
         self.lockstep = False           # two meeting points fell inside it: a loop of steps
         self.counted = False            # its batch counts were judged
+        self.pin_sync = -1              # `synced` when it was pinned at a DDP forward
         self.indices_gathered = False   # the samples' indices were gathered (repeats can go)
 
 
@@ -43,6 +44,8 @@ recent = []      # passes that yielded since the last meeting point (one loop's 
 joins = 0        # open `with Join(...)` blocks: uneven batch counts are what Join is for
 bn_min = {}      # id(DDP model) -> fewest samples a plain BatchNorm saw at its first step
 completed = {}   # a training pass's order without its epoch -> that epoch
+synced = 0       # backwards after a DDP forward that all-reduces (every rank took part)
+forward_synced = [False]  # the last DDP training forward's backward will all-reduce
 
 
 def started(p):

@@ -1,6 +1,6 @@
 """Where the guard hooks into PyTorch: torch.distributed's all_gather,
 all_gather_into_tensor and all_reduce; DataLoader.__iter__ and its
-iterator's __next__; DistributedDataParallel's forward; Tensor.backward;
+iterator's __next__; DistributedDataParallel's forward; torch.autograd.backward;
 Join's context. Each wrapper does the least it can when nothing is wrong (a few
 attribute reads) and hands the real work to the check modules.
 
@@ -205,13 +205,10 @@ def _backward(original):
     def backward(*args, **kwargs):
         if autograd_lost_gather._pending is not None:
             autograd_lost_gather.check_pending()
-        try:
-            result = original(*args, **kwargs)
-        except RuntimeError as e:
-            if _state.on(autograd_lost_gather.BUG):
-                autograd_lost_gather.on_backward_error(e)
-            raise
-        autograd_lost_gather.after_backward()
+        if autograd_lost_gather._mode[0] is not None:
+            autograd_lost_gather.before_backward(_arg(args, kwargs, 0, "tensors"))
+        result = original(*args, **kwargs)
+        _points.backward_done()
         return result
     return backward
 
@@ -246,8 +243,8 @@ def _build():
             _exchange.ORIGINAL.setdefault(name, original)
             if getattr(dist, name, None) is original:  # torch.distributed's own name for it
                 _installed.append((dist, name, original, _installed[-1][3]))
-    import torch
-    _wrap(torch.Tensor, "backward", _backward)
+    import torch.autograd
+    _wrap(torch.autograd, "backward", _backward)  # Tensor.backward calls it by this name
     _wrap(DataLoader, "__iter__", _loader_iter)
     _wrap(_BaseDataLoaderIter, "__next__", _loader_next)
     _wrap(DistributedDataParallel, "forward", _ddp_forward)

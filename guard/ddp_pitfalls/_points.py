@@ -46,8 +46,17 @@ def _pin(p, key, grank, gworld):
     if _board.pin(key, grank, _row(fresh, p)):
         for q in fresh:
             q.key, q.kworld, q.pinned_open = key, gworld, not q.finished
+            q.pin_sync = _data.synced
             if q is not p:
                 q.rows = []  # judged through p, the pass the loop reads last
+
+
+def readable(p):
+    """The pass's rows are on the board on every rank: pinned before a
+    collective (it has completed since), or at a DDP forward whose
+    gradient all-reduce has run since (a second forward in the same step,
+    or one under no_sync(), is no meeting point yet)."""
+    return not p.key.startswith("d/") or _data.synced > p.pin_sync
 
 
 def meet(key, grank, gworld):
@@ -60,24 +69,25 @@ def meet(key, grank, gworld):
         _pin(p, key, grank, gworld)
     else:
         _data.recent.clear()
-        if p.key is not None and not p.finished:
-            p.lockstep = True
-        if p.key is not None and p.rows is None:
-            judge(p)
-        elif p.rows and p.lockstep:
-            _judge_counts(p)  # read right after the collective it was pinned at
+        if p.key is not None and readable(p):
+            if not p.finished:
+                p.lockstep = True
+            if p.rows is None:
+                judge(p)
+            elif p.rows and p.lockstep:
+                _judge_counts(p)  # read right after the collective it was pinned at
 
 
 def after_collective():
     """Right after a blocking collective of the job's: rows pinned before it
-    are there on every rank."""
+    (at a collective or a DDP forward) are there on every rank."""
     p = _data.latest
     if p is not None and p.key is not None and p.rows is None:
         judge(p)
 
 
 def at_end(p):
-    if p.key is not None and p.rows is None and _data.in_main_thread():
+    if p.key is not None and p.rows is None and _data.in_main_thread() and readable(p):
         judge(p)
 
 
@@ -126,22 +136,32 @@ def _ddp_tag(ddp):
     return grank, gworld, "d/%s/%d" % (tag, ddp._ddp_pitfalls_ordinal)
 
 
+def backward_done():
+    """After a backward: when the DDP forward before it all-reduces its
+    gradients, every rank has passed every pin made before it."""
+    if _data.forward_synced[0]:
+        _data.forward_synced[0] = False
+        _data.synced += 1
+
+
 def ddp_enter(ddp):
     """Before a DDP training forward (grad on, training mode): the rows
-    pinned at an earlier step are there (its backward all-reduced), so they
-    are judged before this forward's own collectives (DDP rebuilds its
-    buckets with a broadcast at step 2)."""
+    pinned at an earlier step are there once that step's backward
+    all-reduced, so they are judged before this forward's own collectives
+    (DDP rebuilds its buckets with a broadcast at step 2)."""
     where = _ddp_tag(ddp)
     if where is None:
         return
     from .checks import small_batch_bn
     small_batch_bn.judge_ddp(ddp, where[1], where[2])
     p = _data.latest
-    if p is not None and p.key is not None and not p.finished:
+    if p is None or p.key is None or not readable(p):
+        return
+    if not p.finished:
         p.lockstep = True
-    if p is not None and p.key is not None and p.rows is None:
+    if p.rows is None:
         judge(p)
-    elif p is not None and p.rows and p.lockstep:
+    elif p.rows and p.lockstep:
         _judge_counts(p)
 
 
@@ -154,6 +174,7 @@ def ddp_exit(ddp):
         return
     grank, gworld, prefix = where
     ddp._ddp_pitfalls_forwards += 1
+    _data.forward_synced[0] = bool(getattr(ddp, "require_backward_grad_sync", True))
     for q in _data.recent:
         q.training = True
     if _data.latest is not None and not _data.latest.finished:

@@ -305,4 +305,4 @@ def reset():
     _data.latest = None
     del _data.recent[:]
     _data.completed.clear()
-    autograd_lost_gather.after_backward()
+    autograd_lost_gather.stop()

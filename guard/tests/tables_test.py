@@ -1,4 +1,4 @@
-"""guard/README.md's coverage and overhead tables are what coverage.py and
+"""guard/README.md's coverage, overhead and no-harm tables are what coverage.py and
 overhead.py --table make of the committed records (no torch needed); a
 hand-edited cell is caught (checked on a copy); both scripts answer --help
 and refuse an unknown flag with exit 2.
@@ -19,6 +19,8 @@ TABLES = {  # marker id -> (script, records)
                                       "eval/coverage.torch2.15.json"]),
     "overhead": ("eval/overhead.py", ["eval/overhead.torch1.13.json",
                                       "eval/overhead.torch2.15.json"]),
+    "no_harm": ("eval/no_harm.py", ["eval/no_harm.torch1.13.json",
+                                    "eval/no_harm.torch2.15.json"]),
 }
 
 

@@ -4,12 +4,18 @@ differentiated.
 torch.distributed.all_gather writes into fresh tensors outside autograd, so
 whatever is gathered is a constant from then on. That is harmless when the
 values are only logged (an accuracy over gathered logits), so the gather
-itself is never reported. What is reported:
+itself is never reported. What is reported, judging the symptom:
 
-- a backward that fails because its loss holds no graph ("element 0 of
-  tensors does not require grad") after a gather, with grad mode on, of a
-  tensor that requires grad: the loss was built from the gathered
-  constants. Reported at that backward, naming the gather's line.
+- a backward of a loss computed from the gathered tensors, when they were
+  gathered with grad on from a tensor that requires grad: the peers'
+  contributions (and, unless the local tensor was put back, this rank's
+  too) carry no gradient. To know whether the loss was computed from them,
+  the outputs of such a gather are marked, and a torch function mode
+  (torch.overrides.TorchFunctionMode) marks what every op computes from a
+  marked tensor, until the next backward (or 100,000 ops). The backward of
+  a marked loss is reported before it runs, naming the gather's line.
+  Ops in between cost a few microseconds each, only in a step that made
+  such a gather.
 - the seed's own fix as torchmetrics >= 1.6 ships it: a gather of a tensor
   that requires grad, then the local tensor put back into its own slot
   (`gathered[rank] = tensor`). The loss then has a graph through this
@@ -18,16 +24,18 @@ itself is never reported. What is reported:
   a gradient; the guard's next hook (any wrapped collective, DDP forward or
   backward) looks whether the list's own slot now holds that very tensor.
 
-Not caught: gathered constants added to a loss that also has local terms
-(backward then works and their part of the gradient is silently missing).
-Telling that from a values-only log needs the loss's data flow, which
-autograd does not record for constants.
+Never reported: a values-only gather (logits gathered for a log, with or
+without grad), gathers under no_grad or of detached tensors whose outputs
+reach no differentiated loss, torch.distributed.nn.functional.all_gather
+(the fix: it runs inside an autograd Function, grad mode off).
 """
 from .. import _state
 
 BUG = "autograd_lost_gather"
-_lost = []       # call sites of grad-on gathers of tensors that require grad, since a backward
+MAX_OPS = 100000
 _pending = None  # (output list, this rank's index, the input tensor, call site)
+_marked = {}     # id(tensor) -> (weakref, gather site): computed from gathered constants
+_mode = [None, 0]  # the active marking mode, ops seen
 
 
 def local_flag(tensor):
@@ -35,12 +43,85 @@ def local_flag(tensor):
     return int(bool(tensor.requires_grad) and torch.is_grad_enabled())
 
 
+def _tensors(obj, depth=0):
+    import torch
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif depth < 3 and isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _tensors(o, depth + 1)
+    elif depth < 3 and isinstance(obj, dict):
+        for o in obj.values():
+            yield from _tensors(o, depth + 1)
+
+
+def _mark(obj, site):
+    import weakref
+    for t in _tensors(obj):
+        if len(_marked) < 4096:
+            _marked[id(t)] = (weakref.ref(t), site)
+
+
+def _site_of(obj):
+    for t in _tensors(obj):
+        got = _marked.get(id(t))
+        if got is not None and got[0]() is t:
+            return got[1]
+    return None
+
+
+def _make_mode():
+    from torch.overrides import TorchFunctionMode
+
+    class Marking(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            _mode[1] += 1
+            site = _site_of(args) or (_site_of(kwargs) if kwargs else None)
+            if site is not None:
+                _mark(out, site)
+            if _mode[1] > MAX_OPS:
+                stop()
+            return out
+    return Marking()
+
+
 def remember(outputs, rank, tensor):
     global _pending
     if tensor.requires_grad and isinstance(outputs, list) and 0 <= rank < len(outputs):
         _pending = (outputs, rank, tensor, _state.call_site())
-    if local_flag(tensor) and len(_lost) < 16:
-        _lost.append(_state.call_site())
+    if local_flag(tensor) and isinstance(outputs, list):
+        _mark(outputs, _state.call_site())
+        if _mode[0] is None:
+            try:
+                _mode[0] = _make_mode()
+                _mode[0].__enter__()
+                _mode[1] = 0
+            except Exception:  # noqa: BLE001 (no function modes: the put-back check alone)
+                _mode[0] = None
+
+
+def stop():
+    """Ends the marking (at a backward, after MAX_OPS ops, at the guard's reset)."""
+    mode, _mode[0] = _mode[0], None
+    _marked.clear()
+    if mode is not None:
+        try:
+            mode.__exit__(None, None, None)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def before_backward(tensors):
+    """A backward is about to run on `tensors`: report when they were
+    computed from gathered constants."""
+    site = _site_of(tensors) if _marked else None
+    stop()
+    if site is not None:
+        _state.report(BUG, "backward of a loss computed from torch.distributed.all_gather's "
+                      "outputs (gathered at %s with grad on, from a tensor that requires grad): "
+                      "the gathered tensors are constants, so the peers' part of the loss "
+                      "contributes no gradient" % site)
 
 
 def check_pending():
@@ -53,17 +134,3 @@ def check_pending():
         _state.report(BUG, "all_gather of a tensor that requires grad, then the local tensor put "
                       "back into its own slot: the gradient flows through this rank's slot only, "
                       "the peers' slots are constants", site)
-
-
-def on_backward_error(error):
-    """A backward raised `error`: explain it when a lost gather made it."""
-    if _lost and "does not require grad" in str(error):
-        site = _lost[0]
-        _lost.clear()
-        _state.report(BUG, "backward of a loss built from torch.distributed.all_gather's outputs "
-                      "(gathered at %s with grad on, from a tensor that requires grad): the "
-                      "gathered tensors carry no gradient, so the loss has none" % site, site)
-
-
-def after_backward():
-    _lost.clear()

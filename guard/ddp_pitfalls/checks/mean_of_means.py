@@ -6,7 +6,7 @@ reads the calling source (once per call site) and treats a one-element
 floating all_reduce as averaging per-rank values when it is ReduceOp.AVG,
 or when the very tensor it reduced is divided by the world size next to the
 call (`t /= world_size`, `t / dist.get_world_size()`, `t.div_(world_size)`;
-world_size, get_world_size(), num_replicas, nprocs). A division of another
+world_size, world, get_world_size(), num_replicas, nprocs). A division of another
 name nearby does not count (the (sum, count) fix reduces two tensors and
 divides one by the other).
 
@@ -30,7 +30,7 @@ import re
 from .. import _data, _exchange, _points, _state
 
 BUG = "mean_of_means"
-_WORLD = r"\(?\s*[\w.\[\]'\"]*(?:world_size|get_world_size\([^)]*\)|num_replicas|nprocs)\b"
+_WORLD = r"\(?\s*[\w.\[\]'\"]*(?:world_size|world|get_world_size\([^)]*\)|num_replicas|nprocs)\b"
 _ARG = re.compile(r"all_reduce\(\s*([A-Za-z_][\w.]*)\s*[,)]")
 _verdicts = {}  # (file, line) -> (divides, floors)
 

@@ -52,6 +52,7 @@ def pin_ddp(ddp, grank, prefix):
     if getattr(ddp, "_ddp_pitfalls_bn_pinned", False):
         return
     ddp._ddp_pitfalls_bn_pinned = True
+    ddp._ddp_pitfalls_bn_sync = _data.synced
     got = _data.bn_min.pop(id(ddp), None)
     _board.pin(prefix + "/bn", grank, [got[0] if got else -1])
 
@@ -60,7 +61,8 @@ def judge_ddp(ddp, gworld, prefix):
     """Before a later training forward: every rank's row, the same verdict
     on every rank."""
     if not getattr(ddp, "_ddp_pitfalls_bn_pinned", False) or \
-            getattr(ddp, "_ddp_pitfalls_bn_tries", 0) >= _points.MAX_TRIES:
+            getattr(ddp, "_ddp_pitfalls_bn_tries", 0) >= _points.MAX_TRIES or \
+            _data.synced <= ddp._ddp_pitfalls_bn_sync:
         return
     rows = _board.read(prefix + "/bn", gworld)
     if rows is None:
