@@ -8,34 +8,60 @@ bazel-rules-java; the coverage tools are empty filegroups (coverage is not
 used by this project).
 """
 
-_RULES_CC_DEFS = '''"""Forwards rules_cc's public macros to the native rules of this Bazel."""
+def _is_global(name):
+    return name[0].isupper() or name == "cc_common"
 
-def cc_library(**kwargs):
-    native.cc_library(**kwargs)
+def _forwarders(names):
+    lines = ['"""Forwards these public names to the native rules of this Bazel."""', ""]
+    for n in [n for n in names if _is_global(n)]:
+        # A provider or module, global in Bazel 4.2.3: read in another file,
+        # since a file cannot both read and define the same global name.
+        lines.append('load("//:native_globals.bzl", _%s = "NATIVE_%s")' % (n, n))
+    for n in names:
+        if _is_global(n):
+            lines.append("%s = _%s" % (n, n))
+        else:
+            lines.append("def %s(**kwargs):\n    native.%s(**kwargs)\n" % (n, n))
+    return "\n".join(lines) + "\n"
 
-def cc_binary(**kwargs):
-    native.cc_binary(**kwargs)
-
-def cc_test(**kwargs):
-    native.cc_test(**kwargs)
-
-def cc_import(**kwargs):
-    native.cc_import(**kwargs)
-
-def cc_toolchain(**kwargs):
-    native.cc_toolchain(**kwargs)
-
-def cc_toolchain_suite(**kwargs):
-    native.cc_toolchain_suite(**kwargs)
-'''
-
-def _rules_cc_shim_impl(ctx):
-    ctx.file("WORKSPACE", 'workspace(name = "rules_cc")\n')
+def _native_shim_impl(ctx):
+    ctx.file("WORKSPACE", 'workspace(name = "%s")\n' % ctx.attr.repo_name)
     ctx.file("BUILD", "")
-    ctx.file("cc/BUILD", "")
-    ctx.file("cc/defs.bzl", _RULES_CC_DEFS)
+    ctx.file("native_globals.bzl", "NATIVE_CcInfo = CcInfo\nNATIVE_cc_common = cc_common\n")
+    for path, names in ctx.attr.files.items():
+        ctx.file(path.rsplit("/", 1)[0] + "/BUILD", "")
+        ctx.file(path, _forwarders(names))
 
-rules_cc_shim = repository_rule(implementation = _rules_cc_shim_impl)
+# A local @rules_cc, @rules_shell or @rules_python for Bazel 4.2.3: each .bzl
+# file of `files` (the path the real ruleset loads from) defines the listed
+# names as macros forwarding to native.<name>. The real rulesets need a newer
+# Bazel; under Bzlmod (MODULE.bazel) the real ones are used instead.
+native_shim = repository_rule(
+    implementation = _native_shim_impl,
+    attrs = {
+        "repo_name": attr.string(mandatory = True),
+        "files": attr.string_list_dict(mandatory = True),
+    },
+)
+
+_CC = ["cc_library", "cc_binary", "cc_test", "cc_import", "cc_toolchain", "cc_toolchain_suite", "CcInfo", "cc_common"]
+
+def rules_cc_shim(name):
+    native_shim(name = name, repo_name = "rules_cc", files = {"cc/defs.bzl": _CC})
+
+def rules_shell_shim(name):
+    # The layout of bazelbuild/rules_shell: one .bzl file per rule, and defs.bzl.
+    native_shim(name = name, repo_name = "rules_shell", files = {
+        "shell/sh_binary.bzl": ["sh_binary"],
+        "shell/sh_library.bzl": ["sh_library"],
+        "shell/sh_test.bzl": ["sh_test"],
+        "shell/defs.bzl": ["sh_binary", "sh_library", "sh_test"],
+    })
+
+def rules_python_shim(name):
+    native_shim(name = name, repo_name = "rules_python", files = {
+        "python/defs.bzl": ["py_binary", "py_library", "py_test"],
+    })
 
 _RULES_JAVA = "/usr/share/bazel/rules/java"
 

@@ -53,7 +53,9 @@ debian_library = repository_rule(
     },
 )
 
-_GTEST_BUILD = """package(default_visibility = ["//visibility:public"])
+_GTEST_BUILD = """load("@rules_cc//cc:defs.bzl", "cc_import", "cc_library")
+
+package(default_visibility = ["//visibility:public"])
 
 cc_import(name = "gtest_a", static_library = "lib/libgtest.a")
 
@@ -68,7 +70,9 @@ cc_library(name = "gtest_main", deps = [":gtest_main_a", ":gtest"])
 cc_library(name = "gmock", deps = [":gmock_a", ":gtest"])
 """
 
-_BENCHMARK_BUILD = """package(default_visibility = ["//visibility:public"])
+_BENCHMARK_BUILD = """load("@rules_cc//cc:defs.bzl", "cc_import", "cc_library")
+
+package(default_visibility = ["//visibility:public"])
 
 # Debian ships the library shared; link it from the system like any other.
 cc_library(name = "benchmark", linkopts = ["-lbenchmark", "-pthread"])
@@ -78,7 +82,9 @@ cc_import(name = "benchmark_main_a", static_library = "lib/libbenchmark_main.a")
 cc_library(name = "benchmark_main", deps = [":benchmark_main_a", ":benchmark"])
 """
 
-_EIGEN_BUILD = """package(default_visibility = ["//visibility:public"])
+_EIGEN_BUILD = """load("@rules_cc//cc:defs.bzl", "cc_library")
+
+package(default_visibility = ["//visibility:public"])
 
 cc_library(
     name = "eigen",
@@ -87,13 +93,17 @@ cc_library(
 )
 """
 
-_GLOO_BUILD = """package(default_visibility = ["//visibility:public"])
+_GLOO_BUILD = """load("@rules_cc//cc:defs.bzl", "cc_library")
+
+package(default_visibility = ["//visibility:public"])
 
 # libgloo.so pulls in its own link deps (hiredis, ibverbs) as DT_NEEDED.
 cc_library(name = "gloo", linkopts = ["-lgloo", "-pthread"])
 """
 
-_NLOHMANN_JSON_BUILD = """package(default_visibility = ["//visibility:public"])
+_NLOHMANN_JSON_BUILD = """load("@rules_cc//cc:defs.bzl", "cc_library")
+
+package(default_visibility = ["//visibility:public"])
 
 # Header-only; the symlinked folder keeps the <nlohmann/json.hpp> spelling.
 cc_library(
@@ -115,7 +125,8 @@ def _build_info_impl(ctx):
     lines.append('#define DDP_BAZEL_VERSION "%s"' % bazel)
     ctx.file("build_info.h", "\n".join(lines) + "\n")
     ctx.file("WORKSPACE", 'workspace(name = "build_info")\n')
-    ctx.file("BUILD", 'package(default_visibility = ["//visibility:public"])\n\n' +
+    ctx.file("BUILD", 'load("@rules_cc//cc:defs.bzl", "cc_library")\n\n' +
+                      'package(default_visibility = ["//visibility:public"])\n\n' +
                       'cc_library(name = "build_info", hdrs = ["build_info.h"])\n')
 
 build_info = repository_rule(
