@@ -3,9 +3,10 @@
 Debian's bazel-bootstrap has no network at build time, yet the builtin rules
 still refer to @rules_cc, @rules_java and @remote_coverage_tools. Debian's own
 bazel-rules-cc (0.0.4) is too new for Bazel 4.2.3, so @rules_cc is a shim
-whose macros forward to the native rules; @rules_java comes from Debian's
-bazel-rules-java; the coverage tools are empty filegroups (coverage is not
-used by this project).
+whose macros forward to the native rules (so are @rules_shell and
+@rules_python); @rules_java comes from Debian's bazel-rules-java where it is
+installed, else is a local stand-in; the coverage tools are empty
+filegroups (coverage is not used by this project).
 """
 
 def _is_global(name):
@@ -63,17 +64,40 @@ def rules_python_shim(name):
         "python/defs.bzl": ["py_binary", "py_library", "py_test"],
     })
 
-_RULES_JAVA = "/usr/share/bazel/rules/java"
+_JAVA = [
+    "java_binary",
+    "java_import",
+    "java_library",
+    "java_package_configuration",
+    "java_plugin",
+    "java_runtime",
+    "java_test",
+    "java_toolchain",
+]
 
 def _debian_rules_java_impl(ctx):
-    root = ctx.path(_RULES_JAVA)
-    if not root.exists:
-        fail("rules_java not found at %s: install Debian's bazel-rules-java " % _RULES_JAVA +
-             "(sudo tools/setup.sh does it)")
-    for child in root.readdir():
-        ctx.symlink(child, child.basename)
+    root = ctx.path(ctx.attr.path)
+    if root.exists:
+        for child in root.readdir():
+            ctx.symlink(child, child.basename)
+        return
 
-debian_rules_java = repository_rule(implementation = _debian_rules_java_impl, local = True)
+    # No Java rule is used here, but @bazel_tools//tools/jdk (a registered
+    # toolchain) loads these from @rules_java//java:defs.bzl.
+    ctx.file("WORKSPACE", 'workspace(name = "rules_java")\n')
+    ctx.file("BUILD", 'exports_files(["standin.txt"])\n')
+    ctx.file("java/BUILD", 'exports_files(["defs.bzl"])\n')
+    ctx.file("java/defs.bzl", _forwarders(_JAVA))
+    ctx.file("standin.txt", "local stand-in: %s is missing\n" % ctx.attr.path)
+
+# @rules_java: Debian's bazel-rules-java where it is installed, else a local
+# stand-in (nothing in the suite uses Java rules, so no machine needs Debian's
+# folder). `path` is an attribute so that a test can point it elsewhere.
+debian_rules_java = repository_rule(
+    implementation = _debian_rules_java_impl,
+    local = True,
+    attrs = {"path": attr.string(default = "/usr/share/bazel/rules/java")},
+)
 
 def _coverage_tools_shim_impl(ctx):
     ctx.file("WORKSPACE", 'workspace(name = "remote_coverage_tools")\n')
