@@ -5,6 +5,7 @@ asks core/testing/backend.h which backend it is built for; the NCCL build
 skips with a printed reason where there is no GPU.
 """
 
+load("@rules_cc//cc:defs.bzl", "cc_test")
 load("//third_party/cuda:cuda.bzl", "CUDA_ONLY")
 
 # For the `_nccl` twins that leave a collective unmatched on purpose (a rank
@@ -16,14 +17,14 @@ load("//third_party/cuda:cuda.bzl", "CUDA_ONLY")
 NO_MPS = {"DDP_MPS": "0"}
 
 def pair_test(name, srcs, deps = [], size = "medium", nccl_env = {}, **kwargs):
-    native.cc_test(
+    cc_test(
         name = name,
         srcs = srcs,
         size = size,
         deps = deps + ["//core/testing:backend", "@gtest//:gtest_main"],
         **kwargs
     )
-    native.cc_test(
+    cc_test(
         name = name + "_nccl",
         srcs = srcs,
         size = size,

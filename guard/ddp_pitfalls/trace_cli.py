@@ -2,7 +2,8 @@
 (//tools:trace, C++) over a folder of per-rank dumps, for a PyTorch user.
 
 The binary is looked for, in order: $DDP_PITFALLS_TRACE; ddp_pitfalls/bin/trace
-inside the installed package (when a build put it there); bazel-bin/tools/trace/trace
+inside the installed package (pip install guard/ compiles it there with g++,
+guard/build_trace.py); bazel-bin/tools/trace/trace
 of a ddp-pitfalls checkout above the current folder or above this file. None
 found: exit 2 with the command that builds it. Its arguments and exit status
 are the binary's own (0 healthy, 1 a problem found, 2 bad usage).
@@ -12,6 +13,7 @@ import sys
 
 ENV = "DDP_PITFALLS_TRACE"
 BUILD = "bazel build //tools:trace"
+PIP = "pip install --no-build-isolation guard/"
 
 
 def _checkouts():
@@ -56,10 +58,11 @@ def main(argv=None):
             return 2
     path, looked = find()
     if path is None:
-        print("ddp-trace: the trace binary was not found (looked at: %s). Build it in a "
-              "ddp-pitfalls checkout with `%s`, then run ddp-trace from that checkout or set "
-              "%s=<checkout>/bazel-bin/tools/trace/trace" % ("; ".join(looked), BUILD, ENV),
-              file=sys.stderr)
+        print("ddp-trace: the trace binary was not found (looked at: %s). Reinstall the "
+              "guard from a ddp-pitfalls checkout with g++ and nlohmann-json3-dev present "
+              "(`%s`), or build it there with `%s`, then run ddp-trace from that checkout or "
+              "set %s=<checkout>/bazel-bin/tools/trace/trace"
+              % ("; ".join(looked), PIP, BUILD, ENV), file=sys.stderr)
         return 2
     if argv and argv[0] in ("-h", "--help"):
         print("\nbinary: %s" % path)

@@ -11,6 +11,7 @@ a bundle carried to an H100 or H200: tools/bundle/make_bundle.sh
 --cuda-arches 90), else sm_80 (A100) and sm_90 (H100/H200).
 """
 
+load("@rules_cc//cc:defs.bzl", "cc_library")
 load("@local_cuda//:defs.bzl", "CUDA_AVAILABLE", "NVCC")
 
 DEFAULT_CUDA_ARCHES = ["80", "90"]
@@ -59,7 +60,7 @@ def cuda_library(name, srcs, hdrs = [], deps = [], arches = None, nvcc_flags = [
             tags = ["cuda"],
         )
         objs.append(obj)
-    native.cc_library(
+    cc_library(
         name = name,
         srcs = objs,
         hdrs = hdrs,

@@ -58,7 +58,9 @@ def _probe(ctx):
         "version": version,
     }, None
 
-_BUILD_AVAILABLE = """package(default_visibility = ["//visibility:public"])
+_BUILD_AVAILABLE = """load("@rules_cc//cc:defs.bzl", "cc_library")
+
+package(default_visibility = ["//visibility:public"])
 
 # What configure found, as C string macros (for tools/doctor and provenance).
 cc_library(name = "cuda_info", hdrs = ["cuda_info.h"])
@@ -91,7 +93,9 @@ cc_library(
 )
 """
 
-_BUILD_ABSENT = """package(default_visibility = ["//visibility:public"])
+_BUILD_ABSENT = """load("@rules_cc//cc:defs.bzl", "cc_library")
+
+package(default_visibility = ["//visibility:public"])
 
 # What configure found, as C string macros (for tools/doctor and provenance).
 cc_library(name = "cuda_info", hdrs = ["cuda_info.h"])
