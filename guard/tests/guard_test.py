@@ -72,8 +72,28 @@ def test_raise():
                       % (tag, rank, name))
 
 
+def test_install_arguments():
+    """Bad install() arguments: ValueError naming the argument and the
+    allowed values (no world needed)."""
+    sys.path.insert(0, os.path.dirname(world.HERE))
+    from ddp_pitfalls import guard
+    for kwargs, words in (({"mode": "loud"}, ("mode", "raise, warn, off")),
+                          ({"checks": ["small_batch_bn"]}, ("checks must be a dict",
+                                                            "small_batch_bn")),
+                          ({"checks": {"small_batch_bn": 0}}, ("small_batch_bn", "True or False")),
+                          ({"checks": {"no_such": False}}, ("no_such", "allowed"))):
+        try:
+            guard.install(**kwargs)
+            got = "no error"
+        except ValueError as e:
+            got = str(e)
+        check(all(w in got for w in words), "install(%r): %s" % (kwargs, got))
+    guard.install(mode="off")
+
+
 def test_fixes():
     import scenarios
+    test_install_arguments()
     run = world.run("raise", list(scenarios.FIXES))
     check_exits(run, "fixes")
     for rank, per in enumerate(run["results"]):
