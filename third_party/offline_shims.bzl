@@ -45,7 +45,16 @@ native_shim = repository_rule(
     },
 )
 
-_CC = ["cc_library", "cc_binary", "cc_test", "cc_import", "cc_toolchain", "cc_toolchain_suite", "CcInfo", "cc_common"]
+_CC = [
+    "cc_library",
+    "cc_binary",
+    "cc_test",
+    "cc_import",
+    "cc_toolchain",
+    "cc_toolchain_suite",
+    "CcInfo",
+    "cc_common",
+]
 
 def rules_cc_shim(name):
     native_shim(name = name, repo_name = "rules_cc", files = {"cc/defs.bzl": _CC})
