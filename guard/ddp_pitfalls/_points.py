@@ -149,12 +149,14 @@ def ddp_enter(ddp):
     pinned at an earlier step are there once that step's backward
     all-reduced, so they are judged before this forward's own collectives
     (DDP rebuilds its buckets with a broadcast at step 2)."""
+    p = _data.latest
+    if p is not None and p is getattr(ddp, "_ddp_pitfalls_quiet", None):
+        return  # this pass is judged and the model's BatchNorm too: every later step
     where = _ddp_tag(ddp)
     if where is None:
         return
     from .checks import small_batch_bn
     small_batch_bn.judge_ddp(ddp, where[1], where[2])
-    p = _data.latest
     if p is None or p.key is None or not readable(p):
         return
     if not p.finished:
@@ -163,6 +165,8 @@ def ddp_enter(ddp):
         judge(p)
     elif p.rows and p.lockstep:
         _judge_counts(p)
+    if p.rows is not None and (p.counted or not p.rows) and small_batch_bn.judged(ddp):
+        ddp._ddp_pitfalls_quiet = p
 
 
 def ddp_exit(ddp):

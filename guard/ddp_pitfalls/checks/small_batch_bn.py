@@ -57,6 +57,10 @@ def pin_ddp(ddp, grank, prefix):
     _board.pin(prefix + "/bn", grank, [got[0] if got else -1])
 
 
+def judged(ddp):
+    return getattr(ddp, "_ddp_pitfalls_bn_tries", 0) >= _points.MAX_TRIES
+
+
 def judge_ddp(ddp, gworld, prefix):
     """Before a later training forward: every rank's row, the same verdict
     on every rank."""
