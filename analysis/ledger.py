@@ -23,6 +23,8 @@ there a record whose provenance says gpu "none (...)" is set aside (CUDA
 refused that process, e.g. after a CUDA MPS fault: not evidence of the GPU).
 A claim may carry a per-version field (PER_VERSION_KEYS: PyTorch version ->
 verdict, or {"verdict", "note"}); it is carried into the ledger as written.
+Every claim and suite result has a stable "id" (<bug>/<slug>): references
+anywhere are "claim:<id>" (analysis/claim_refs.py), never a position.
 Sources (claims.json "sources") are cited by title, author, date and site.
 """
 import json
@@ -120,9 +122,9 @@ def load(path, with_own=False):
         own = doc.get("suite_results", [])
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise InputError(f"{path}: cannot read the claims: {e}")
-    bad = [f"claim {i} ({c.get('claim', '?')!r}): {p}"
+    bad = [f"claim:{c.get('id', i)} ({c.get('claim', '?')!r}): {p}"
            for i, c in enumerate(claims) for p in problems(c, sources)]
-    bad += [f"suite result {i} ({c.get('claim', '?')!r}): {p}"
+    bad += [f"claim:{c.get('id', i)} ({c.get('claim', '?')!r}): {p}"
             for i, c in enumerate(own) for p in problems(c, own=True)]
     if bad:
         raise InputError(f"{path}: " + "; ".join(bad))

@@ -73,7 +73,8 @@ def named_files_apart(tmp):
           "a named file that is not there is not flagged")
     md = " ".join("\n".join(ledger_section.section(claims, {"000": {}}, recs, named=named,
                                                     aside=aside)[0]).split())
-    check("Claims 1, 4 read record files of a GPU run" in md and "1 record(s)" in md,
+    check("read record files of a GPU run" in md and md.count("claim:") >= 2
+          and "1 record(s)" in md,
           "the ledger does not say which claims read a GPU run and what it set aside")
 
 

@@ -21,6 +21,8 @@ shows each rule failing on the ledger as it stood before them).
              per-version verdict is weaker, a judged-from-code outcome may
              not be stronger than the strongest, and a measured verdict
              must say what carries it ("basis")
+  ids        every claim and suite result has a stable id "<bug>/<slug>",
+             unique (claim_refs.py, which also holds references to them)
   shown_by   every number in a per-version "shown_by" is found in that
              version's record; two versions' identical texts are refused
              (each describes its own record) unless "shown_by_same" says
@@ -30,6 +32,7 @@ import json
 import os
 import re
 
+import claim_refs
 from ledger import OPS, subfolder_files
 from pick import Summary, get, is_number, select
 
@@ -243,7 +246,7 @@ def per_version_records(entry, root):
 
 
 def claim_problems(i, claim, recs, named, root, seeds):
-    where = f"claim {i} ({claim.get('claim', '?')[:60]!r})"
+    where = f"claim:{claim.get('id', i)} ({claim.get('claim', '?')[:60]!r})"
     out = [f"{where}: {p}" for p in quote_problems(claim, seeds)]
     v = claim.get("verdict")
     if v == "refuted":
@@ -279,7 +282,7 @@ def problems(doc, recs, root, seeds, named=()):
     results folder's tables, named those of GPU-run files claims name, root
     the repository (per-version record paths are relative to it), seeds
     {seed: text} or None."""
-    out = []
+    out = claim_refs.id_problems(doc)
     for i, c in enumerate(doc.get("claims", [])):
         out += claim_problems(i, c, recs, named, root, seeds)
     for i, r in enumerate(doc.get("suite_results", [])):
