@@ -20,7 +20,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ledger  # noqa: E402
 import ledger_section  # noqa: E402
-from records import InputError, check_records  # noqa: E402
+from records import InputError, check_records, load_pairs  # noqa: E402
 from checks import check, status  # noqa: E402
 
 
@@ -80,12 +80,7 @@ def named_files_apart(tmp):
 
 def main(claims_path, result_paths):
     claims, sources = ledger.load(claims_path)
-    recs = []
-    for p in result_paths:
-        with open(p) as f:
-            data = json.load(f)
-        if isinstance(data, list):
-            recs += [(p, r) for r in data]
+    recs = load_pairs(result_paths)
     check(len(recs) > 0, "no committed records given")
     named, aside = ledger.read_named(claims, os.path.dirname(result_paths[0]), read_records)
     check(all(ledger.ran_on_gpu(r) for _, r in named), "a refused process's record used")
