@@ -3,8 +3,42 @@ measured verdicts (each with its check and where the check's bound comes
 from), the claims not tested (with the reason) and those judged from code
 (naming the code) in tables of their own, and the source posts cited as a
 reader can find them."""
+import json
+import os
+
+import computed
 import ledger
 import tables
+
+
+def version_record(entry, results_dir):
+    """A per-version entry's record (its path is under results/), or None."""
+    rel = entry.get("record") or ""
+    if not results_dir or not rel.startswith("results/"):
+        return None
+    try:
+        with open(os.path.join(results_dir, rel[len("results/"):])) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def versions(claims, results_dir):
+    """{claim id: [(version, verdict, text)]}: each per-version verdict and
+    shown_by as its checks compute them on the records (analysis/computed.py);
+    where the record is not at hand, the typed verdict, said so."""
+    out = {}
+    for k, c in enumerate(claims, 1):
+        for v, e in (c.get("pytorch") or {}).items():
+            if not isinstance(e, dict):
+                continue
+            rec = version_record(e, results_dir)
+            if rec is None and e.get("record"):
+                got = (e.get("verdict", ""), "record not at hand: the typed verdict")
+            else:
+                got = computed.version_verdict(c, e, rec)
+            out.setdefault(c.get("id", str(k)), []).append((v,) + got)
+    return out
 
 
 def gpu_run_sentence(claims, aside):
@@ -22,7 +56,7 @@ def gpu_run_sentence(claims, aside):
                "refused the process) are set aside" if aside else "") + ".")
 
 
-def section(claims, sources, recs, full=True, named=(), aside=0, own=()):
+def section(claims, sources, recs, full=True, named=(), aside=0, own=(), results_dir=None):
     """(Markdown lines, ledger rows, measured claims whose check failed).
     full=False: the compact form for report.md (no bound column, shorter
     cells); the full form goes to ledger.md and claims.csv. named, aside:
@@ -30,6 +64,10 @@ def section(claims, sources, recs, full=True, named=(), aside=0, own=()):
     folder, and how many of those it set aside. own: the suite's own
     results (no post states them), in a table of their own, numbered S1..."""
     rows, failed = ledger.rows(claims, recs, named)
+    per_version = versions(claims, results_dir)
+    for c, r in zip(claims, rows):  # the per-version column: the computed verdicts
+        if c.get("id") in per_version:
+            r[10] = "; ".join(f"{v}: {verdict}" for v, verdict, _ in per_version[c["id"]])
     own_rows, own_failed = ledger.rows(list(own), recs, named)
     failed = failed + own_failed
     n = ledger.counts(claims)
@@ -97,6 +135,16 @@ def section(claims, sources, recs, full=True, named=(), aside=0, own=()):
                                [[c.get("id", f"S{k}"), r[2], r[3], tables.cell(r[4], int(160 * w)), r[8]]
                                 + ([tables.cell(c.get("why_not_a_claim", ""), 200)] if full else [])
                                 for k, (r, c) in enumerate(zip(own_rows, own), 1)]), ""]
+    if full and per_version:
+        md += ["### Per PyTorch version", "",
+               tables.para("Each verdict and its text are computed from the version's record by the "
+                           "claim's checks (analysis/computed.py): the numbers are filled in from "
+                           "the record's rows. 'not resolved here': a time or spread claim without "
+                           "repeated runs, the machine's load and an interval excluding no "
+                           "difference, the interval (or its absence) shown."), ""]
+        md += [f"- claim:{cid}: " + "; ".join(f"**{v}: {verdict}**" + (f" ({text})" if text else "")
+                                               for v, verdict, text in entries)
+               for cid, entries in per_version.items()] + [""]
     notes = [f"{k}: {r[7]}" for k, r in numbered if r[7]] if full else []
     if not full:
         md += [tables.para("Every claim with the bound each check uses and where it comes from, the "
