@@ -5,7 +5,8 @@ analysis/verdict_rules.py states them):
     ../shared/seeds beside the checkout, or $DDP_PITFALLS_SEEDS; said when
     not), no refutation outside the claim's own setting, no counter-example
     hidden by a selection, no top level stronger than its evidence, every
-    per-version shown_by's numbers found in its record;
+    verdict the one its checks compute and every per-version text rendered
+    from its record (analysis/computed.py; computed_test.py shows them fail);
   - on the ledger as it stood before these rules (rules_testdata/
     claims_2026-11-28.json) each of the five cases the audit found fails
     its rule, and so do three of the smaller ones.
