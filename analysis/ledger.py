@@ -22,7 +22,11 @@ report's tables and read only for the claims that name them (read_named);
 there a record whose provenance says gpu "none (...)" is set aside (CUDA
 refused that process, e.g. after a CUDA MPS fault: not evidence of the GPU).
 A claim may carry a per-version field (PER_VERSION_KEYS: PyTorch version ->
-verdict, or {"verdict", "note"}); it is carried into the ledger as written.
+verdict, or {"verdict", "note"}); the report's ledger prints the verdicts its
+checks compute on the records (analysis/computed.py, ledger_section.versions),
+and //analysis:verdict_rules_test refuses a typed one that differs.
+Every claim and suite result has a stable "id" (<bug>/<slug>): references
+anywhere are "claim:<id>" (analysis/claim_refs.py), never a position.
 Sources (claims.json "sources") are cited by title, author, date and site.
 """
 import json
@@ -120,9 +124,9 @@ def load(path, with_own=False):
         own = doc.get("suite_results", [])
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise InputError(f"{path}: cannot read the claims: {e}")
-    bad = [f"claim {i} ({c.get('claim', '?')!r}): {p}"
+    bad = [f"claim:{c.get('id', i)} ({c.get('claim', '?')!r}): {p}"
            for i, c in enumerate(claims) for p in problems(c, sources)]
-    bad += [f"suite result {i} ({c.get('claim', '?')!r}): {p}"
+    bad += [f"claim:{c.get('id', i)} ({c.get('claim', '?')!r}): {p}"
             for i, c in enumerate(own) for p in problems(c, own=True)]
     if bad:
         raise InputError(f"{path}: " + "; ".join(bad))
@@ -236,6 +240,20 @@ def per_version(claim, detail=False):
     return ""
 
 
+def note(claim):
+    """The claim's note, with the words its checks leave untested (which cap
+    its verdict at partly) and the implementation a check ran, when it is
+    the suite's own version of code the post gives."""
+    parts = [claim.get("note", "")]
+    if parts[0] and not parts[0].endswith((".", ")")):
+        parts[0] += "."
+    if claim.get("untested_words"):
+        parts.append("Words no check tests: " + "; ".join(claim["untested_words"]) + ".")
+    if claim.get("implementation"):
+        parts.append("Checked on: " + claim["implementation"] + ".")
+    return " ".join(p for p in parts if p)
+
+
 def check_text(claim):
     c = claim.get("check")
     return f"{c[0]} {c[1]:g}" if isinstance(c, list) and len(c) == 2 and is_number(c[1]) else ""
@@ -257,7 +275,7 @@ def rows(claims, recs, named=()):
         why = {NOT_TESTED: c.get("reason", ""), FROM_CODE: c.get("code", ""),
                NOT_REPRODUCED: c.get("scope", "")}.get(c["verdict"], c.get("threshold", ""))
         out.append([c["bug"], c.get("seed", "-"), c["claim"], verdict, text or "-", files or "-",
-                    c.get("readme", "-"), c.get("note", ""), check_text(c), why, per_version(c)])
+                    c.get("readme", "-"), note(c), check_text(c), why, per_version(c)])
     return out, failed
 
 

@@ -20,7 +20,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ledger  # noqa: E402
 import ledger_section  # noqa: E402
-from records import InputError, check_records  # noqa: E402
+from records import InputError, check_records, load_pairs  # noqa: E402
 from checks import check, status  # noqa: E402
 
 
@@ -73,18 +73,14 @@ def named_files_apart(tmp):
           "a named file that is not there is not flagged")
     md = " ".join("\n".join(ledger_section.section(claims, {"000": {}}, recs, named=named,
                                                     aside=aside)[0]).split())
-    check("Claims 1, 4 read record files of a GPU run" in md and "1 record(s)" in md,
+    check("read record files of a GPU run" in md and md.count("claim:") >= 2
+          and "1 record(s)" in md,
           "the ledger does not say which claims read a GPU run and what it set aside")
 
 
 def main(claims_path, result_paths):
     claims, sources = ledger.load(claims_path)
-    recs = []
-    for p in result_paths:
-        with open(p) as f:
-            data = json.load(f)
-        if isinstance(data, list):
-            recs += [(p, r) for r in data]
+    recs = load_pairs(result_paths)
     check(len(recs) > 0, "no committed records given")
     named, aside = ledger.read_named(claims, os.path.dirname(result_paths[0]), read_records)
     check(all(ledger.ran_on_gpu(r) for _, r in named), "a refused process's record used")
@@ -99,6 +95,20 @@ def main(claims_path, result_paths):
             check(files and ok is True,
                   f"{c['verdict']} without a record that passes its check: {c['claim']!r} ({text})")
     check(not failed, f"checks failed: {[c['claim'] for c in failed]}")
+    # The full ledger prints each per-version verdict and text as its checks
+    # compute them on the version's record (ledger_section.versions), the
+    # noise rule's class included; a record not at hand is said so.
+    results_dir = os.path.dirname(result_paths[0])
+    md = "\n".join(ledger_section.section(claims, sources, recs, named=named,
+                                          results_dir=results_dir)[0])
+    check("### Per PyTorch version" in md and "**2.15: not resolved here** (" in md
+          and "one run: no interval over repeated runs" in md,
+          "the full ledger does not render the computed per-version verdicts and texts")
+    bare = "\n".join(ledger_section.section(claims, sources, recs, named=named,
+                                            results_dir=os.environ.get("TEST_TMPDIR", "/tmp"))[0])
+    check("record not at hand: the typed verdict" in bare, "a missing record was not said")
+    check(ledger.note({"note": "n", "untested_words": ["w"]}) == "n. Words no check tests: w.",
+          "a claim's untested words are not in its note")
     n = ledger.counts(claims)
     check(sum(n.values()) == len(claims) and all(n[k] > 0 for k in ledger.CLASSES),
           f"every class used, counts add up: {n}")

@@ -7,6 +7,7 @@ the record and the field, which the scripts turn into exit 2 with that one
 line, instead of a traceback from deep inside a table.
 """
 
+import json
 import re
 
 RECORD_KEYS = ("bug", "kind", "variant", "backend", "world_size", "config",
@@ -118,3 +119,17 @@ def check_benchmarks(path, data):
             if not isinstance(v, (int, float)) or isinstance(v, bool):
                 raise InputError(f"{path}: benchmark {i} ({b['name']}): '{key}' is "
                                  f"{_describe(v)}, must be a number")
+
+
+def load_pairs(paths):
+    """(path, record) of every record in the given result files (a file
+    holding a list of records; any other JSON, e.g. a benchmark, adds none):
+    the form ledger and verdict_rules read, for the tests that hand them the
+    committed records."""
+    out = []
+    for p in paths:
+        with open(p) as f:
+            data = json.load(f)
+        if isinstance(data, list):
+            out += [(p, r) for r in data]
+    return out

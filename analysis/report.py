@@ -259,11 +259,12 @@ def build(results_dir, outdir, latex):
 
     named, aside = ledger.read_named(claims + own, results_dir, named_records)
     ledger_md, ledger_rows, failed = ledger_section.section(claims, sources, recs, full=False,
-                                                            named=named, aside=aside, own=own)
+                                                            named=named, aside=aside, own=own,
+                                                            results_dir=results_dir)
     md += ledger_md
     with open(os.path.join(outdir, "ledger.md"), "w") as f:
         full_md = ledger_section.section(claims, sources, recs, named=named, aside=aside,
-                                         own=own)[0]
+                                         own=own, results_dir=results_dir)[0]
         f.write("\n".join(["# ddp-pitfalls: the claims ledger in full", "",
                            "The findings: [report.md](report.md)."] + full_md[1:]) + "\n")
     tables.write_csv(os.path.join(outdir, "claims.csv"), ledger.HEADER, ledger_rows)

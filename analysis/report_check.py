@@ -74,7 +74,7 @@ def main(out, claims_path):
             problems.append(f"{bug}: no booktabs table {tex}")
     claims = json.load(open(claims_path))["claims"]
     ledger = md.split("## Claims ledger", 1)[-1].split("\n## ", 1)[0]
-    rows = [l for l in ledger.splitlines() if re.match(r"^\| \d+ \|", l)]
+    rows = [l for l in ledger.splitlines() if re.match(r"^\| [a-z_]+/[a-z0-9-]+ \| \d{3} \|", l)]
     if len(rows) != len(claims):
         problems.append(f"ledger: {len(rows)} rows for {len(claims)} claims")
     # Measured verdicts carry theirs in a column; "not tested" and "judged

@@ -21,16 +21,25 @@ shows each rule failing on the ledger as it stood before them).
              per-version verdict is weaker, a judged-from-code outcome may
              not be stronger than the strongest, and a measured verdict
              must say what carries it ("basis")
-  shown_by   every number in a per-version "shown_by" is found in that
-             version's record; two versions' identical texts are refused
-             (each describes its own record) unless "shown_by_same" says
-             why the records read alike
+  computed   (issue 71) every verdict is its check's output
+             (analysis/computed.py): a typed top-level or per-version
+             verdict that differs from the computed one fails, words no
+             check tests ("untested_words") cap it at partly, and a time or
+             spread check without repeated runs, recorded load and an
+             interval excluding no difference is "not resolved here"
+  shown_by   a per-version text is rendered from its record by the checks'
+             templates: no typed "shown_by", and no number in a template or
+             a not-tested reason outside the fills
+  ids        every claim and suite result has a stable id "<bug>/<slug>",
+             unique; claim_refs.py holds references to them
 """
 import json
 import os
 import re
 
-from ledger import OPS, subfolder_files
+import claim_refs
+import computed
+from ledger import OPS, read_named, subfolder_files
 from pick import Summary, get, is_number, select
 
 STRONG = {"confirmed": 2, "refuted": 2, "partly": 1, "not reproduced here": 0, "not tested": 0}
@@ -208,29 +217,46 @@ def found(tok, nums):
 
 
 def shown_by_problems(where, claim, root):
-    pv = claim.get("pytorch")
-    if not isinstance(pv, dict):
-        return []
-    out, texts = [], {}
-    for version, entry in pv.items():
-        if not isinstance(entry, dict) or not entry.get("record"):
+    """Typed per-version texts, and numbers typed into a template or a
+    not-tested reason (a number may come only from a template's fill)."""
+    out = []
+    for version, entry in (claim.get("pytorch") or {}).items():
+        if not isinstance(entry, dict):
             continue
-        text = entry.get("shown_by", "")
-        texts.setdefault(text, []).append(version)
-        try:
-            with open(os.path.join(root, entry["record"])) as f:
-                nums = record_numbers(json.load(f))
-        except (OSError, ValueError) as e:
-            out.append(f"{where}: {version}: cannot read {entry['record']}: {e}")
+        if "shown_by" in entry:
+            out.append(f"{where}: {version}: a typed 'shown_by': it is rendered from the record "
+                       "by the checks' 'says' templates")
+        for spec in entry.get("checks", []):
+            typed = computed.literal_numbers(spec.get("says", ""))
+            if typed:
+                out.append(f"{where}: {version}: template states {', '.join(typed)} outside its fills")
+        typed = numbers_in(entry.get("reason", ""))
+        if typed:
+            out.append(f"{where}: {version}: reason states {', '.join(typed)}: not tested, no number")
+    return out
+
+
+def computed_problems(where, claim, recs, named, root, counter):
+    """A typed verdict that is not what its checks give on the records."""
+    out = []
+    top = computed.top_verdict(claim, recs, named, counter)
+    if top is not None and top != claim.get("verdict"):
+        out.append(f"{where}: verdict {claim.get('verdict')!r}, but its check gives {top!r}")
+    if claim.get("untested_words") and claim.get("verdict") in ("confirmed", "refuted"):
+        out.append(f"{where}: {claim['verdict']} with untested words: at most partly")
+    for version, entry in (claim.get("pytorch") or {}).items():
+        if not isinstance(entry, dict):
             continue
-        missing = [t for t in numbers_in(text) if not found(t, nums)]
-        if missing:
-            out.append(f"{where}: {version}: shown_by states {', '.join(missing)}, "
-                       f"not found in {entry['record']}")
-    for text, versions in texts.items():
-        if len(versions) > 1 and text and not claim.get("shown_by_same"):
-            out.append(f"{where}: versions {', '.join(versions)} share one shown_by text: each "
-                       "describes its own record ('shown_by_same' says why they read alike)")
+        rec = per_version_records(entry, root)
+        if entry.get("record") and not rec:
+            out.append(f"{where}: {version}: cannot read {entry['record']}")
+            continue
+        got, _ = computed.version_verdict(claim, entry, rec[0] if rec else None)
+        if got != entry.get("verdict"):
+            out.append(f"{where}: {version}: verdict {entry.get('verdict')!r}, but its checks give "
+                       f"{got!r}")
+        if entry.get("verdict") != "not tested" and not entry.get("checks"):
+            out.append(f"{where}: {version}: {entry.get('verdict')} without checks")
     return out
 
 
@@ -243,7 +269,7 @@ def per_version_records(entry, root):
 
 
 def claim_problems(i, claim, recs, named, root, seeds):
-    where = f"claim {i} ({claim.get('claim', '?')[:60]!r})"
+    where = f"claim:{claim.get('id', i)} ({claim.get('claim', '?')[:60]!r})"
     out = [f"{where}: {p}" for p in quote_problems(claim, seeds)]
     v = claim.get("verdict")
     if v == "refuted":
@@ -253,6 +279,7 @@ def claim_problems(i, claim, recs, named, root, seeds):
         if isinstance(entry, dict) and entry.get("verdict") == "refuted":
             out += setting_problems(f"{where}: {version}", claim.get("setting"), entry.get("ran"),
                                     per_version_records(entry, root), per_version=True)
+    found_ce = []
     if v in ("confirmed", "refuted", "partly") and claim.get("select"):
         found_ce = counter_examples(claim, pool(claim, recs, named, selected=False))
         if found_ce and v != "partly":
@@ -264,6 +291,7 @@ def claim_problems(i, claim, recs, named, root, seeds):
                 out.append(f"{where}: counter-example {key} = {val} not named in 'counter_examples'")
     out += strength_problems(where, claim)
     out += shown_by_problems(where, claim, root)
+    out += computed_problems(where, claim, recs, named, root, found_ce)
     return out
 
 
@@ -279,13 +307,30 @@ def problems(doc, recs, root, seeds, named=()):
     results folder's tables, named those of GPU-run files claims name, root
     the repository (per-version record paths are relative to it), seeds
     {seed: text} or None."""
-    out = []
+    out = claim_refs.id_problems(doc)
     for i, c in enumerate(doc.get("claims", [])):
         out += claim_problems(i, c, recs, named, root, seeds)
     for i, r in enumerate(doc.get("suite_results", [])):
+        out += computed_problems(f"claim:{r.get('id', i)}", r, recs, named, root, ())
         if r.get("quote"):
             out.append(f"suite result {i}: a result that quotes a post belongs in 'claims'")
     return out
+
+
+def read_list(path):
+    """A result file's records (a list), or none for any other JSON."""
+    with open(path) as f:
+        d = json.load(f)
+    return d if isinstance(d, list) else []
+
+
+def file_problems(path, recs, root, seeds, results_dir):
+    """(document, problems) of the claims file at path: recs the tables'
+    records, the GPU-run files its claims name read from results_dir."""
+    with open(path) as f:
+        doc = json.load(f)
+    named, _ = read_named(doc["claims"] + doc.get("suite_results", []), results_dir, read_list)
+    return doc, problems(doc, recs, root, seeds, named)
 
 
 def load_seeds(folder):

@@ -5,12 +5,12 @@ analysis/verdict_rules.py states them):
     ../shared/seeds beside the checkout, or $DDP_PITFALLS_SEEDS; said when
     not), no refutation outside the claim's own setting, no counter-example
     hidden by a selection, no top level stronger than its evidence, every
-    per-version shown_by's numbers found in its record;
+    verdict the one its checks compute and every per-version text rendered
+    from its record (analysis/computed.py; computed_test.py shows them fail);
   - on the ledger as it stood before these rules (rules_testdata/
     claims_2026-11-28.json) each of the five cases the audit found fails
     its rule, and so do three of the smaller ones.
 Usage: verdict_rules_test.py CLAIMS.json BEFORE.json RESULT.json..."""
-import json
 import os
 import sys
 
@@ -18,6 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ledger  # noqa: E402
 import verdict_rules  # noqa: E402
 from checks import check, status  # noqa: E402
+from records import load_pairs  # noqa: E402
 
 
 def seeds_folder(claims_path):
@@ -29,16 +30,6 @@ def seeds_folder(claims_path):
     return os.path.join(os.path.dirname(repo), "shared", "seeds")
 
 
-def load_records(paths):
-    recs = []
-    for p in paths:
-        with open(p) as f:
-            data = json.load(f)
-        if isinstance(data, list):
-            recs += [(p, r) for r in data]
-    return recs
-
-
 def main(claims_path, before_path, result_paths):
     root = os.path.dirname(os.path.dirname(os.path.abspath(claims_path)))
     folder = seeds_folder(claims_path)
@@ -48,19 +39,11 @@ def main(claims_path, before_path, result_paths):
               "checked for presence only, not verbatim")
     else:
         print(f"verdict_rules_test: quotes checked verbatim against {len(seeds)} seeds in {folder}")
-    recs = load_records([p for p in result_paths if "/gpu/" not in p])
+    recs = load_pairs([p for p in result_paths if "/gpu/" not in p])
     results_dir = os.path.dirname(next(p for p in result_paths if "/gpu/" not in p))
 
-    def read(path):
-        with open(path) as f:
-            d = json.load(f)
-        return d if isinstance(d, list) else []
-
-    with open(claims_path) as f:
-        doc = json.load(f)
     ledger.load(claims_path)  # the shape rules too
-    named, _ = ledger.read_named(doc["claims"] + doc.get("suite_results", []), results_dir, read)
-    now = verdict_rules.problems(doc, recs, root, seeds, named)
+    doc, now = verdict_rules.file_problems(claims_path, recs, root, seeds, results_dir)
     check(not now, "the committed claims break the verdict rules:\n  " + "\n  ".join(now))
 
     # Every claim's quote is found in its seed; a made-up one is not.
@@ -68,10 +51,8 @@ def main(claims_path, before_path, result_paths):
         fake = dict(doc["claims"][0], quote="一个可微分的 all_gather 给出单进程的梯度")
         check(verdict_rules.quote_problems(fake, seeds), "a quote no post holds was accepted")
 
-    with open(before_path) as f:
-        before = json.load(f)
-    named_b, _ = ledger.read_named(before["claims"], results_dir, read)
-    old = verdict_rules.problems(before, recs, root, seeds, named_b)
+    before, old = verdict_rules.file_problems(before_path, recs, root, seeds, results_dir)
+    named_b, _ = ledger.read_named(before["claims"], results_dir, verdict_rules.read_list)
 
     def fails(text, rule):
         hits = [p for p in old if f"({text[:60]!r})" in p and rule in p]
@@ -87,9 +68,9 @@ def main(claims_path, before_path, result_paths):
     fails("A differentiable all_gather gives the one-process gradient", "no 'quote'")
     # Smaller ones: a shown_by copied across versions, a number not in the record.
     fails("find_unused_parameters=False is steadier and faster when the model has no dynamic branches",
-          "share one shown_by text")
+          "a typed 'shown_by'")
     fails("Changing drop_last or batch_size changes the shape of the AUC curve, but it stays unstable",
-          "shown_by states 0.24")
+          "a typed 'shown_by'")
 
     # The refutation rule reads engine and W from the records, not from a typed
     # field: case 1 annotated as if it ran the post's setting on our engine

@@ -64,7 +64,8 @@ TEST(SmallBatchBnRepro, PerRankBnIsWorseThanSyncBnByAtLeast5pp) {
   EXPECT_GE(M(r.measured, "rank_spread2"), 0.04);
   EXPECT_LE(M(r.measured, "rank_spread2"), 0.4);
   EXPECT_LT(M(r.measured, "rank_spread1"), M(r.measured, "rank_spread2"));
-  // The epoch-to-epoch swing (ledger claims 28, 33) re-derives from each
+  // The epoch-to-epoch swing (claim:small_batch_bn/accuracy-jumps-curve-unstable,
+  // claim:small_batch_bn/sync-bn-swing-drops) re-derives from each
   // seed's own curve: one value per epoch, the last the final error, and the
   // largest rise between consecutive epochs.
   for (const results::Json* side : {&r.measured, &r.reference}) {

@@ -32,7 +32,8 @@
 # uneven_steps_timeout.py --backend nccl), first with PyTorch's default
 # error handling, then with TORCH_NCCL_BLOCKING_WAIT=1, NCCL_DEBUG=WARN
 # (gpu/records/drop_last_hang_timeout.torch.nccl.bw0.json and .bw1.json,
-# gpu/hang_nccl_table.md; the ledger's claims 22 and 47).
+# gpu/hang_nccl_table.md; claim:drop_last_hang/blocking-wait-shows-waiting-allreduce and
+# claim:drop_last_hang/nccl-warn-reduce-timed-out).
 # With --raw-nccl S (at most S seconds; issue 44): what NCCL does with the
 # post's raw unequal all_gather, 10 runs at W = 2, then at W = 4 (or the
 # --raw-worlds given), each W the bundle's repro/wrong_all_gather --raw_only
@@ -283,7 +284,8 @@ if ((dist_s > 0)); then
 fi
 ((rc == 0)) && rc=$dist_rc
 
-# Seed 001's hang on NCCL through PyTorch (the ledger's claims 22 and 47):
+# Seed 001's hang on NCCL through PyTorch (claim:drop_last_hang/blocking-wait-shows-waiting-allreduce and
+# claim:drop_last_hang/nccl-warn-reduce-timed-out):
 # rank 0 one DDP step ahead at W = 2, the others alive, exited or in a
 # barrier, a 10 s process-group timeout; once with PyTorch's default error
 # handling, once with TORCH_NCCL_BLOCKING_WAIT=1, each its own invocation
@@ -329,7 +331,7 @@ fi
 # the two; NCCL's default bound is 60 s), so a stalled run takes about
 # 15-20 s. Both engines run with NCCL_DEBUG=WARN (unless the caller set
 # it): whether NCCL itself prints a WARN line when its collective is
-# stalled and aborted is a claim of seed 001 (the ledger's claim 47), and
+# stalled and aborted is a claim of seed 001 (claim:drop_last_hang/nccl-warn-reduce-timed-out), and
 # the console keeps what it prints.
 # Each engine's dtype: its own (ours float64, PyTorch's the post's
 # float32), both the one asked for, or with swap each the other's own.

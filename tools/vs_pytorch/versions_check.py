@@ -9,9 +9,9 @@ PyTorch V (provenance.torch_version) and which suite commit ran it
 (provenance.commit, a 40-hex commit, optionally "+dirty"). Every claim with
 a "pytorch" field (analysis/claims.json; the shape is documented there) must
 give, per version V in {1.13, 2.15}, a verdict among confirmed, partly,
-refuted, not tested, and a "record" naming one of the records given here
-whose name says torchV (left out only with "not tested"). Exit 0, or 1
-with one line per problem.
+refuted, not tested, not resolved here (the noise rule, analysis/computed.py),
+and a "record" naming one of the records given here whose name says torchV
+(left out only with "not tested"). Exit 0, or 1 with one line per problem.
 """
 import json
 import os
@@ -19,7 +19,7 @@ import re
 import sys
 
 VERSIONS = ("1.13", "2.15")
-VERDICTS = ("confirmed", "partly", "refuted", "not tested")
+VERDICTS = ("confirmed", "partly", "refuted", "not tested", "not resolved here")
 NAME = re.compile(r"^(?P<name>[a-z0-9_]+)\.torch(?P<v>\d+\.\d+)\.json$")
 COMMIT = re.compile(r"^[0-9a-f]{40}(\+dirty)?$")
 

@@ -6,7 +6,7 @@
     .venv-torch2.15/bin/python fixes/drop_last_hang/pytorch/final_barrier.py \\
         --out results/vs_pytorch/drop_last_hang_final_barrier.torch2.15.json
 
-Evidence for the ledger's claim 49 ("a dist.barrier() at the end keeps a
+Evidence for the ledger's claim:drop_last_hang/final-barrier-keeps-ranks ("a dist.barrier() at the end keeps a
 rank from leaving early and hurting the others"; PyTorch 1.13 and 2.15,
 gloo, CPU, real processes). The seed's fixed script ends its training loop
 with `dist.barrier()` and then `dist.destroy_process_group()`. Here every

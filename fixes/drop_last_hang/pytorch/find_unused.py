@@ -6,7 +6,7 @@
     .venv-torch2.15/bin/python fixes/drop_last_hang/pytorch/find_unused.py \\
         --out results/vs_pytorch/drop_last_hang_find_unused.torch2.15.json
 
-Evidence for the ledger's claim 50 ("find_unused_parameters=False is
+Evidence for the ledger's claim:drop_last_hang/find-unused-false-steadier-faster ("find_unused_parameters=False is
 steadier and faster when the model has no dynamic branches"; PyTorch 1.13
 and 2.15, gloo, CPU, real processes, one thread per rank). The seed's fixed
 script sets `find_unused_parameters=False`, "steadier and faster without

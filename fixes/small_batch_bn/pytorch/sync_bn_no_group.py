@@ -6,7 +6,7 @@
     .venv-torch2.15/bin/python fixes/small_batch_bn/pytorch/sync_bn_no_group.py \\
         --out results/vs_pytorch/small_batch_bn_no_group.torch2.15.json
 
-Evidence for the ledger's claim 56 ("SyncBatchNorm is not supported under
+Evidence for the ledger's claim:small_batch_bn/sync-bn-ddp-only-not-dataparallel ("SyncBatchNorm is not supported under
 DataParallel"; PyTorch 1.13 and 2.15, CPU, one process). DataParallel is
 one process: it copies the module to each GPU and calls each copy on its
 chunk of the batch, with no process group (torch/nn/parallel/

@@ -4,7 +4,7 @@
     .venv-torch2.15/bin/python repro/autograd_lost_gather/pytorch/torchmetrics_loss.py \\
         --out results/vs_pytorch/autograd_lost_gather_torchmetrics.torch2.15.json
 
-Evidence for seed 002's claim (ledger claim 59): "with dist_sync_on_step=True
+Evidence for seed 002's claim (claim:autograd_lost_gather/sync-on-step-loses-gradient): "with dist_sync_on_step=True
 a TorchMetrics Metric used as a loss loses the gradient in the all_gather"
 (torchmetrics issue 2745). Checked against the torchmetrics the venv has
 (1.9.0) and, where installed, the last release before the change the post

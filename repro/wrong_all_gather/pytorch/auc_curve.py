@@ -6,7 +6,7 @@
     .venv-torch2.15/bin/python repro/wrong_all_gather/pytorch/auc_curve.py \\
         --out results/vs_pytorch/wrong_all_gather_auc_curve.torch2.15.json
 
-Evidence for the ledger's claim 43 ("changing drop_last or batch_size
+Evidence for the ledger's claim:wrong_all_gather/auc-curve-stays-unstable ("changing drop_last or batch_size
 changes the shape of the AUC curve, but it stays unstable"; PyTorch 1.13
 and 2.15, gloo, CPU, real processes). A validation set of N = 1003 samples
 (40 % positive) is scored by a model that improves epoch by epoch (its

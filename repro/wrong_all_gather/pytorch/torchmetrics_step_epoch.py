@@ -4,7 +4,7 @@
     .venv-torch2.15/bin/python repro/wrong_all_gather/pytorch/torchmetrics_step_epoch.py \\
         --out results/vs_pytorch/wrong_all_gather_torchmetrics_step_epoch.torch2.15.json
 
-Evidence for the ledger's claim 45 (seed 000's trigger 4: "torchmetrics
+Evidence for the ledger's claim:wrong_all_gather/torchmetrics-step-and-epoch-sync (seed 000's trigger 4: "torchmetrics
 AUROC synchronised at both step and epoch aggregates duplicates or
 misorders"). torchmetrics 1.9.0 needs PyTorch 2.x: 2.15 only. Real gloo
 processes, the validation set of unequal_all_gather.py (N = 1003), split
