@@ -323,11 +323,16 @@ def table(paths):
     out.append("")
     for p in paths:
         pr = json.load(open(p))["provenance"]
-        out.append("PyTorch %s (%s), %s, suite %s, %s, load %.1f at the start, %.1f at the end."
-                   % (pr["torch"], os.path.basename(p), pr["date"], pr["commit"][:12] +
-                      ("+dirty" if pr["commit"].endswith("+dirty") else ""), pr["host"],
-                      pr.get("load_1min_at_start", float("nan")),
-                      pr.get("load_1min_at_end", float("nan"))))
+        # evidence.record reads the load when it writes the record, so
+        # "at the start" is only that when the measure recorded its own.
+        start = pr.get("load_1min_at_start", float("nan"))
+        end = pr.get("load_1min_at_end", float("nan"))
+        load = ("load %.1f (1-minute average when the record was written; the benchmark's two "
+                "ranks keep both cores busy)" % end if start == end else
+                "load %.1f at the start, %.1f at the end" % (start, end))
+        out.append("PyTorch %s (%s), %s, suite %s, %s, %s." % (
+            pr["torch"], os.path.basename(p), pr["date"], pr["commit"][:12] +
+            ("+dirty" if pr["commit"].endswith("+dirty") else ""), pr["host"], load))
     return "\n".join(out) + "\n"
 
 
