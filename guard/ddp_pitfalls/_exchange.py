@@ -1,11 +1,11 @@
 """One small collective the guard adds: every rank's few integers to every
 rank, through the original (unwrapped) all_gather of the same group.
 
-It is the price of judging on every rank at once: each rank sees the same
-rows, so each reaches the same verdict before the user's collective runs,
-and no rank is left alone inside it. The guard calls it only at points where
-every rank of the group is known to be (a collective the user is making, or
-a DDP training forward, which DDP itself synchronises).
+It is the price of judging sizes before the data moves: each rank sees the
+same rows, so each reaches the same verdict before the job's all_gather
+runs, and no rank is left alone inside it. The guard calls it only inside
+the job's own all_gather (every member of the group is making that call);
+everything else goes through the store (_board.py), never a collective.
 """
 ORIGINAL = {}  # name -> torch.distributed function before the guard wrapped it
 

@@ -3,9 +3,9 @@ call site is.
 
 A finding becomes a PitfallError (mode "raise") or one line on stderr (mode
 "warn", once per pitfall and call site, so a loop does not flood the log).
-The call site is the innermost frame outside torch, this package and the
-metric/training libraries that call torch.distributed for the user
-(torchmetrics, Lightning): that is the line the user can change.
+The call site is the innermost frame outside this package, the standard
+library and every installed distribution (torch, torchvision, torchmetrics,
+Lightning): that is the line the user can change.
 """
 import os
 import sys
