@@ -13,7 +13,7 @@ class Pass:
     __slots__ = ("promised", "promised_samples", "batch_size", "drop_last", "yielded",
                  "samples", "last_batch", "finished", "sampler", "order", "repeat",
                  "training", "key", "kworld", "pinned_open", "rows", "tries", "lockstep", "counted", "pin_sync",
-                 "indices_gathered")
+                 "indices_gathered", "uniform")
 
     def __init__(self, promised, promised_samples, batch_size, drop_last, sampler, order):
         self.promised = promised                  # len(loader), or -1
@@ -37,12 +37,27 @@ class Pass:
         self.counted = False            # its batch counts were judged
         self.pin_sync = -1              # `synced` when it was pinned at a DDP forward
         self.indices_gathered = False   # the samples' indices were gathered (repeats can go)
+        self.uniform = False            # every rank's row promises the same sizes
+
+
+class Model:
+    """The guard's state of one DDP model (_points.model)."""
+    __slots__ = ("where", "forwards", "bn", "bn_pinned", "bn_sync", "bn_tries", "quiet")
+
+    def __init__(self):
+        self.where = None       # (group rank, group size, board key prefix), or None
+        self.forwards = 0       # its training forwards so far
+        self.bn = False         # its BatchNorm layers were looked at (hooks attached)
+        self.bn_pinned = False  # its BatchNorm row is on the board
+        self.bn_sync = -1       # `synced` when that row was pinned
+        self.bn_tries = 0       # reads of the BatchNorm rows that found one missing
+        self.quiet = None       # the pass judged with its BatchNorm: every later step is free
 
 
 latest = None    # the pass that started or yielded most recently on this rank
 recent = []      # passes that yielded since the last meeting point (one loop's passes)
 joins = 0        # open `with Join(...)` blocks: uneven batch counts are what Join is for
-bn_min = {}      # id(DDP model) -> fewest samples a plain BatchNorm saw at its first step
+bn_min = {}      # id(Model) -> fewest samples a plain BatchNorm saw at its first step
 completed = {}   # a training pass's order without its epoch -> that epoch
 synced = 0       # backwards after a DDP forward that all-reduces (every rank took part)
 forward_synced = [False]  # the last DDP training forward's backward will all-reduce

@@ -93,25 +93,32 @@ def _all_gather_into_tensor(original):
 
 def _all_reduce(original):
     import torch.distributed as dist
+    op_sum = dist.ReduceOp.SUM
 
     def all_reduce(*args, **kwargs):
-        tensor = _arg(args, kwargs, 0, "tensor")
-        op = _arg(args, kwargs, 1, "op", dist.ReduceOp.SUM)
-        group = _arg(args, kwargs, 2, "group")
+        # Read positionally where the job passed them (no _arg calls): a step
+        # that logs metrics comes through here several times.
+        n = len(args)
+        tensor = args[0] if n else kwargs.get("tensor")
         if not hasattr(tensor, "numel"):
             return original(*args, **kwargs)
         if autograd_lost_gather._pending is not None:
             autograd_lost_gather.check_pending()
-        met = _points.collective(group)
+        met = _points.collective(args[2] if n > 2 else kwargs.get("group"))
         kind = None
-        if met is not None and _state.on(mean_of_means.BUG):
-            kind = mean_of_means.kind(tensor, op, sys._getframe(1))
+        if met is not None and _state.config.enabled[mean_of_means.BUG]:
+            kind = mean_of_means.kind(tensor, args[1] if n > 1 else kwargs.get("op", op_sum),
+                                      sys._getframe(1))
         work = original(*args, **kwargs)
-        _after(met, args, kwargs, 3)
+        if met is None:
+            return work
+        blocking = not (args[3] if n > 3 else kwargs.get("async_op", False))
+        if blocking:
+            _points.after_collective()
         if kind == "float":
             mean_of_means.after_float()
-        elif kind == "int" and not _arg(args, kwargs, 3, "async_op", False):
-            mean_of_means.after_int(tensor, group)
+        elif kind == "int" and blocking:
+            mean_of_means.after_int(tensor, args[2] if n > 2 else kwargs.get("group"))
         return work
     return all_reduce
 
@@ -188,15 +195,14 @@ def _ddp_forward(original):
     def forward(self, *args, **kwargs):
         if autograd_lost_gather._pending is not None:
             autograd_lost_gather.check_pending()
-        training = self.training and torch.is_grad_enabled()
-        if training and not getattr(self, "_ddp_pitfalls_bn", False) and \
-                _state.on(small_batch_bn.BUG):
-            small_batch_bn.attach(self)
-        if training:
-            _points.ddp_enter(self)
+        if not (self.training and torch.is_grad_enabled()):
+            return original(self, *args, **kwargs)
+        st = _points.model(self)
+        if not st.bn and _state.on(small_batch_bn.BUG):
+            small_batch_bn.attach(self, st)
+        _points.ddp_enter(st)
         out = original(self, *args, **kwargs)
-        if training:
-            _points.ddp_exit(self)
+        _points.ddp_exit(self, st)
         return out
     return forward
 

@@ -19,6 +19,7 @@ here, so no decision of this rank's alone can leave a peer waiting; every
 verdict comes from the same rows on every rank.
 """
 from . import _board, _data, _exchange, _state
+from .checks import drop_last_hang, missing_set_epoch, small_batch_bn
 
 MAX_TRIES = 8
 
@@ -59,14 +60,19 @@ def readable(p):
     return not p.key.startswith("d/") or _data.synced > p.pin_sync
 
 
-def meet(key, grank, gworld):
-    """A collective of the job's: pin the passes read since the last
-    meeting point, or judge the pass pinned before."""
+def meet(tag, n, grank, gworld):
+    """The job's collective number `n` on the group tagged `tag`: pin the
+    passes read since the last meeting point, or judge the pass pinned
+    before. A pass judged and counted costs a few attribute reads (the
+    step that logs metrics meets here several times)."""
     p = _data.latest
     if p is None:
         _data.recent.clear()
+    elif p.counted and p.rows is not None:
+        if _data.recent:
+            _data.recent.clear()
     elif p.key is None and p in _data.recent:
-        _pin(p, key, grank, gworld)
+        _pin(p, "c/%s/%d" % (tag, n), grank, gworld)
     else:
         _data.recent.clear()
         if p.key is not None and readable(p):
@@ -92,14 +98,17 @@ def at_end(p):
 
 
 _groups = {}  # process group -> (group rank, group size, tag): fixed for a group's life
+_c10d = []    # torch.distributed.distributed_c10d, imported once (not at every collective)
 
 
 def where(group):
     """(group rank, group size, tag) of this rank in `group` (None: the
     default group), or None when it is no meeting point (not a member, one
     rank, a group without a tag)."""
-    import torch.distributed.distributed_c10d as c10d
-    pg = c10d.GroupMember.WORLD if group is None else group
+    if not _c10d:
+        import torch.distributed.distributed_c10d as c10d
+        _c10d.append(c10d)
+    pg = _c10d[0].GroupMember.WORLD if group is None else group
     got = _groups.get(pg, False)
     if got is False:
         grank, gworld = _exchange.group_rank_world(group)
@@ -119,21 +128,26 @@ def collective(group):
     grank, gworld, tag = got
     n = _seq.get(tag, 0) + 1
     _seq[tag] = n
-    meet("c/%s/%d" % (tag, n), grank, gworld)
+    meet(tag, n, grank, gworld)
     return grank, gworld
 
 
-def _ddp_tag(ddp):
-    """(group rank, group size, DDP key prefix) of a DDP model, or None."""
-    got = where(ddp.process_group)
-    if got is None:
-        return None
-    grank, gworld, tag = got
-    if not hasattr(ddp, "_ddp_pitfalls_ordinal"):
-        ddp._ddp_pitfalls_ordinal = _ddp_ordinals.get(tag, 0)
-        _ddp_ordinals[tag] = ddp._ddp_pitfalls_ordinal + 1
-        ddp._ddp_pitfalls_forwards = 0
-    return grank, gworld, "d/%s/%d" % (tag, ddp._ddp_pitfalls_ordinal)
+def model(ddp):
+    """The guard's state of a DDP model (_data.Model), made at its first
+    training forward. Kept in one plain object set once in the module's
+    __dict__: nn.Module's own __setattr__ and __getattr__ (a missing name
+    raises through Python) would cost microseconds at every step."""
+    st = ddp.__dict__.get("_ddp_pitfalls_model")
+    if st is None:
+        st = _data.Model()
+        object.__setattr__(ddp, "_ddp_pitfalls_model", st)
+        got = where(ddp.process_group)
+        if got is not None:
+            grank, gworld, tag = got
+            ordinal = _ddp_ordinals.get(tag, 0)
+            _ddp_ordinals[tag] = ordinal + 1
+            st.where = (grank, gworld, "d/%s/%d" % (tag, ordinal))
+    return st
 
 
 def backward_done():
@@ -144,19 +158,17 @@ def backward_done():
         _data.synced += 1
 
 
-def ddp_enter(ddp):
+def ddp_enter(st):
     """Before a DDP training forward (grad on, training mode): the rows
     pinned at an earlier step are there once that step's backward
     all-reduced, so they are judged before this forward's own collectives
     (DDP rebuilds its buckets with a broadcast at step 2)."""
     p = _data.latest
-    if p is not None and p is getattr(ddp, "_ddp_pitfalls_quiet", None):
+    if p is not None and p is st.quiet:
         return  # this pass is judged and the model's BatchNorm too: every later step
-    where = _ddp_tag(ddp)
-    if where is None:
+    if st.where is None:
         return
-    from .checks import small_batch_bn
-    small_batch_bn.judge_ddp(ddp, where[1], where[2])
+    small_batch_bn.judge_ddp(st, st.where[1], st.where[2])
     if p is None or p.key is None or not readable(p):
         return
     if not p.finished:
@@ -165,29 +177,27 @@ def ddp_enter(ddp):
         judge(p)
     elif p.rows and p.lockstep:
         _judge_counts(p)
-    if p.rows is not None and (p.counted or not p.rows) and small_batch_bn.judged(ddp):
-        ddp._ddp_pitfalls_quiet = p
+    if p.rows is not None and (p.counted or not p.rows) and small_batch_bn.judged(st):
+        st.quiet = p
 
 
-def ddp_exit(ddp):
+def ddp_exit(ddp, st):
     """After a DDP training forward: the passes read for this step are
     training passes; pin the fresh ones (their rows are read at the next
     step, after this step's backward all-reduced)."""
-    where = _ddp_tag(ddp)
-    if where is None:
+    if st.where is None:
         return
-    grank, gworld, prefix = where
-    ddp._ddp_pitfalls_forwards += 1
+    grank, gworld, prefix = st.where
+    st.forwards += 1
     _data.forward_synced[0] = bool(getattr(ddp, "require_backward_grad_sync", True))
     for q in _data.recent:
         q.training = True
     if _data.latest is not None and not _data.latest.finished:
         _data.latest.training = True
-    from .checks import small_batch_bn
-    small_batch_bn.pin_ddp(ddp, grank, prefix)
+    small_batch_bn.pin_ddp(st, grank, prefix)
     p = _data.latest
     if p is not None and p.key is None and p in _data.recent:
-        _pin(p, "%s/%d" % (prefix, ddp._ddp_pitfalls_forwards), grank, gworld)
+        _pin(p, "%s/%d" % (prefix, st.forwards), grank, gworld)
     else:
         _data.recent.clear()
 
@@ -200,7 +210,8 @@ def judge(p):
             p.rows = []
         return
     p.rows = rows
-    from .checks import missing_set_epoch
+    p.uniform = len({(r[TOTAL], r[BATCH], r[DROP_LAST], r[FINISHED], r[SAMPLES])
+                     for r in rows}) == 1
     if _state.on(missing_set_epoch.BUG) and p.training:
         missing_set_epoch.judge([r[REPEAT] for r in rows], [r[SEED] for r in rows], p)
     _judge_counts(p)
@@ -209,7 +220,6 @@ def judge(p):
 def _judge_counts(p):
     """drop_last_hang's verdict, once, when the pass is a loop of steps: a
     DDP training loop, or one that met the group at least twice."""
-    from .checks import drop_last_hang
     rows = p.rows
     if p.counted or not rows or not (p.lockstep or p.key.startswith("d/")):
         return

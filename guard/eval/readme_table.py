@@ -18,8 +18,12 @@ def emit(args, text):
     if not args.update:
         sys.stdout.write(text)
         return 0
-    with open(args.update) as f:
-        doc = f.read()
+    try:
+        with open(args.update) as f:
+            doc = f.read()
+    except OSError as e:
+        print("--update %s: cannot read it (%s)" % (args.update, e.strerror), file=sys.stderr)
+        return 2
     head, tail = "<!-- table:%s:begin -->\n" % args.id, "<!-- table:%s:end -->" % args.id
     start, stop = doc.find(head), doc.find(tail)
     if start < 0 or stop < start:

@@ -33,6 +33,7 @@ BUG = "mean_of_means"
 _WORLD = r"\(?\s*[\w.\[\]'\"]*(?:world_size|world|get_world_size\([^)]*\)|num_replicas|nprocs)\b"
 _ARG = re.compile(r"all_reduce\(\s*([A-Za-z_][\w.]*)\s*[,)]")
 _verdicts = {}  # (file, line) -> (divides, floors)
+_ops = []       # (ReduceOp.SUM, ReduceOp.AVG or None), read once
 
 
 def _source(frame):
@@ -56,17 +57,20 @@ def _source(frame):
 
 def kind(tensor, op, frame):
     """None, "float" or "int": what the reduce will be checked as."""
-    import torch.distributed as dist
+    if not _ops:
+        import torch.distributed as dist
+        _ops.append((dist.ReduceOp.SUM, getattr(dist.ReduceOp, "AVG", None)))
+    op_sum, avg = _ops[0]
+    divides, floors = _source(frame)
+    is_avg = avg is not None and op is not op_sum and op == avg
+    if not (divides or floors or is_avg):
+        return None  # most reduces: decided by the cached source alone
     if tensor.numel() != 1:
         return None
-    divides, floors = _source(frame)
-    avg = getattr(dist.ReduceOp, "AVG", None)
-    if not (divides or floors or (avg is not None and op == avg)):
-        return None  # most reduces: decided by the cached source alone
-    if op not in (dist.ReduceOp.SUM, avg):
+    if not (is_avg or op is op_sum or op == op_sum):
         return None
     if tensor.is_floating_point():
-        return "float" if (op == avg or divides) else None
+        return "float" if (is_avg or divides) else None
     return "int" if floors else None
 
 
@@ -82,8 +86,8 @@ def _so_far(row, steps, own_finished):
 def after_float():
     """After an averaging one-element float reduce."""
     p = _data.latest
-    if p is None or not p.rows:
-        return
+    if p is None or not p.rows or p.uniform:
+        return  # every rank's row the same sizes: the same counts at every step
     counts = [_so_far(r, p.yielded, p.finished) for r in p.rows]
     if min(counts) >= 0 and len(set(counts)) > 1:
         _state.report(BUG, "a one-element all_reduce averaged over the ranks (divided by the world "

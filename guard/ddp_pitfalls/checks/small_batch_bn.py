@@ -20,14 +20,14 @@ BUG = "small_batch_bn"
 MIN_PER_RANK = 8
 
 
-def attach(ddp):
+def attach(ddp, st):
     import torch
-    ddp._ddp_pitfalls_bn = True
+    st.bn = True
     _, world = _exchange.group_rank_world(ddp.process_group)
     if world < 2:
         return
     sync = torch.nn.SyncBatchNorm
-    key = id(ddp)
+    key = id(st)
     for name, m in ddp.module.named_modules():
         if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and not isinstance(m, sync):
             holder = []
@@ -46,33 +46,31 @@ def _hook(name, key, holder):
     return check
 
 
-def pin_ddp(ddp, grank, prefix):
+def pin_ddp(st, grank, prefix):
     """After the model's first training forward: its row (the fewest
     samples a plain BatchNorm saw, or -1) on the board."""
-    if getattr(ddp, "_ddp_pitfalls_bn_pinned", False):
+    if st.bn_pinned:
         return
-    ddp._ddp_pitfalls_bn_pinned = True
-    ddp._ddp_pitfalls_bn_sync = _data.synced
-    got = _data.bn_min.pop(id(ddp), None)
+    st.bn_pinned = True
+    st.bn_sync = _data.synced
+    got = _data.bn_min.pop(id(st), None)
     _board.pin(prefix + "/bn", grank, [got[0] if got else -1])
 
 
-def judged(ddp):
-    return getattr(ddp, "_ddp_pitfalls_bn_tries", 0) >= _points.MAX_TRIES
+def judged(st):
+    return st.bn_tries >= _points.MAX_TRIES
 
 
-def judge_ddp(ddp, gworld, prefix):
+def judge_ddp(st, gworld, prefix):
     """Before a later training forward: every rank's row, the same verdict
     on every rank."""
-    if not getattr(ddp, "_ddp_pitfalls_bn_pinned", False) or \
-            getattr(ddp, "_ddp_pitfalls_bn_tries", 0) >= _points.MAX_TRIES or \
-            _data.synced <= ddp._ddp_pitfalls_bn_sync:
+    if not st.bn_pinned or st.bn_tries >= _points.MAX_TRIES or _data.synced <= st.bn_sync:
         return
     rows = _board.read(prefix + "/bn", gworld)
     if rows is None:
-        ddp._ddp_pitfalls_bn_tries = getattr(ddp, "_ddp_pitfalls_bn_tries", 0) + 1
+        st.bn_tries += 1
         return
-    ddp._ddp_pitfalls_bn_tries = _points.MAX_TRIES
+    st.bn_tries = _points.MAX_TRIES
     per_rank = [r[0] for r in rows]
     if _state.on(BUG) and any(0 < n < MIN_PER_RANK for n in per_rank):
         _state.report(BUG, "plain BatchNorm layers in training mode under DDP (W = %d, no "
