@@ -23,13 +23,18 @@ A per-version entry's "checks" is a list of
 and the entry's verdict is: every check for the claim -> confirmed, every
 one against -> refuted, a mix -> partly, any unresolved -> "not resolved
 here" (the interval shown); no checks -> not tested ("reason" says why).
-A claim's "untested_words" (the words of the claim no check tests) cap a
-confirmed or refuted verdict at partly, top level and per version alike.
+A claim's "untested_words" (verbatim phrases of its claim text that no
+check tests; verdict_rules.word_problems) cap a confirmed or refuted
+verdict at partly, top level and per version alike.
 
 The top-level verdict of a measured claim is its check (ledger.measure)
 read through "shows" the same way; "scope" (the claim's setting did not
 run) makes it "not reproduced here", a counter-example outside its
 selection (verdict_rules.counter_examples) or untested words "partly".
+A judged-from-code claim's outcome is its "shows" read the same way
+(the code read makes the claim's point: confirmed; shows it false:
+refuted), capped at partly by untested words: no typed "partly" that its
+own declarations cannot give.
 """
 import re
 
@@ -171,6 +176,12 @@ def cap(verdict, claim):
     if verdict in ("confirmed", "refuted") and claim.get("untested_words"):
         return "partly"
     return verdict
+
+
+def code_outcome(claim):
+    """The outcome a judged-from-code claim's declarations give."""
+    verdict = "confirmed" if claim.get("shows", "claim") == "claim" else "refuted"
+    return cap(verdict, claim)
 
 
 def combine(outcomes):

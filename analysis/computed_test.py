@@ -1,8 +1,14 @@
 """The ledger computes its own verdicts (issue 71; analysis/computed.py,
 the rules in analysis/verdict_rules.py):
   - on the ledger as it stood (rules_testdata/claims_2026-12-01.json) each
-    kind of fault the audit found is detected: the claims re-judged, a
-    typed shown_by and a number typed into a text, claims without ids;
+    kind of fault the audit found is detected: the seven claims re-judged
+    (GroupNorm confirmed on words its check does not test, reduce_op's
+    'partly' that its own declarations cannot give, among them), a typed
+    shown_by whose numbers no record renders, claims without ids and a
+    positional reference;
+  - the words rule (verdict_rules.word_problems): a phrase not in the
+    claim, words left in neither list or in both, untested words without
+    a cap, each fails;
   - a record changed under a claim changes its rendered text, and across
     the threshold its verdict;
   - the noise rule: a timing check without repeated runs is "not resolved
@@ -52,7 +58,23 @@ def main(claims_path, before_path, result_paths):
     # A typed text whose numbers nothing renders (the stale 2.15 find_unused text).
     fails("Without dynamic branches find_unused_parameters=False is steadier and faster",
           "a typed 'shown_by'")
+    # GroupNorm confirmed while its check tests only the independence from batch
+    # statistics: its words are not declared, and declared honestly they cap it.
+    gn = "GroupNorm does not depend on batch statistics and suits small batches"
+    fails(gn, "is in neither tested_words nor untested_words")
+    old_doc = json.load(open(before_path))
+    old_gn = next(c for c in old_doc["claims"] if c["claim"] == gn)
+    declared = dict(old_gn, tested_words=["GroupNorm does not depend on batch statistics"],
+                    untested_words=["and suits small batches"], untested_why="not what the check reads")
+    check(any("confirmed with untested words" in p for p in verdict_rules.claim_problems(
+        0, declared, recs, (), root, None)), "GroupNorm confirmed with untested words passed")
+    # reduce_op's 'partly': no untested words, no check against: its declarations give confirmed.
+    fails("torch.distributed.all_reduce(loss, op=torch.distributed.reduce_op.SUM) sums the loss "
+          "over the data slices on different GPUs", "outcome 'partly', but its declarations give 'confirmed'")
     check(any("no id '<bug>/<slug>'" in p for p in old), "claims without ids passed")
+    # A claim pointing at another by its place in the ledger.
+    fails("Putting the process's own result (which keeps its autograd graph) back into its slot",
+          "positional reference 'next row'")
 
     # A number typed into a template, or into a not-tested reason, is refused.
     bad = copy.deepcopy(doc)
@@ -76,9 +98,13 @@ def main(claims_path, before_path, result_paths):
         row["silent_runs"] = 3 if row["world_size"] == 4 else row["silent_runs"]
     v2, t2 = computed.version_verdict(claim, entry, changed)
     check(t2 != text and "at most 3" in t2, f"the text did not follow the record: {t2!r}")
+    check(v2 == "partly", f"its untested words did not cap the confirmed checks: {v2!r}")
+    all_words = dict(claim, untested_words=[])  # were every word tested, it would be confirmed
+    v2, _ = computed.version_verdict(all_words, entry, changed)
     check(v2 == "confirmed", f"silent at W = 4 too did not confirm the claim: {v2!r}")
-    # The top level likewise: a record moved across the claim's bound flips it.
-    top = by_id(doc, "mean_of_means/sum-over-world-size-is-mean")
+    # The top level likewise: a record moved across the claim's bound flips it
+    # (the claim's untested word 'loss' set aside: it caps both at partly).
+    top = dict(by_id(doc, "mean_of_means/sum-over-world-size-is-mean"), untested_words=[])
     check(computed.top_verdict(top, recs) == "refuted", "the mean-of-means claim is not refuted")
     zeroed = [(p, dict(r, measured=dict(r["measured"], **{top["metric"].split(".")[1]: 0.0})))
               if ledger.select([(p, r)], top["select"]) else (p, r) for p, r in recs]
@@ -105,6 +131,35 @@ def main(claims_path, before_path, result_paths):
     # Untested words cap a verdict at partly.
     capped = dict(top, untested_words=["x"])
     check(computed.top_verdict(capped, recs) == "partly", "untested words did not cap the verdict")
+
+    # The words rule: each way of not covering the claim fails.
+    base = dict(top, tested_words=[top["claim"]], untested_words=[])
+    check(not verdict_rules.word_problems("x", base, True), "a fully tested claim failed")
+    head, tail = top["claim"].split(" loss", 1)
+    partial = dict(base, tested_words=[head], untested_words=["loss" + tail], untested_why="w",
+                   verdict="refuted")
+    check(not verdict_rules.word_problems("x", partial, True), "a covering split failed")
+    for bad, why in [
+            (dict(base, tested_words=["Dividing the all_reduce total"]), "is not in the claim's words"),
+            (dict(base, tested_words=["Dividing the all_reduce sum"]), "is in neither"),
+            (dict(base, untested_words=["loss"], untested_why="w"), "tested and untested at once"),
+            ({k: v for k, v in partial.items() if k != "untested_why"}, "without 'untested_why'"),
+            ({k: v for k, v in base.items() if k != "untested_words"}, "no 'untested_words'"),
+            (dict(base, tested_words=[], untested_words=[top["claim"]], untested_why="w"), "no tested words")]:
+        probs = verdict_rules.word_problems("x", bad, True)
+        check(any(why in p for p in probs), f"the words rule let pass ({why!r}): {probs}")
+    check(any("refuted with untested words" in p for p in verdict_rules.computed_problems(
+        "x", partial, recs, (), root, ())), "refuted with untested words passed")
+    # A judged-from-code claim: its outcome follows its declarations, and its
+    # code_at must name something that is there.
+    code = dict(by_id(doc, "mean_of_means/reduce-op-sum-sums-loss"))
+    check(not verdict_rules.code_problems("x", code, root, None), "a good judged-from-code claim failed")
+    check(verdict_rules.code_problems("x", dict(code, outcome="partly"), root, None),
+          "a judged-from-code outcome its declarations do not give passed")
+    check(verdict_rules.code_problems("x", dict(code, code_at=["analysis/no_such_file.py"]), root, None),
+          "code_at naming a missing repository file passed")
+    check(verdict_rules.code_problems("x", dict(code, code_at=["analysis/computed.py :: no such text"]),
+                                      root, None), "code_at naming text the file lacks passed")
 
     return status()
 

@@ -248,7 +248,9 @@ def note(claim):
     if parts[0] and not parts[0].endswith((".", ")")):
         parts[0] += "."
     if claim.get("untested_words"):
-        parts.append("Words no check tests: " + "; ".join(claim["untested_words"]) + ".")
+        why = claim.get("untested_why")
+        parts.append("Words no check tests: " + "; ".join(f"'{w}'" for w in claim["untested_words"])
+                     + (f" ({why})" if why else "") + ".")
     if claim.get("implementation"):
         parts.append("Checked on: " + claim["implementation"] + ".")
     return " ".join(p for p in parts if p)

@@ -107,7 +107,8 @@ def main(claims_path, result_paths):
     bare = "\n".join(ledger_section.section(claims, sources, recs, named=named,
                                             results_dir=os.environ.get("TEST_TMPDIR", "/tmp"))[0])
     check("record not at hand: the typed verdict" in bare, "a missing record was not said")
-    check(ledger.note({"note": "n", "untested_words": ["w"]}) == "n. Words no check tests: w.",
+    check(ledger.note({"note": "n", "untested_words": ["w"], "untested_why": "y"})
+          == "n. Words no check tests: 'w' (y).",
           "a claim's untested words are not in its note")
     n = ledger.counts(claims)
     check(sum(n.values()) == len(claims) and all(n[k] > 0 for k in ledger.CLASSES),

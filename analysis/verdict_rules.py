@@ -31,15 +31,37 @@ shows each rule failing on the ledger as it stood before them).
              templates: no typed "shown_by", and no number in a template or
              a not-tested reason outside the fills
   ids        every claim and suite result has a stable id "<bug>/<slug>",
-             unique; claim_refs.py holds references to them
+             unique; claim_refs.py holds references to them; no claim
+             points at another by its place in the ledger ("next row",
+             "the row above"): claim:<id>
+  words      (issue 71 item 5) every measured or judged-from-code claim
+             declares "tested_words" and "untested_words" (an explicit []
+             when none): phrases copied verbatim from its own claim text.
+             Together they cover the claim: every word of it (a run of
+             letters, digits or '_'; the punctuation between phrases
+             aside) lies inside a phrase of one list and not of both;
+             at least one phrase is tested (else the claim is not
+             tested), and untested ones carry "untested_why". Untested
+             words cap the verdict (or a judged-from-code outcome) at
+             partly, so confirmed or refuted with untested words fails
+  code       a judged-from-code claim's outcome is what its declarations
+             give (computed.code_outcome: "shows", capped by untested
+             words), and "code_at" names where the code read lives, each
+             "PATH" or "PATH :: TEXT" (TEXT found in it, whitespace
+             runs as one space): a repository path, "torch/..." in an
+             installed PyTorch (checked where one is at hand, said when
+             not: unchecked_code), "seed NNN" for a post, or
+             "github:OWNER/REPO/PATH" (not at hand here: said)
 """
 import json
 import os
 import re
 
+import glob
+
 import claim_refs
 import computed
-from ledger import OPS, read_named, subfolder_files
+from ledger import CHECKED, FROM_CODE, OPS, read_named, subfolder_files
 from pick import Summary, get, is_number, select
 
 STRONG = {"confirmed": 2, "refuted": 2, "partly": 1, "not reproduced here": 0, "not tested": 0}
@@ -244,6 +266,9 @@ def computed_problems(where, claim, recs, named, root, counter):
         out.append(f"{where}: verdict {claim.get('verdict')!r}, but its check gives {top!r}")
     if claim.get("untested_words") and claim.get("verdict") in ("confirmed", "refuted"):
         out.append(f"{where}: {claim['verdict']} with untested words: at most partly")
+    if claim.get("untested_words") and claim.get("verdict") == FROM_CODE and \
+            claim.get("outcome") in ("confirmed", "refuted"):
+        out.append(f"{where}: outcome {claim['outcome']} with untested words: at most partly")
     for version, entry in (claim.get("pytorch") or {}).items():
         if not isinstance(entry, dict):
             continue
@@ -258,6 +283,165 @@ def computed_problems(where, claim, recs, named, root, counter):
         if entry.get("verdict") != "not tested" and not entry.get("checks"):
             out.append(f"{where}: {version}: {entry.get('verdict')} without checks")
     return out
+
+
+WORD = re.compile(r"\w+")
+ROW_POSITIONAL = re.compile(r"(?i)\b(?:next|previous|last|first|following) rows?\b|\brows? (?:above|below)\b")
+
+
+def phrase_spans(text, phrases):
+    """[(start, end)] of every occurrence of each phrase in text."""
+    out = []
+    for p in phrases:
+        i = text.find(p) if p else -1
+        while i >= 0:
+            out.append((i, i + len(p)))
+            i = text.find(p, i + 1)
+    return out
+
+
+def word_problems(where, claim, need):
+    """Why a claim's tested and untested words do not cover its claim
+    text (need: a measured or judged-from-code claim, which must declare
+    both lists)."""
+    text = claim.get("claim", "")
+    lists = {k: claim.get(k) for k in ("tested_words", "untested_words")}
+    out = []
+    for key, phrases in lists.items():
+        if phrases is None:
+            if need:
+                out.append(f"{where}: no '{key}' (verbatim phrases of the claim; [] when none)")
+            continue
+        if not isinstance(phrases, list) or not all(isinstance(p, str) and p.strip() for p in phrases):
+            out.append(f"{where}: '{key}' must be a list of phrases of the claim")
+            lists[key] = []
+            continue
+        for p in phrases:
+            if p not in text:
+                out.append(f"{where}: {key} phrase {p[:60]!r} is not in the claim's words")
+    if not need and not any(lists.values()):
+        return out
+    tested, untested = (phrase_spans(text, [p for p in lists[k] or [] if isinstance(p, str)])
+                        for k in ("tested_words", "untested_words"))
+    runs, both, run = [], [], []
+    for m in WORD.finditer(text):  # runs of consecutive uncovered words
+        inside = [any(a <= m.start() and m.end() <= b for a, b in spans) for spans in (tested, untested)]
+        if not any(inside):
+            run.append(m)
+            continue
+        if all(inside):
+            both.append(m.group(0))
+        if run:
+            runs.append(run)
+            run = []
+    if run:
+        runs.append(run)
+    for r in runs:
+        out.append(f"{where}: {text[r[0].start():r[-1].end()]!r} is in neither tested_words nor "
+                   "untested_words")
+    if both:
+        out.append(f"{where}: tested and untested at once: {', '.join(dict.fromkeys(both))}")
+    if need and not lists["tested_words"]:
+        out.append(f"{where}: no tested words: a claim whose check tests none of its words is "
+                   "'not tested'")
+    if lists["untested_words"] and not claim.get("untested_why"):
+        out.append(f"{where}: untested words without 'untested_why' (why no check tests them)")
+    return out
+
+
+def torch_roots(root):
+    """Installed PyTorch package folders at hand: $DDP_PITFALLS_TORCH
+    (':'-separated), Debian's 1.13, the checkout's 2.15 venv."""
+    cands = [p for p in os.environ.get("DDP_PITFALLS_TORCH", "").split(":") if p]
+    cands += ["/usr/lib/python3/dist-packages/torch"]
+    cands += sorted(glob.glob(os.path.join(root, ".venv-torch*", "lib", "python3*", "site-packages", "torch")))
+    return [p for p in dict.fromkeys(cands) if os.path.isdir(p)]
+
+
+def code_places(claim, root, seeds, torches):
+    """[(entry, problem or None, checked: bool)] for each of code_at."""
+    out = []
+    for entry in claim.get("code_at") or []:
+        path, _, want = (str(entry).partition(" :: "))
+        path, want = path.strip(), normalise(want)
+        if path.startswith("github:"):
+            out.append((entry, None, False))
+            continue
+        m = re.match(r"^seed (\d{3})$", path)
+        if m:
+            if seeds is None:
+                out.append((entry, None, False))
+                continue
+            texts = [seeds.get(m.group(1))]
+            if texts[0] is None:
+                out.append((entry, f"seed {m.group(1)} is not among the seeds", True))
+                continue
+        elif path.startswith("torch/"):
+            if not torches:
+                out.append((entry, None, False))
+                continue
+            texts = []
+            for t in torches:
+                f = os.path.join(os.path.dirname(t), path)
+                if not os.path.isfile(f):
+                    out.append((entry, f"{path} is not in the PyTorch at {t}", True))
+                    break
+                with open(f, encoding="utf-8", errors="replace") as fh:
+                    texts.append(fh.read())
+            else:
+                pass
+            if len(texts) != len(torches):
+                continue
+        else:
+            f = os.path.join(root, path)
+            if not os.path.isfile(f):
+                out.append((entry, f"{path} is not in the repository", True))
+                continue
+            with open(f, encoding="utf-8", errors="replace") as fh:
+                texts = [fh.read()]
+        missing = [t for t in texts if want and want not in normalise(t)]
+        out.append((entry, f"{path} does not hold {want[:60]!r}" if missing else None, True))
+    return out
+
+
+def code_problems(where, claim, root, seeds):
+    """A judged-from-code claim whose outcome its declarations do not
+    give, or whose code_at names nothing that is there."""
+    if claim.get("verdict") != FROM_CODE:
+        return []
+    out = []
+    got = computed.code_outcome(claim)
+    if claim.get("outcome") != got:
+        out.append(f"{where}: outcome {claim.get('outcome')!r}, but its declarations give {got!r} "
+                   "('shows', capped at partly by untested words)")
+    if not claim.get("code_at"):
+        out.append(f"{where}: judged from code without 'code_at' (where the code read lives)")
+    out += [f"{where}: code_at: {p}" for _, p, _ in code_places(claim, root, seeds, torch_roots(root)) if p]
+    return out
+
+
+def unchecked_code(doc, root, seeds):
+    """The code_at entries that could not be checked here (no PyTorch, no
+    seeds, or another repository), to be said."""
+    return [(c.get("id"), e) for c in doc.get("claims", [])
+            for e, _, checked in code_places(c, root, seeds, torch_roots(root)) if not checked]
+
+
+def row_references(where, claim):
+    """A claim pointing at another by its place in the ledger."""
+    hits = []
+
+    def walk(v):
+        if isinstance(v, str):
+            hits.extend(m.group(0) for m in ROW_POSITIONAL.finditer(v))
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+    walk(claim)
+    return [f"{where}: positional reference {h!r} (use claim:<id>)" for h in dict.fromkeys(hits)]
 
 
 def per_version_records(entry, root):
@@ -292,6 +476,9 @@ def claim_problems(i, claim, recs, named, root, seeds):
     out += strength_problems(where, claim)
     out += shown_by_problems(where, claim, root)
     out += computed_problems(where, claim, recs, named, root, found_ce)
+    out += word_problems(where, claim, need=v in CHECKED + (FROM_CODE,))
+    out += code_problems(where, claim, root, seeds)
+    out += row_references(where, claim)
     return out
 
 
@@ -311,7 +498,10 @@ def problems(doc, recs, root, seeds, named=()):
     for i, c in enumerate(doc.get("claims", [])):
         out += claim_problems(i, c, recs, named, root, seeds)
     for i, r in enumerate(doc.get("suite_results", [])):
-        out += computed_problems(f"claim:{r.get('id', i)}", r, recs, named, root, ())
+        where = f"claim:{r.get('id', i)} ({r.get('claim', '?')[:60]!r})"
+        out += computed_problems(where, r, recs, named, root, ())
+        out += word_problems(where, r, need=r.get("verdict") in CHECKED)
+        out += row_references(where, r)
         if r.get("quote"):
             out.append(f"suite result {i}: a result that quotes a post belongs in 'claims'")
     return out
