@@ -28,7 +28,9 @@ check tests; verdict_rules.word_problems) cap a confirmed or refuted
 verdict at partly, top level and per version alike.
 
 The top-level verdict of a measured claim is its check (ledger.measure)
-read through "shows" the same way; "scope" (the claim's setting did not
+read through "shows" the same way, with each of its "also" checks
+(ledger.measure_also: further numbers of the same selection, each with its
+own "shows"): all agreeing give that verdict, a disagreement "partly"; "scope" (the claim's setting did not
 run) makes it "not reproduced here", a counter-example outside its
 selection (verdict_rules.counter_examples) or untested words "partly".
 A judged-from-code claim's outcome is its "shows" read the same way
@@ -38,7 +40,7 @@ own declarations cannot give.
 """
 import re
 
-from ledger import NOT_REPRODUCED, OPS, measure
+from ledger import NOT_REPRODUCED, OPS, measure, measure_also
 from pick import get, is_number, matches, num, value
 
 NOT_RESOLVED = "not resolved here"
@@ -220,6 +222,9 @@ def top_verdict(claim, recs, named=(), counter=()):
         return "not tested"
     shows = claim.get("shows", "claim")
     verdict = "confirmed" if ok == (shows == "claim") else "refuted"
+    for _, ok_also, shows_also in measure_also(claim, recs, named):
+        if ("confirmed" if ok_also == (shows_also == "claim") else "refuted") != verdict:
+            verdict = "partly"  # one number for the claim, another against it
     if counter and verdict != "partly":
         verdict = "partly"
     return cap(verdict, claim)

@@ -100,6 +100,16 @@ def problems(claim, sources=None, own=False):
                 out.append(f"{where}: an alternative may not change the verdict")
         if not claim.get("threshold"):
             out.append("a measured verdict needs 'threshold': where the check's bound comes from")
+        for i, extra in enumerate(claim.get("also") or []):
+            where = f"also {i + 1}"
+            if not isinstance(extra, dict) or not extra.get("metric") or not extra.get("label"):
+                out.append(f"{where}: needs a metric and a label")
+                continue
+            p = check_problem(extra.get("check"), where, signed(dict(claim, **extra)))
+            if p:
+                out.append(p)
+            if extra.get("shows", "claim") not in ("claim", "against"):
+                out.append(f"{where}: shows must be 'claim' or 'against'")
     elif v == NOT_TESTED:
         if not claim.get("reason"):
             out.append("'not tested' needs a reason")
@@ -191,6 +201,26 @@ def measure(claim, recs, named=()):
     return claim.get("evidence", ""), "", None
 
 
+def measure_also(claim, recs, named=()):
+    """[(text, passed, shows)] of a claim's further checks ("also": each
+    {metric, agg, label, check, shows, scale?, unit?} on the claim's own
+    selection): a claim of several words that the records read by more than
+    one number (an accuracy and a loss) names each."""
+    out = []
+    for extra in claim.get("also") or []:
+        sub = {k: v for k, v in claim.items()
+               if k not in ("also", "measures", "spread", "scale", "unit")}
+        sub.update(extra)
+        pool = named if subfolder_files(sub["select"]) else recs
+        if not Summary(select(pool, sub["select"]), sub["metric"]):
+            out.append(("%s: no record carries it" % sub.get("label", sub["metric"]), False,
+                        sub.get("shows", "claim")))
+            continue
+        text, _, ok = measure_one(sub, pool)
+        out.append((text, ok, sub.get("shows", "claim")))
+    return out
+
+
 def measure_one(claim, recs):
     picked = select(recs, claim["select"])
     metrics = claim["metric"] if isinstance(claim["metric"], list) else [claim["metric"]]
@@ -267,6 +297,9 @@ def rows(claims, recs, named=()):
     out, failed = [], []
     for c in claims:
         text, files, ok = measure(c, recs, named)
+        also = measure_also(c, recs, named) if c.get("select") else []
+        if also:
+            text = "; ".join([text] + [t for t, _, _ in also])
         verdict = c["verdict"]
         if verdict in CHECKED and ok is False:
             verdict += " (CHECK FAILED)"

@@ -110,6 +110,14 @@ def main(claims_path, result_paths):
     check(ledger.note({"note": "n", "untested_words": ["w"], "untested_why": "y"})
           == "n. Words no check tests: 'w' (y).",
           "a claim's untested words are not in its note")
+    # A further check ("also") is rendered beside the first and kept to the
+    # same rules: a bound that cannot fail is refused.
+    two = next(c for c in claims if c.get("also"))
+    rows2, _ = ledger.rows([two], recs, named)
+    check(two["also"][0]["label"] in rows2[0][4], f"the 'also' check is not in its row: {rows2[0][4]!r}")
+    lax = dict(two, also=[dict(two["also"][0], check=[">=", 0])])
+    check(any("also 1: check >= 0 cannot fail" in p for p in ledger.problems(lax)),
+          "an 'also' check that cannot fail passed")
     n = ledger.counts(claims)
     check(sum(n.values()) == len(claims) and all(n[k] > 0 for k in ledger.CLASSES),
           f"every class used, counts add up: {n}")
