@@ -165,16 +165,16 @@ SHARED_GPU = "ranks sharing one GPU (NET/Socket), correctness only"
 
 
 def measure(args):
-    from tools.vs_pytorch import evidence
-    import cases
     gpus = 0
-    if args.backend == "nccl":
+    if args.backend == "nccl":  # first: nothing else imported, no rank started
         sys.path.insert(0, os.path.join(ROOT, "guard", "tests"))
         import world as world_mod
         gpus, why = world_mod.nccl_or_reason()
         if why:
             print("coverage.py: --backend nccl: %s" % why, file=sys.stderr)
             return 2
+    from tools.vs_pytorch import evidence
+    import cases
     have_libs = libraries()
     not_on = cases.NOT_ON.get(args.backend, {})
     worlds = sorted({w for c in cases.CASES.values() for w in c[2]})

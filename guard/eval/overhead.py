@@ -384,13 +384,13 @@ def summarise(rows):
 def measure(args):
     import tempfile
     import world
-    from tools.vs_pytorch import evidence
     gpus = 0
-    if args.backend == "nccl":
+    if args.backend == "nccl":  # first: nothing else imported, no rank started
         gpus, why = world.nccl_or_reason()
         if why:
             print("overhead.py: --backend nccl: %s" % why, file=sys.stderr)
             return 2
+    from tools.vs_pytorch import evidence
     with tempfile.TemporaryDirectory(prefix="guard_overhead_") as d:
         cmd = [sys.executable, os.path.abspath(__file__), "--world_size", "2", "--dir", d,
                "--steps", str(args.steps), "--pairs", str(args.pairs), "--batch", str(args.batch),
