@@ -47,8 +47,8 @@
 # --worlds 2, from this tree: pure Python, no Bazel and no bundle binary;
 # with --budget 0 and no other stage it runs without a bundle), then, if at
 # least 90 s of S are left, the guard's cost per step on NCCL
-# (guard/eval/overhead.py --backend nccl, fewer pairs than the gloo
-# records), into gpu/records/guard_coverage.nccl_w2.torchV.json and
+# (guard/eval/overhead.py --backend nccl, far fewer pairs than the
+# gloo records), into gpu/records/guard_coverage.nccl_w2.torchV.json and
 # guard_overhead.nccl_w2.torchV.json, each packed as it ends. On one GPU
 # the two ranks share it, each its own NCCL_HOSTID (NET/Socket): the records
 # and their tables say "correctness only".
@@ -494,11 +494,14 @@ if ((guard_s > 0)); then
       say "guard nccl: coverage exit $guard_rc"
       pack
       left=$((guard_end - SECONDS))
+      # Few pairs: on one GPU without MPS a collective between the two
+      # ranks took 50-140 ms (results/gpu/h100-2026-11-26), so the
+      # cost rows are a few hundred steps, about 1,200 collectives.
       if ((guard_rc == 0 && left >= 90)); then
         ovh="$work/gpu/records/guard_overhead.${guard_backend}_w2.torch$tv.json"
         DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 \
           timeout -k 10 "$left" "$python" "$tree/guard/eval/overhead.py" --backend "$guard_backend" \
-          --steps 10 --pairs 10 --alt_pairs 50 --alt_block 5 --timeout $((left - 20)) --out "$ovh" \
+          --steps 5 --pairs 5 --alt_pairs 10 --alt_block 2 --timeout $((left - 20)) --out "$ovh" \
           > >(tee -a "$work/gpu/console.txt") 2>&1
         r=$?
         sleep 1

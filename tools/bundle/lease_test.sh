@@ -244,7 +244,7 @@ grep -q "^fake guard python .*/guard/eval/coverage.py --backend nccl --worlds 2 
   fail "--guard-nccl: coverage's command line"
 grep -qx "lease: guard nccl: coverage (nccl, ranks sharing one GPU (NET/Socket), correctness only, W = 2): triggers caught on every rank 17 of 17; correct code silent 14 of 14; not as expected 0; ranks left before the end 0, inside the guard's exchange 0" guard.txt ||
   fail "--guard-nccl: the count line"
-grep -q "^fake guard python .*/guard/eval/overhead.py --backend nccl --steps 10 --pairs 10 --alt_pairs 50 --alt_block 5 --timeout [0-9]* --out /tmp/lease\.[^ ]*/gpu/records/guard_overhead.nccl_w2.torch2.11.json commit=feedbeef$" guard.txt ||
+grep -q "^fake guard python .*/guard/eval/overhead.py --backend nccl --steps 5 --pairs 5 --alt_pairs 10 --alt_block 2 --timeout [0-9]* --out /tmp/lease\.[^ ]*/gpu/records/guard_overhead.nccl_w2.torch2.11.json commit=feedbeef$" guard.txt ||
   fail "--guard-nccl: overhead's command line"
 grep -q '^lease: guard nccl: overhead exit 0 ' guard.txt && grep -q '^lease: guard nccl exit 0 ' guard.txt || fail "--guard-nccl exit lines"
 ! grep -q 'fake run_all' guard.txt || fail "--guard-nccl ran run_all"
