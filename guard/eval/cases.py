@@ -1,7 +1,10 @@
 """The coverage cases beyond guard/tests/scenarios.py: the suite's evidence
 scripts' triggers at other world sizes, and the real-world variants
 (torchmetrics, Lightning, SyncBatchNorm with uneven batches). Each function
-takes (rank, world)."""
+takes (rank, world); what reaches a model, a metric or a collective goes
+through scenarios.dev() to the rank's device (the CPU on gloo, the rank's
+GPU on NCCL), the data sets staying on the CPU. Where PyTorch's own outcome
+differs by backend, PYTORCH_ERRORS and NOT_ON below say so per case."""
 import os
 import sys
 
@@ -38,6 +41,7 @@ def seed000_per_batch_gather(rank, world):
     scores, labels, mine = _seed000_validation(rank, world)
     loader = DataLoader(TensorDataset(scores[mine].float(), labels[mine].float()), batch_size=32)
     for pred, label in loader:
+        pred, label = scenarios.dev(pred), scenarios.dev(label)
         pred_list = [torch.zeros_like(pred) for _ in range(world)]
         label_list = [torch.zeros_like(label) for _ in range(world)]
         dist.all_gather(pred_list, pred)
@@ -55,18 +59,18 @@ def per_rank_seed(rank, world):
 
 def _conv_bn():
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.BatchNorm2d(4),
-                               torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
-                               torch.nn.Flatten(), torch.nn.Linear(4, 2))
+    return scenarios.dev(torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(4, 2)))
 
 
 def bn_ddp_2_images(rank, world):
     """bn_eval_mode.py's DDP case: a BatchNorm2d network, 2 images per rank,
     train mode, two steps (the guard judges step 1's rows at step 2)."""
     ddp = DDP(_conv_bn())
-    g = torch.Generator().manual_seed(rank)
+    g = torch.Generator().manual_seed(rank)  # a CPU generator: images made there, then moved
     for _ in range(2):
-        ddp(torch.randn(2, 1, 8, 8, generator=g)).sum().backward()
+        ddp(scenarios.dev(torch.randn(2, 1, 8, 8, generator=g))).sum().backward()
 
 
 def bn_ddp_eval_mode(rank, world):
@@ -75,18 +79,20 @@ def bn_ddp_eval_mode(rank, world):
     ddp = DDP(model)
     model[1].eval()
     g = torch.Generator().manual_seed(rank)
-    ddp(torch.randn(2, 1, 8, 8, generator=g)).sum().backward()
+    ddp(scenarios.dev(torch.randn(2, 1, 8, 8, generator=g))).sum().backward()
 
 
 def sync_bn_uneven(rank, world):
     """sync_bn_cases.py's uneven_22192: SyncBatchNorm, 2 and 6 rows per rank.
-    PyTorch itself refuses CPU inputs in forward (ValueError): the guard must
-    stay silent (SyncBatchNorm is the fix), whatever PyTorch then does."""
+    The guard must stay silent (SyncBatchNorm is the fix), whatever PyTorch
+    then does: on gloo PyTorch itself refuses CPU inputs in forward
+    (ValueError, PYTORCH_ERRORS); on NCCL the model is on the GPU and
+    SyncBatchNorm runs, forward and backward, so no error is expected."""
     torch.manual_seed(0)
-    model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(
-        torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8)))
+    model = scenarios.dev(torch.nn.SyncBatchNorm.convert_sync_batchnorm(
+        torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8))))
     ddp = DDP(model)
-    ddp(torch.randn(2 if rank == 0 else 6, 4)).sum().backward()
+    ddp(scenarios.dev(torch.randn(2 if rank == 0 else 6, 4))).sum().backward()
 
 
 def step_mean(rank, world):
@@ -95,7 +101,7 @@ def step_mean(rank, world):
     ds = scenarios._data(1003)
     for x, y in DataLoader(Subset(ds, range(rank, len(ds), world)), batch_size=32):
         acc = ((x[:, 0] > 0).float() == y).float().mean()
-        scenarios.reduce_tensor(acc, world)
+        scenarios.reduce_tensor(scenarios.dev(acc), world)
 
 
 def _drop_large(batch):
@@ -113,7 +119,7 @@ def filtered_mean(rank, world):
     loader = DataLoader(ds, batch_size=32, collate_fn=_drop_large,
                         sampler=DistributedSampler(ds, shuffle=False))
     correct, n = scenarios._count_correct(loader)
-    scenarios.reduce_tensor(torch.tensor(correct / n), world)
+    scenarios.reduce_tensor(scenarios.dev(torch.tensor(correct / n)), world)
 
 
 def lightning_sync(rank, world):
@@ -124,10 +130,10 @@ def lightning_sync(rank, world):
     first (pytorch_lightning's compute())."""
     from lightning_fabric.utilities.distributed import _sync_ddp
     ds = scenarios._data(2 * world + 1)
-    value = torch.tensor(0.0)
-    count = torch.tensor(0)
+    value = scenarios.dev(torch.tensor(0.0))
+    count = scenarios.dev(torch.tensor(0))
     for x, _ in DataLoader(Subset(ds, range(rank, len(ds), world)), batch_size=4):
-        value += x[:, 0].mean() * len(x)
+        value += scenarios.dev(x)[:, 0].mean() * len(x)
         count += len(x)
     value = _sync_ddp(value.clone(), reduce_op="mean")
     count = _sync_ddp(count, reduce_op="mean")
@@ -138,7 +144,7 @@ def lightning_trainer_validate(rank, world, meanmetric=False):
     Trainer.validate with its DDP strategy on gloo (the ranks already in
     their process group, found from the variables a cluster launcher sets),
     self.log(..., sync_dist=True) over a split of N = 2W + 1 without
-    padding (one rank 3 samples, the others 2)."""
+    padding (one rank 3 samples, the others 2). Gloo only (NOT_ON)."""
     import datetime
     import pytorch_lightning as pl
     from pytorch_lightning.strategies import DDPStrategy
@@ -186,9 +192,10 @@ def torchmetrics_loss(rank, world):
     _evidence("repro/autograd_lost_gather/pytorch/torchmetrics_loss.py")
     from torchmetrics_loss import make_metric
     torch.manual_seed(0)
-    ddp = DDP(torch.nn.Linear(3, 1, bias=False, dtype=torch.float64))
-    x = torch.randn(6, 3, dtype=torch.float64)
-    loss = make_metric("mse")(ddp(x).squeeze(-1), torch.zeros(6, dtype=torch.float64))
+    ddp = DDP(scenarios.dev(torch.nn.Linear(3, 1, bias=False, dtype=torch.float64)))
+    x = scenarios.dev(torch.randn(6, 3, dtype=torch.float64))
+    loss = scenarios.dev(make_metric("mse"))(ddp(x).squeeze(-1),
+                                             scenarios.dev(torch.zeros(6, dtype=torch.float64)))
     loss.backward()
 
 
@@ -198,10 +205,10 @@ def torchmetrics_auroc_uneven(rank, world):
     (lengths first, pad, gather, trim: correct)."""
     from torchmetrics.classification import BinaryAUROC
     scores, labels, mine = _seed000_validation(rank, world)
-    auroc = BinaryAUROC()
+    auroc = scenarios.dev(BinaryAUROC())
     with torch.no_grad():
         for s, y in DataLoader(TensorDataset(scores[mine], labels[mine]), batch_size=32):
-            auroc.update(s, y)
+            auroc.update(scenarios.dev(s), scenarios.dev(y))
     auroc.compute()
 
 
@@ -221,10 +228,10 @@ def torchmetrics_auroc_padding(rank, world):
     """torchmetrics issue 1297 (seed 000, 'AUC changes with the GPU count'):
     BinaryAUROC updated batch by batch over the padded sampler, compute()."""
     from torchmetrics.classification import BinaryAUROC
-    auroc = BinaryAUROC()
+    auroc = scenarios.dev(BinaryAUROC())
     with torch.no_grad():
         for s, y, _ in _seed000_padded_loader(world):
-            auroc.update(s, y)
+            auroc.update(scenarios.dev(s), scenarios.dev(y))
     auroc.compute()
 
 
@@ -234,15 +241,15 @@ def torchmetrics_auroc_dedupe(rank, world):
     from torchmetrics.classification import BinaryAUROC
     from torchmetrics.utilities.distributed import gather_all_tensors
     parts = list(zip(*_seed000_padded_loader(world)))
-    s, y, idx = (torch.cat(p) for p in parts)
+    s, y, idx = (scenarios.dev(torch.cat(p)) for p in parts)
     got_idx = torch.cat(gather_all_tensors(idx))
     got_s = torch.cat(gather_all_tensors(s))
     got_y = torch.cat(gather_all_tensors(y))
     keep = {}
     for i, pos in zip(got_idx.tolist(), range(len(got_idx))):
         keep.setdefault(i, pos)
-    pos = torch.tensor(sorted(keep.values()))
-    auroc = BinaryAUROC()
+    pos = scenarios.dev(torch.tensor(sorted(keep.values())))
+    auroc = scenarios.dev(BinaryAUROC())
     auroc.update(got_s[pos], got_y[pos])
     assert auroc.compute() > 0.5
 
@@ -252,9 +259,9 @@ def torchmetrics_mean_metric(rank, world):
     uneven per-rank counts (its sums and weights sync as floats)."""
     from torchmetrics import MeanMetric
     ds = scenarios._data(2 * world + 1)
-    metric = MeanMetric()
+    metric = scenarios.dev(MeanMetric())
     for x, _ in DataLoader(Subset(ds, range(rank, len(ds), world)), batch_size=4):
-        metric.update(x[:, 0])
+        metric.update(scenarios.dev(x)[:, 0])
     metric.compute()
 
 
@@ -270,7 +277,7 @@ def correct_training(rank, world):
     ddp.eval()
     correct, n = scenarios._count_correct(DataLoader(Subset(ds, range(rank, len(ds), world)),
                                                      batch_size=32))
-    both = torch.tensor([float(correct), float(n)])
+    both = scenarios.dev(torch.tensor([float(correct), float(n)]))
     dist.all_reduce(both)
 
 
@@ -311,4 +318,22 @@ CASES = {
     "fix_torchmetrics_mean_metric": (None, "repro/mean_of_means (MeanMetric workaround)", (2,), True, torchmetrics_mean_metric),
     "fix_rank0_only_loader": (None, "a rank-0-only evaluation loop between steps", (2,), False, scenarios.fix_rank0_only_loader),
     "correct_training": (None, "a correct DDP loop (sampler, set_epoch, drop_last, BN 16 per rank, sum+count)", (2, 4), False, correct_training),
+}
+
+
+# PyTorch's own error each case is expected to raise on every rank, per
+# backend, as the start of "Type: message"; a correct case counts as silent
+# only when every rank raised what is expected here and nothing else, so a
+# case broken by the move to the GPU is never counted as silent.
+PYTORCH_ERRORS = {
+    "fix_sync_bn_uneven": {"gloo": "ValueError: SyncBatchNorm layers only work with GPU modules"},
+}
+
+# backend -> {case: why it is not run there}.
+NOT_ON = {
+    "nccl": {
+        name: "Lightning's Trainer places its own ranks on devices=W GPUs (accelerator 'gpu'); "
+              "the ranks here are one process each in a world coverage.py made, possibly sharing "
+              "one GPU, which the Trainer cannot be given: run on gloo only"
+        for name in ("lightning_trainer_validate", "fix_lightning_meanmetric")},
 }

@@ -15,6 +15,15 @@ reported: the median ratio over pairs, and the same for the per-call rows
 (an all_gather of 1000 floats: the size exchange before it; a one-element
 all_reduce divided by the world size: what the mean check reads, no
 exchange), and the step that logs four synced metrics.
+
+--backend nccl: the same rows with each rank's model, batches and
+collective tensors on GPU rank % device_count, each step (call) timed to
+torch.cuda.synchronize() so a row is the whole step, not its launch; where
+the ranks outnumber the GPUs each rank sets its own NCCL_HOSTID and they
+talk over NET/Socket, and the record and its table rows say "ranks sharing
+one GPU (NET/Socket), correctness only": the guard's cost beside a slow
+step, not NCCL's speed. The guard_code rows need no communication and run
+on the CPU as on gloo. Without a CUDA device it exits 2 with one line.
 """
 import json
 import os
@@ -28,6 +37,13 @@ sys.path.insert(0, os.path.join(ROOT, "guard"))
 sys.path.insert(0, os.path.join(ROOT, "guard", "tests"))
 sys.path.insert(0, ROOT)
 
+
+# The rank's device and the wait that ends a timed step: the CPU and
+# nothing on gloo; on NCCL the rank's GPU and torch.cuda.synchronize.
+DEVICE = ["cpu"]
+_sync = [lambda: None]
+
+SHARED_GPU = "ranks sharing one GPU (NET/Socket), correctness only"
 
 _null = []  # pass-through wrappers of what the guard wraps: (owner, name, original, wrapper)
 
@@ -79,7 +95,7 @@ def training(args, guard):
     ds = TensorDataset(torch.randn(n, 32), torch.randn(n, 1))
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.BatchNorm1d(64),
                                 torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
-                                torch.nn.Linear(64, 1))
+                                torch.nn.Linear(64, 1)).to(DEVICE[0])
     ddp = DDP(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     sampler = DistributedSampler(ds, shuffle=True)
@@ -93,9 +109,11 @@ def training(args, guard):
         times = []
         t = time.perf_counter()
         for x, y in loader:
+            x, y = x.to(DEVICE[0]), y.to(DEVICE[0])
             opt.zero_grad()
             torch.nn.functional.mse_loss(ddp(x), y).backward()
             opt.step()
+            _sync[0]()
             now = time.perf_counter()
             times.append(now - t)
             t = now
@@ -127,7 +145,7 @@ def training_alternating(args, guard, metrics=0, arms=(False, True)):
     ds = TensorDataset(torch.randn(n, 32), torch.randn(n, 1))
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.BatchNorm1d(64),
                                 torch.nn.ReLU(), torch.nn.Linear(64, 64), torch.nn.ReLU(),
-                                torch.nn.Linear(64, 1))
+                                torch.nn.Linear(64, 1)).to(DEVICE[0])
     ddp = DDP(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
     sampler = DistributedSampler(ds, shuffle=True)
@@ -147,6 +165,7 @@ def training_alternating(args, guard, metrics=0, arms=(False, True)):
                 _set(guard, arms[on])
             t = time.perf_counter()
             x, y = next(it)
+            x, y = x.to(DEVICE[0]), y.to(DEVICE[0])
             opt.zero_grad()
             out = ddp(x)
             loss = torch.nn.functional.mse_loss(out, y)
@@ -156,6 +175,7 @@ def training_alternating(args, guard, metrics=0, arms=(False, True)):
                 value = (loss.detach() if m == 0 else out.detach()[:, 0].mean() * m).clone()
                 dist.all_reduce(value)
                 value /= dist.get_world_size()
+            _sync[0]()
             if step > 0:
                 times[on].append(time.perf_counter() - t)
                 if j == k - 1 and second == 1 and len(rows) < args.alt_pairs:
@@ -194,7 +214,7 @@ def per_call(args, guard, what, arms=(False, True)):
     import torch.distributed as dist
     w = world_size = dist.get_world_size()
     from torch.utils.data import DataLoader
-    x = torch.rand(1000)
+    x = torch.rand(1000).to(DEVICE[0])
     outs = [torch.zeros_like(x) for _ in range(w)]
     _set(guard, True)  # a data pass the mean check reads, equal on every rank
     for _ in DataLoader(list(range(8)), batch_size=4):
@@ -208,9 +228,10 @@ def per_call(args, guard, what, arms=(False, True)):
             if what == "all_gather":
                 dist.all_gather(outs, x)
             else:
-                v = torch.tensor(0.5)
+                v = torch.tensor(0.5, device=DEVICE[0])
                 dist.all_reduce(v)
                 v /= world_size  # the division the mean check looks for
+            _sync[0]()
             times.append(time.perf_counter() - t)
         return times
     return _pairs(args, block)
@@ -307,7 +328,14 @@ def rank_main(args):
     import torch.distributed as dist
     from ddp_pitfalls import guard
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method="file://" + os.path.join(args.dir, "store"),
+    barrier = {}
+    if args.backend == "nccl":
+        from tools.vs_pytorch import evidence
+        gpu = evidence.cuda_rank_device(torch, args.world_size, args.rank)  # NCCL_HOSTID too
+        DEVICE[0] = torch.device("cuda", gpu)
+        _sync[0] = torch.cuda.synchronize
+        barrier = {"device_ids": [gpu]}
+    dist.init_process_group(args.backend, init_method="file://" + os.path.join(args.dir, "store"),
                             rank=args.rank, world_size=args.world_size,
                             timeout=datetime.timedelta(seconds=120))
     out = {"training_step": training(args, guard),
@@ -324,7 +352,7 @@ def rank_main(args):
            "scalar_all_reduce_mean_vs_null": per_call(args, guard, "all_reduce", ("null", True))}
     if args.rank == 0:
         print(json.dumps(out), flush=True)
-    dist.barrier()
+    dist.barrier(**barrier)
     sys.stdout.flush()
     os._exit(0)
 
@@ -356,28 +384,43 @@ def summarise(rows):
 def measure(args):
     import tempfile
     import world
+    gpus = 0
+    if args.backend == "nccl":  # first: nothing else imported, no rank started
+        gpus, why = world.nccl_or_reason()
+        if why:
+            print("overhead.py: --backend nccl: %s" % why, file=sys.stderr)
+            return 2
     from tools.vs_pytorch import evidence
     with tempfile.TemporaryDirectory(prefix="guard_overhead_") as d:
         cmd = [sys.executable, os.path.abspath(__file__), "--world_size", "2", "--dir", d,
                "--steps", str(args.steps), "--pairs", str(args.pairs), "--batch", str(args.batch),
-               "--alt_pairs", str(args.alt_pairs), "--alt_block", str(args.alt_block)]
+               "--alt_pairs", str(args.alt_pairs), "--alt_block", str(args.alt_block),
+               "--backend", args.backend]
         codes, outs, errs = world.spawn(cmd, 2, args.timeout, {"PYTHONWARNINGS": "ignore"})
     docs = world.json_lines(outs[0])
     if codes != [0, 0] or not docs:
         print("overhead: ranks exited %s\n%s" % (codes, errs[0][-2000:]), file=sys.stderr)
         return 1
     raw = docs[0]
+    config = {"backend": args.backend} if args.backend == "nccl" else {}
+    if args.backend == "nccl":
+        config.update(gpus=gpus, shared_gpu=2 > gpus,
+                      **({"shared_gpu_note": SHARED_GPU + " (each rank its own NCCL_HOSTID)"}
+                         if 2 > gpus else {}))
     doc = evidence.record(
-        "the guard's overhead: guard on (raise, every check) vs off, interleaved blocks, W = 2",
-        {"world_size": 2, "steps_per_block": args.steps, "pairs": args.pairs,
+        "the guard's overhead: guard on (raise, every check) vs off, interleaved blocks, W = 2" +
+        (" on NCCL" if args.backend == "nccl" else ""),
+        dict(config, **{"world_size": 2, "steps_per_block": args.steps, "pairs": args.pairs,
          "alternating_pairs": args.alt_pairs, "alternating_steps_per_block": args.alt_block,
          "batch_per_rank": args.batch,
          "model": "Linear(32,64), BatchNorm1d(64), ReLU, Linear(64,64), ReLU, Linear(64,1); SGD; "
-                  "DistributedSampler + set_epoch, drop_last"},
+                  "DistributedSampler + set_epoch, drop_last"}),
         "guard/eval/overhead.py",
         summary=dict({k: summarise(v) for k, v in raw.items() if k != "guard_code"},
                      **{"guard_code_" + k: summarise(v) for k, v in raw["guard_code"].items()}),
         blocks=raw)
+    if args.backend == "nccl":  # the GPU, driver, CUDA and torch's NCCL
+        doc["provenance"] = evidence.provenance("guard/eval/overhead.py", "nccl")
     doc["provenance"]["load_1min_at_end"] = os.getloadavg()[0]
     doc["guard_code_per_four_metric_step"] = code_per_step(doc["summary"])
     evidence.write_json(args.out, doc)
@@ -413,7 +456,7 @@ def _resolved(lo, hi):
 def goal_line(d):
     """What the record says of the 2% goal, in words made from its numbers."""
     s = d["summary"]
-    v = d["provenance"]["torch_version"]
+    v = row_label(d, "training_step_four_metrics")
     parts = []
     for k, what in (("training_step_four_metrics", "guard / nothing"),
                     ("training_step_four_metrics_vs_null", "guard / pass-through"),
@@ -463,6 +506,19 @@ LABELS = {"training_step": "DDP training step (small MLP with BatchNorm, batch 3
                                          "(the pass compared), no communication"}
 
 
+def row_label(d, key):
+    """The PyTorch column: the version, and on NCCL the backend and, for
+    the rows that communicate with ranks sharing a GPU, that they are
+    correctness only (gloo's rows as before)."""
+    v = d["provenance"]["torch_version"]
+    c = d["config"]
+    if c.get("backend", "gloo") != "nccl":
+        return v
+    if key.startswith("guard_code_"):
+        return "%s (NCCL run; no communication, CPU)" % v
+    return "%s on NCCL%s" % (v, " (%s)" % SHARED_GPU if c.get("shared_gpu") else "")
+
+
 def table(paths):
     out = ["| PyTorch | what | off (median, us) | on (median, us) | on minus off (median "
            "of pair differences, us) | on / off (median of pair ratios, 95% interval) | "
@@ -472,7 +528,7 @@ def table(paths):
         for k, s in d["summary"].items():
             lo, hi = s["ratio_median_ci95"]
             out.append("| %s | %s | %.1f | %.1f | %.1f | %.3f [%.3f, %.3f] | [%.3f, %.3f] | %d |" % (
-                d["provenance"]["torch_version"], LABELS.get(k, k), s["off_step_median_s"] * 1e6,
+                row_label(d, k), LABELS.get(k, k), s["off_step_median_s"] * 1e6,
                 s["on_step_median_s"] * 1e6, s["added_s_median"] * 1e6, s["ratio_median"], lo, hi,
                 s["ratio_min"], s["ratio_max"], s["pairs"]))
     out.append("")
@@ -509,6 +565,8 @@ def main():
     ap.add_argument("--alt_block", type=int, default=5,
                     help="steps per block in the alternating rows (default 5)")
     ap.add_argument("--timeout", type=float, default=500, help="seconds for the world (default 500)")
+    ap.add_argument("--backend", default="gloo",
+                    help="gloo (default) or nccl (each rank on a GPU; without one, exit 2)")
     readme_table.add_flags(ap, "overhead")
     ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--world_size", type=int, help=argparse.SUPPRESS)
@@ -516,6 +574,10 @@ def main():
     args = ap.parse_args()
     if args.table:
         return readme_table.emit(args, table(args.table))
+    if args.backend not in ("gloo", "nccl"):
+        print("overhead.py: --backend must be gloo or nccl, got %r" % args.backend,
+              file=sys.stderr)
+        return 2
     if min(args.steps, args.pairs, args.batch, args.alt_pairs, args.alt_block) < 1:
         print("overhead.py: --steps, --pairs, --batch, --alt_pairs and --alt_block must be >= 1",
               file=sys.stderr)

@@ -1,11 +1,26 @@
 """The guard's test scenarios: each bug's trigger (the suite's own triggers,
 small) and the correct code that must pass silently (the fixes' patterns).
-Run on every rank of a real gloo world by rank_main.py; each function takes
-(rank, world) and returns nothing (what it raises is the result)."""
+Run on every rank of a real gloo world by rank_main.py (and by
+guard/eval/coverage.py, also on NCCL); each function takes (rank, world)
+and returns nothing (what it raises is the result).
+
+The data sets stay on the CPU, as a real job's do; what reaches a model or
+a collective goes through dev() to the rank's DEVICE. On gloo DEVICE is the
+CPU and dev() returns its argument itself, so the gloo cases run exactly as
+before; on NCCL coverage.py sets DEVICE to the rank's GPU. Tensors are made
+on the CPU and then moved (not made on the GPU), so both backends see the
+same values from the same CPU generator."""
 import torch
 import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler, Subset, TensorDataset
 from torch.nn.parallel import DistributedDataParallel as DDP
+
+DEVICE = torch.device("cpu")  # the rank's device; coverage.py sets it on NCCL
+
+
+def dev(t):
+    """A tensor (or module) on the rank's DEVICE: itself on the CPU."""
+    return t.to(DEVICE)
 
 
 def _data(n, features=4, seed=0):
@@ -22,7 +37,7 @@ def _model(norm=None):
     elif norm == "gn":
         layers.append(torch.nn.GroupNorm(2, 8))
     layers += [torch.nn.ReLU(), torch.nn.Linear(8, 1)]
-    return torch.nn.Sequential(*layers)
+    return dev(torch.nn.Sequential(*layers))
 
 
 def _train(ddp, loader, epochs=1, sampler=None):
@@ -31,6 +46,7 @@ def _train(ddp, loader, epochs=1, sampler=None):
         if sampler is not None:
             sampler.set_epoch(epoch)
         for x, y in loader:
+            x, y = dev(x), dev(y)
             opt.zero_grad()
             loss = torch.nn.functional.binary_cross_entropy_with_logits(ddp(x).squeeze(1), y)
             loss.backward()
@@ -51,7 +67,7 @@ def _count_correct(loader):
 
 def wrong_all_gather(rank, world):
     """Seed 000's gather_step_wrong on a strided split of 1003 (502/501)."""
-    pred = torch.rand(len(range(rank, 1003, world)))
+    pred = dev(torch.rand(len(range(rank, 1003, world))))
     pred_list = [torch.zeros_like(pred) for _ in range(world)]
     dist.all_gather(pred_list, pred)
 
@@ -80,7 +96,7 @@ def autograd_lost_gather(rank, world):
     """Seed 002: features gathered with the c10d all_gather for a global
     loss, and that loss differentiated."""
     model = _model()
-    feats = model(torch.randn(3, 4))
+    feats = model(dev(torch.randn(3, 4)))
     gathered = [torch.zeros_like(feats) for _ in range(world)]
     dist.all_gather(gathered, feats)
     torch.cat(gathered).pow(2).mean().backward()
@@ -91,7 +107,7 @@ def autograd_reinsert(rank, world):
     no_grad, put the local tensor back into its slot, differentiate (the
     gradient flows through this rank's slot only)."""
     model = _model()
-    feats = model(torch.randn(3, 4))
+    feats = model(dev(torch.randn(3, 4)))
     gathered = [torch.zeros_like(feats) for _ in range(world)]
     with torch.no_grad():
         dist.all_gather(gathered, feats)
@@ -113,13 +129,13 @@ def mean_of_means(rank, world):
     ds = _data(1003)
     loader = DataLoader(Subset(ds, range(rank, len(ds), world)), batch_size=64)
     correct, n = _count_correct(loader)
-    reduce_tensor(torch.tensor(correct / n), world)
+    reduce_tensor(dev(torch.tensor(correct / n)), world)
 
 
 def lightning_int_count(rank, world):
     """Lightning's integer cumulated batch size, mean-synced on gloo: sum,
     then the quotient copied back into the int64 tensor (N = 5 at W = 2)."""
-    count = torch.tensor(3 if rank == 0 else 2)
+    count = dev(torch.tensor(3 if rank == 0 else 2))
     dist.all_reduce(count, op=dist.ReduceOp.SUM)
     world_size = dist.get_world_size()
     count.copy_(count / world_size)
@@ -133,9 +149,10 @@ def _padded_eval(world):
 
 
 def _gather_padded(t, world):
-    """The pad-gather-trim gather of fixes/wrong_all_gather, as a function."""
-    sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
-    dist.all_gather(sizes, torch.tensor([t.numel()]))
+    """The pad-gather-trim gather of fixes/wrong_all_gather, as a function
+    (on t's device: NCCL gathers only GPU tensors)."""
+    sizes = [torch.zeros(1, dtype=torch.int64, device=t.device) for _ in range(world)]
+    dist.all_gather(sizes, torch.tensor([t.numel()], device=t.device))
     longest = max(int(s) for s in sizes)
     padded = torch.cat([t, t.new_zeros(longest - t.numel())])
     out = [torch.zeros_like(padded) for _ in range(world)]
@@ -147,7 +164,7 @@ def sampler_repeats(rank, world):
     """Seed 000's sampler_duplicates: a correct gather of every score of a
     padded evaluation pass (the repeats counted twice)."""
     scores = torch.cat([s for s, _ in _padded_eval(world)])
-    _gather_padded(scores, world)
+    _gather_padded(dev(scores), world)
 
 
 TRIGGERS = {
@@ -167,7 +184,7 @@ TRIGGERS = {
 
 def fix_gather_pad_trim(rank, world):
     """fixes/wrong_all_gather: lengths first, pad, gather, trim."""
-    pred = torch.rand(len(range(rank, 1003, world)))
+    pred = dev(torch.rand(len(range(rank, 1003, world))))
     assert _gather_padded(pred, world).numel() == 1003
 
 
@@ -195,7 +212,7 @@ def fix_bn_eval_mode(rank, world):
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
     for x, y in DataLoader(_data(8), batch_size=2, sampler=sampler):
         opt.zero_grad()
-        ddp(x).sum().backward()
+        ddp(dev(x)).sum().backward()
         opt.step()
 
 
@@ -204,7 +221,7 @@ def fix_differentiable_gather(rank, world):
     and a gather of values only, under no_grad and detached."""
     import torch.distributed.nn.functional as dfn
     model = _model()
-    feats = model(torch.randn(3, 4))
+    feats = model(dev(torch.randn(3, 4)))
     loss = torch.cat(dfn.all_gather(feats)).pow(2).mean()
     loss.backward()
     with torch.no_grad():
@@ -218,10 +235,10 @@ def fix_sum_count(rank, world):
     ds = _data(1003)
     loader = DataLoader(Subset(ds, range(rank, len(ds), world)), batch_size=64)
     correct, n = _count_correct(loader)
-    both = torch.tensor([float(correct), float(n)], dtype=torch.float64)
+    both = dev(torch.tensor([float(correct), float(n)], dtype=torch.float64))
     dist.all_reduce(both)
-    total_correct = torch.tensor(float(correct))
-    total_n = torch.tensor(float(n))
+    total_correct = dev(torch.tensor(float(correct)))
+    total_n = dev(torch.tensor(float(n)))
     dist.all_reduce(total_correct)
     dist.all_reduce(total_n)
     assert abs(total_correct.item() / total_n.item() - (both[0] / both[1]).item()) < 1e-9
@@ -233,7 +250,7 @@ def fix_equal_counts_mean(rank, world):
     ds = _data(1024)
     loader = DataLoader(ds, batch_size=64, sampler=DistributedSampler(ds, shuffle=False))
     correct, n = _count_correct(loader)
-    reduce_tensor(torch.tensor(correct / n), world)
+    reduce_tensor(dev(torch.tensor(correct / n)), world)
 
 
 def fix_rank0_only_loader(rank, world):
@@ -246,13 +263,13 @@ def fix_rank0_only_loader(rank, world):
     sampler.set_epoch(0)
     for step, (x, y) in enumerate(DataLoader(ds, batch_size=8, sampler=sampler)):
         opt.zero_grad()
-        ddp(x).sum().backward()
+        ddp(dev(x)).sum().backward()
         opt.step()
         if rank == 0 and step == 1:
             ddp.eval()
             with torch.no_grad():
                 for xe, _ in DataLoader(_data(20), batch_size=7):
-                    ddp(xe)
+                    ddp(dev(xe))
             ddp.train()
 
 
@@ -267,14 +284,14 @@ def fix_join_uneven(rank, world):
     with Join([ddp], divide_by_initial_world_size=False):
         for x, y in loader:
             opt.zero_grad()
-            ddp(x).sum().backward()
+            ddp(dev(x)).sum().backward()
             opt.step()
 
 
 def fix_dedupe_indices(rank, world):
     """fixes/wrong_all_gather: the same padded pass, the indices gathered
     first, repeats dropped by index."""
-    scores, index = [torch.cat(t) for t in zip(*_padded_eval(world))]
+    scores, index = [dev(torch.cat(t)) for t in zip(*_padded_eval(world))]
     all_index = _gather_padded(index, world)
     all_scores = _gather_padded(scores, world)
     seen = {}

@@ -1,7 +1,8 @@
 """guard/README.md's coverage, overhead and no-harm tables are what coverage.py and
 overhead.py --table make of the committed records (no torch needed); a
 hand-edited cell is caught (checked on a copy); both scripts answer --help
-and refuse an unknown flag with exit 2.
+and refuse an unknown flag with exit 2, and a --backend other than gloo or
+nccl, and nccl without a CUDA device, with exit 2 and one line.
 
     python3 guard/tests/tables_test.py GUARD_DIR
 """
@@ -62,7 +63,35 @@ def main():
         if ok != 0 or bad.returncode != 2 or b"--no-such-flag" not in bad.stderr:
             failures.append("%s: --help exit %d, unknown flag exit %d" % (script, ok,
                                                                           bad.returncode))
+    failures += backend_flag(guard)
     return world.finish(failures)
+
+
+def backend_flag(guard):
+    """coverage.py's and overhead.py's --backend: a value other than gloo or
+    nccl exits 2 naming the flag and both values; nccl without a CUDA device
+    (no GPU here) exits 2 with one line saying so before any rank starts."""
+    failures = []
+    for script in ("eval/coverage.py", "eval/overhead.py"):
+        path = os.path.join(guard, script)
+        bad = subprocess.run([sys.executable, path, "--backend", "mpi"], capture_output=True,
+                             text=True)
+        if bad.returncode != 2 or not all(w in bad.stderr for w in ("--backend", "gloo", "nccl")):
+            failures.append("%s --backend mpi: exit %d, %r" % (script, bad.returncode, bad.stderr))
+        if world.nccl_or_reason()[1] is None:
+            continue  # a GPU here: the refusal is not what would happen
+        nogpu = subprocess.run([sys.executable, path, "--backend", "nccl", "--out",
+                                os.path.join(os.environ.get("TEST_TMPDIR", "/tmp"), "x.json")],
+                               capture_output=True, text=True, timeout=120)
+        lines = nogpu.stderr.strip().splitlines()
+        if nogpu.returncode != 2 or len(lines) != 1 or "--backend nccl: no " not in lines[0]:
+            failures.append("%s --backend nccl without a GPU: exit %d, %r" % (
+                script, nogpu.returncode, nogpu.stderr))
+    bad = subprocess.run([sys.executable, os.path.join(guard, "eval/coverage.py"), "--worlds",
+                          "2,5"], capture_output=True, text=True)
+    if bad.returncode != 2 or "--worlds" not in bad.stderr:
+        failures.append("coverage.py --worlds 2,5: exit %d, %r" % (bad.returncode, bad.stderr))
+    return failures
 
 
 if __name__ == "__main__":

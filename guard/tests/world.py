@@ -23,6 +23,24 @@ def torch_or_skip():
         sys.exit(0)
 
 
+def nccl_or_reason():
+    """(GPUs visible, None) or (0, the one-line reason --backend nccl cannot
+    run here): the guard's eval scripts exit 2 with it rather than start
+    ranks that would wait for a device that is not there."""
+    try:
+        import torch
+        import torch.distributed as dist
+    except ImportError as e:
+        return 0, "no torch in %s (%s)" % (sys.executable, e)
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 1:
+        return 0, ("no CUDA device: torch %s sees none (torch.cuda.is_available() is False; "
+                   "built for CUDA %s); --backend gloo runs on the CPU" %
+                   (torch.__version__, torch.version.cuda))
+    if not dist.is_available() or not dist.is_nccl_available():
+        return 0, "torch %s has no NCCL backend" % torch.__version__
+    return torch.cuda.device_count(), None
+
+
 def run(mode, scenarios, world=2, off=(), timeout=120, install_after_init=False):
     """{"results": [per rank: {scenario: result}], "stderr": [per rank], "exit": [...]}"""
     with tempfile.TemporaryDirectory(prefix="guard_world_",

@@ -4,8 +4,8 @@
 #
 #   bash tools/bundle/lease.sh [--bundle TAR] [--budget S] [--jobs N] [--norm-peers S]
 #                              [--dist-peers S] [--hang-nccl S] [--raw-nccl S] [--raw-worlds 2,4]
-#                              [--raw-dtype D] [--raw-proto P] [--raw-runs N] [--archive NAME]
-#                              [-- RUN_ALL_FLAGS...]
+#                              [--raw-dtype D] [--raw-proto P] [--raw-runs N] [--guard-nccl S]
+#                              [--archive NAME] [-- RUN_ALL_FLAGS...]
 #
 # Unpacks the bundle (made here by `bazel run //tools:bundle -- --out
 # .gpu/ddp-bundle --tar`, carried as `.gpu`), runs its run_all.sh with the
@@ -42,9 +42,19 @@
 # gathers our samples, repro/wrong_all_gather/raw_inputs.json), into
 # gpu/records/, each name saying the dtype and any NCCL_PROTO
 # (--raw-dtype, --raw-proto; --raw-runs runs per engine and W, default 10). --budget 0 runs only the extra stages.
+# With --guard-nccl S (at most S seconds; issue 69 item 4): the guard's
+# coverage scenarios at W = 2 on NCCL (guard/eval/coverage.py --backend nccl
+# --worlds 2, from this tree: pure Python, no Bazel and no bundle binary;
+# with --budget 0 and no other stage it runs without a bundle), then, if at
+# least 90 s of S are left, the guard's cost per step on NCCL
+# (guard/eval/overhead.py --backend nccl, far fewer pairs than the
+# gloo records), into gpu/records/guard_coverage.nccl_w2.torchV.json and
+# guard_overhead.nccl_w2.torchV.json, each packed as it ends. On one GPU
+# the two ranks share it, each its own NCCL_HOSTID (NET/Socket): the records
+# and their tables say "correctness only".
 # Prints run_all's console as it goes, then "lease: run_all exit N" (and
 # "lease: norm peers exit N", "lease: dist peers exit N", "lease: hang nccl exit N",
-# "lease: raw nccl exit N").
+# "lease: raw nccl exit N", "lease: guard nccl exit N").
 set -uo pipefail
 
 usage() {
@@ -53,7 +63,7 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                 [--norm-peers SECONDS] [--dist-peers SECONDS] [--hang-nccl SECONDS]
                 [--raw-nccl SECONDS] [--raw-worlds LIST]
                 [--raw-dtype float32|float64|swap] [--raw-proto LL|Simple] [--raw-runs N]
-                [--archive NAME] [--python PATH] [-- RUN_ALL_FLAGS...]
+                [--guard-nccl SECONDS] [--guard-backend nccl|gloo] [--archive NAME] [--python PATH] [-- RUN_ALL_FLAGS...]
 
   --bundle TAR       the bundle archive (default .gpu/ddp-bundle.tar.gz); a
                      stage below whose binary it lacks (make_bundle.sh --only)
@@ -98,9 +108,23 @@ usage: lease.sh [--bundle TAR] [--budget SECONDS] [--jobs N] [--timeout SECONDS]
                      carry it (.proto-LL.), as every record name carries
                      its dtype
   --raw-runs N       runs per engine and W in --raw-nccl, 1 to 10 (default 10)
+  --guard-nccl SECONDS  then the guard (ddp_pitfalls.guard) on NCCL at W = 2:
+                     its coverage scenarios (guard/eval/coverage.py --backend
+                     nccl --worlds 2: every trigger caught on every rank,
+                     every correct case silent, no rank left inside the
+                     guard's exchange), then its cost per step
+                     (guard/eval/overhead.py --backend nccl) if at least
+                     90 s are left, at most this long in all (at least 60;
+                     default 0: not run). Pure Python from this tree: with
+                     --budget 0 and no other stage no bundle is needed.
+                     Exit 0 all as expected, 1 not (or a rank left before
+                     the end), 2 no CUDA device (one line), 124 cut
+  --guard-backend nccl|gloo  the backend of --guard-nccl (default nccl; gloo
+                     rehearses the whole stage on a machine without a GPU,
+                     its records named .gloo_w2.)
   --archive NAME     the archive is $OUT/NAME.tar.gz (default gpu-run): two
                      invocations in one device call keep both
-  --python PATH      the Python with torch for --norm-peers, --dist-peers, --hang-nccl and --raw-nccl (default: the first
+  --python PATH      the Python with torch for --norm-peers, --dist-peers, --hang-nccl, --raw-nccl and --guard-nccl (default: the first
                      of /opt/torch/.venv/bin/python3 and python3 that imports torch)
   -- FLAGS...        passed on to run_all.sh (e.g. --bench, --only REGEX)
 Needs $OUT (the device tool sets it): the archive goes there.
@@ -113,6 +137,7 @@ die_usage() {
 }
 
 bundle=".gpu/ddp-bundle.tar.gz" budget=420 jobs=4 per_binary=90 peers_s=0 dist_s=0 hang_s=0 raw_s=0 raw_worlds=2,4 raw_dtype="" python=""
+guard_s=0 guard_backend=nccl
 raw_proto="" raw_runs=10 archive=gpu-run
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -149,6 +174,13 @@ while [[ $# -gt 0 ]]; do
     --raw-proto)
       [[ $# -ge 2 && "$2" =~ ^(LL|Simple)$ ]] || die_usage "--raw-proto must be LL or Simple, got '${2:-}'"
       raw_proto="$2"; shift 2 ;;
+    --guard-nccl)
+      [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] && { ((10#$2 == 0 || 10#$2 >= 60)); } ||
+        die_usage "--guard-nccl must be a whole number of seconds, 0 or at least 60, got '${2:-}'"
+      guard_s=$((10#$2)); shift 2 ;;
+    --guard-backend)
+      [[ $# -ge 2 && "$2" =~ ^(nccl|gloo)$ ]] || die_usage "--guard-backend must be nccl or gloo, got '${2:-}'"
+      guard_backend="$2"; shift 2 ;;
     --raw-runs)
       [[ $# -ge 2 && "$2" =~ ^([1-9]|10)$ ]] || die_usage "--raw-runs must be a whole number from 1 to 10, got '${2:-}'"
       raw_runs="$2"; shift 2 ;;
@@ -159,7 +191,7 @@ while [[ $# -gt 0 ]]; do
     --python) [[ $# -ge 2 && -x "$2" ]] || die_usage "--python needs an executable, got '${2:-}'"; python="$2"; shift 2 ;;
     --) shift; break ;;
     --help | -h) usage; exit 0 ;;
-    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --dist-peers, --hang-nccl, --raw-nccl, --raw-worlds, --raw-dtype, --raw-proto, --raw-runs, --archive, --python, --, --help" ;;
+    *) die_usage "unknown flag '$1'; allowed: --bundle, --budget, --jobs, --timeout, --norm-peers, --dist-peers, --hang-nccl, --raw-nccl, --raw-worlds, --raw-dtype, --raw-proto, --raw-runs, --guard-nccl, --guard-backend, --archive, --python, --, --help" ;;
   esac
 done
 [[ -n "${OUT:-}" && -d "$OUT" ]] || die_usage "\$OUT must name a folder (the device tool sets it)"
@@ -170,15 +202,25 @@ for arg in "$@"; do
   [[ "$arg" != *'\|'* ]] ||
     die_usage "run_all flag '$arg' holds '\\|', a literal '|' in an extended regular expression (a Markdown table's escape of '|'): write '|'"
 done
-[[ -f "$bundle" ]] || die_usage "--bundle: no file '$bundle' (build it here: bazel run //tools:bundle -- --out .gpu/ddp-bundle --tar; carry .gpu)"
+# The guard's stage is pure Python from this tree: asked for alone (no
+# run_all, no other stage) it needs no bundle, so a lease can run it
+# without building one here (Bazel) or carrying it.
+no_bundle=0
+((budget == 0 && peers_s == 0 && dist_s == 0 && hang_s == 0 && raw_s == 0 && guard_s > 0)) &&
+  [[ ! -f "$bundle" ]] && no_bundle=1
+((no_bundle)) || [[ -f "$bundle" ]] ||
+  die_usage "--bundle: no file '$bundle' (build it here: bazel run //tools:bundle -- --out .gpu/ddp-bundle --tar; carry .gpu)"
 
 work="$(mktemp -d /tmp/lease.XXXXXX)"
 trap 'rm -rf "$work"' EXIT  # everything that matters is in the archive
-tar xzf "$bundle" -C "$work" || { echo "lease.sh: cannot unpack $bundle" >&2; exit 1; }
-run_all="$(find "$work" -maxdepth 2 -name run_all.sh | head -1)"
-[[ -x "$run_all" ]] || { echo "lease.sh: no run_all.sh in $bundle" >&2; exit 1; }
 mkdir -p "$work/gpu"
-bundle_dir="$(dirname "$run_all")"
+run_all="" bundle_dir=""
+if ((!no_bundle)); then
+  tar xzf "$bundle" -C "$work" || { echo "lease.sh: cannot unpack $bundle" >&2; exit 1; }
+  run_all="$(find "$work" -maxdepth 2 -name run_all.sh | head -1)"
+  [[ -x "$run_all" ]] || { echo "lease.sh: no run_all.sh in $bundle" >&2; exit 1; }
+  bundle_dir="$(dirname "$run_all")"
+fi
 
 # Each stage asked for needs its binary in the bundle (make_bundle.sh --only
 # may have left it out): say so now, before the stages ahead of it spend
@@ -219,10 +261,13 @@ fi
 
 tree="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"  # this tree's scripts
 commit="$(sed -n 's/^commit: \([^ ]*\).*/\1/p' "$bundle_dir/MANIFEST.txt" 2>/dev/null | head -1)"
+# Without a bundle the records' commit is the caller's DDP_PITFALLS_COMMIT
+# (the copied tree has no git), else evidence.py says "unknown".
+[[ -z "$commit" ]] && commit="${DDP_PITFALLS_COMMIT:-}"
 nccl=""
-if ((peers_s > 0 || dist_s > 0 || hang_s > 0 || raw_s > 0)); then
+if ((peers_s > 0 || dist_s > 0 || hang_s > 0 || raw_s > 0 || guard_s > 0)); then
   mkdir -p "$work/gpu/records"
-  nccl="$("$run_all" --find-nccl 2>/dev/null | sed -n 's/^libnccl: \(.*\) (.*$/\1/p')"
+  [[ -n "$run_all" ]] && nccl="$("$run_all" --find-nccl 2>/dev/null | sed -n 's/^libnccl: \(.*\) (.*$/\1/p')"
   if [[ -z "$python" ]]; then
     for py in /opt/torch/.venv/bin/python3 python3; do
       if "$py" -c 'import torch' 2>/dev/null; then python="$(command -v "$py")"; break; fi
@@ -410,4 +455,70 @@ if ((raw_s > 0)); then
   pack
 fi
 ((rc == 0)) && rc=$raw_rc
+
+# The guard on NCCL (issue 69 item 4): its coverage scenarios at W = 2,
+# then its cost per step if time is left, both pure Python from this tree.
+# coverage.py checks for a CUDA device itself (exit 2, one line, no rank
+# started); its world is bounded 30 s inside S so that a hang is reported
+# (each rank dumps its stack 15 s before the world's bound, and the record
+# says whether it was inside the guard's exchange) and the record written
+# before the outer kill. Its last line counts everything; it is repeated
+# as the stage's own lines.
+guard_rc=0
+if ((guard_s > 0)); then
+  guard_end=$((SECONDS + guard_s))
+  if [[ -z "$python" ]]; then
+    say "guard nccl not run: no python3 with torch here"
+    guard_rc=1
+  else
+    tv="$("$python" -c 'import torch; print(".".join(torch.__version__.split("+")[0].split(".")[:2]))' 2>/dev/null)"
+    [[ "$tv" =~ ^[0-9]+\.[0-9]+$ ]] || tv=unknown  # a name part, never a message
+    cov="$work/gpu/records/guard_coverage.${guard_backend}_w2.torch$tv.json"
+    world_s=$((guard_s - 30))
+    ((world_s > 300)) && world_s=300
+    DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 NCCL_DEBUG="${NCCL_DEBUG:-WARN}" \
+      timeout -k 10 "$guard_s" "$python" "$tree/guard/eval/coverage.py" --backend "$guard_backend" --worlds 2 \
+      --timeout "$world_s" --out "$cov" > >(tee "$work/gpu/guard_coverage.log" | tee -a "$work/gpu/console.txt") 2>&1
+    guard_rc=$?
+    sleep 1  # tee's last lines
+    if ((guard_rc == 2)); then
+      say "guard nccl not run: $(grep -m1 '^coverage.py: ' "$work/gpu/guard_coverage.log" | sed 's/^coverage.py: --backend [a-z]*: //')"
+    else
+      counts="$(grep '^coverage (' "$work/gpu/guard_coverage.log" | tail -1)"
+      say "guard nccl: ${counts:-coverage: no count line (exit $guard_rc): cut or failed before its end}"
+      [[ -z "$counts" ]] && ((guard_rc == 0)) && guard_rc=1  # nothing counted is nothing shown
+      grep '^W = 2: rank [0-9]* left ' "$work/gpu/guard_coverage.log" | while read -r line; do say "guard nccl: $line"; done
+      if [[ -f "$cov" ]]; then
+        "$python" "$tree/guard/eval/coverage.py" --table "$cov" >"$work/gpu/guard_coverage_table.md" 2>&1
+      fi
+      say "guard nccl: coverage exit $guard_rc"
+      pack
+      left=$((guard_end - SECONDS))
+      # Few pairs: on one GPU without MPS a collective between the two
+      # ranks took 50-140 ms (results/gpu/h100-2026-11-26), so the
+      # cost rows are a few hundred steps, about 1,200 collectives.
+      if ((guard_rc == 0 && left >= 90)); then
+        ovh="$work/gpu/records/guard_overhead.${guard_backend}_w2.torch$tv.json"
+        DDP_PITFALLS_COMMIT="$commit" PYTHONUNBUFFERED=1 \
+          timeout -k 10 "$left" "$python" "$tree/guard/eval/overhead.py" --backend "$guard_backend" \
+          --steps 5 --pairs 5 --alt_pairs 10 --alt_block 2 --timeout $((left - 20)) --out "$ovh" \
+          > >(tee -a "$work/gpu/console.txt") 2>&1
+        r=$?
+        sleep 1
+        if [[ -f "$ovh" ]]; then
+          "$python" "$tree/guard/eval/overhead.py" --table "$ovh" >"$work/gpu/guard_overhead_table.md" 2>&1
+        fi
+        say "guard nccl: overhead exit $r ($left s allowed)"
+        ((r == 0)) || guard_rc=$r
+      elif ((guard_rc != 0)); then
+        say "guard nccl: overhead not run (coverage not as expected)"
+      else  # the cost is the optional half: its absence is said, not an error
+        say "guard nccl: overhead not run ($left s left of $guard_s; it needs 90)"
+      fi
+    fi
+    say "guard nccl exit $guard_rc ($python)"
+  fi
+  pack
+fi
+((rc == 0)) && rc=$guard_rc
 exit "$rc"

@@ -219,7 +219,70 @@ done
 grep -q 'uneven_steps_timeout.py --table .*nccl.bw0.json .*nccl.bw1.json' checkh/gpu/hang_nccl_table.md ||
   fail "the hang table's command: $(cat checkh/gpu/hang_nccl_table.md)"
 
-for args in "--budget -1" "--hang-nccl soon" "--raw-nccl later" "--raw-worlds 1" "--raw-worlds 2,x" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--dist-peers later" "--python /nonexistent" "--raw-dtype float16" "--raw-proto Tree" "--raw-runs 11" "--raw-runs 0" "--archive a/b"; do
+# --guard-nccl with a fake Python that prints what coverage.py and
+# overhead.py print: with --budget 0 and no other stage no bundle is needed
+# (none at the default path here); coverage.py on NCCL at W = 2 with its
+# world bounded 30 s inside S, then overhead.py; the count line repeated as
+# the stage's; both records named by the torch version and archived.
+cat >fake_guard_python <<'FAKE'
+#!/usr/bin/env bash
+if [[ "$1" == -c ]]; then echo 2.11; exit 0; fi
+echo "fake guard python $* commit=${DDP_PITFALLS_COMMIT:-}"
+case "$*" in
+  *coverage.py\ --table*) echo "| fake coverage table |" ;;
+  *coverage.py*) echo "coverage (nccl, ranks sharing one GPU (NET/Socket), correctness only, W = 2): triggers caught on every rank 17 of 17; correct code silent 14 of 14; not as expected 0; ranks left before the end 0, inside the guard's exchange 0" >&2 ;;
+esac
+while [[ $# -gt 0 ]]; do [[ "$1" == --out ]] && echo '{"fake": true}' >"$2"; shift; done
+FAKE
+chmod +x fake_guard_python
+[[ ! -e .gpu/ddp-bundle.tar.gz ]] || fail "a bundle at the default path"
+rm -f out/gpu-run.tar.gz
+DDP_PITFALLS_COMMIT=feedbeef OUT="$TEST_TMPDIR/out" bash "$lease" --budget 0 --guard-nccl 200 \
+  --python "$PWD/fake_guard_python" >guard.txt 2>&1 || fail "--guard-nccl exited $?: $(cat guard.txt)"
+cat guard.txt
+grep -q "^fake guard python .*/guard/eval/coverage.py --backend nccl --worlds 2 --timeout 170 --out /tmp/lease\.[^ ]*/gpu/records/guard_coverage.nccl_w2.torch2.11.json commit=feedbeef$" guard.txt ||
+  fail "--guard-nccl: coverage's command line"
+grep -qx "lease: guard nccl: coverage (nccl, ranks sharing one GPU (NET/Socket), correctness only, W = 2): triggers caught on every rank 17 of 17; correct code silent 14 of 14; not as expected 0; ranks left before the end 0, inside the guard's exchange 0" guard.txt ||
+  fail "--guard-nccl: the count line"
+grep -q "^fake guard python .*/guard/eval/overhead.py --backend nccl --steps 5 --pairs 5 --alt_pairs 10 --alt_block 2 --timeout [0-9]* --out /tmp/lease\.[^ ]*/gpu/records/guard_overhead.nccl_w2.torch2.11.json commit=feedbeef$" guard.txt ||
+  fail "--guard-nccl: overhead's command line"
+grep -q '^lease: guard nccl: overhead exit 0 ' guard.txt && grep -q '^lease: guard nccl exit 0 ' guard.txt || fail "--guard-nccl exit lines"
+! grep -q 'fake run_all' guard.txt || fail "--guard-nccl ran run_all"
+listing="$(tar tzf out/gpu-run.tar.gz)"
+for f in records/guard_coverage.nccl_w2.torch2.11.json records/guard_overhead.nccl_w2.torch2.11.json guard_coverage_table.md guard_overhead_table.md; do
+  grep -q "gpu/$f" <<<"$listing" || fail "--guard-nccl: $f not archived: $listing"
+done
+# A world that printed no count line (cut, crashed) is not a pass.
+printf '#!/usr/bin/env bash\n[[ "$1" == -c ]] && echo 2.11\nexit 0\n' >mute_python
+chmod +x mute_python
+set +e
+OUT="$TEST_TMPDIR/out" bash "$lease" --budget 0 --guard-nccl 60 --python "$PWD/mute_python" >mute.txt 2>&1
+rc=$?
+set -e
+[[ $rc -eq 1 ]] && grep -q '^lease: guard nccl: coverage: no count line (exit 0)' mute.txt &&
+  grep -q '^lease: guard nccl: overhead not run (coverage not as expected)' mute.txt || fail "no count line: $rc $(cat mute.txt)"
+# The real coverage.py here, without a GPU: its check comes first, one
+# line, exit 2, no rank started (with torch: "no CUDA device"; without
+# torch in that Python: "no torch").
+real_py=/usr/bin/python3
+if "$real_py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  echo "lease_test: a CUDA device is visible here: the no-GPU check of --guard-nccl not run"
+else
+  set +e
+  OUT="$TEST_TMPDIR/out" bash "$lease" --budget 0 --guard-nccl 60 --python "$real_py" >nogpu.txt 2>&1
+  rc=$?
+  set -e
+  cat nogpu.txt
+  [[ $rc -eq 2 ]] || fail "--guard-nccl without a GPU exited $rc, want 2: $(cat nogpu.txt)"
+  [[ "$(grep -c '^lease: guard nccl not run: ' nogpu.txt)" == 1 ]] || fail "--guard-nccl's one-line reason: $(cat nogpu.txt)"
+  if "$real_py" -c 'import torch' 2>/dev/null; then
+    grep -q '^lease: guard nccl not run: no CUDA device: torch .* sees none' nogpu.txt || fail "the reason: $(cat nogpu.txt)"
+  fi
+  grep -q '^lease: guard nccl exit 2 ' nogpu.txt || fail "--guard-nccl exit line: $(cat nogpu.txt)"
+  ! grep -q 'W = 2: ' nogpu.txt || fail "a world was started without a GPU"
+fi
+
+for args in "--budget -1" "--guard-nccl soon" "--guard-nccl 30" "--guard-backend tpu" "--hang-nccl soon" "--raw-nccl later" "--raw-worlds 1" "--raw-worlds 2,x" "--jobs 17" "--timeout x" "--frob" "--bundle /nonexistent" "--norm-peers soon" "--dist-peers later" "--python /nonexistent" "--raw-dtype float16" "--raw-proto Tree" "--raw-runs 11" "--raw-runs 0" "--archive a/b"; do
   set +e
   msg="$(OUT="$TEST_TMPDIR/out" bash "$lease" $args 2>&1)"
   rc=$?
