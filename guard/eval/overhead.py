@@ -14,7 +14,13 @@ falls on both. Per block the median step; per (off, on) pair the ratio;
 reported: the median ratio over pairs, and the same for the per-call rows
 (an all_gather of 1000 floats: the size exchange before it; a one-element
 all_reduce divided by the world size: what the mean check reads, no
-exchange), and the step that logs four synced metrics.
+exchange), and the step that logs four synced metrics (adjacent blocks of
+--alt_block steps inside an epoch). A control arm wraps the same functions
+in pass-through wrappers (against nothing, and against the guard): what it
+reads is the method's own error on the machine. The guard_code rows time
+the guard's wrappers around functions that return at once (no
+communication); the table's goal line sets their sum for one four-metric
+step beside that step's unguarded median.
 
 --backend nccl: the same rows with each rank's model, batches and
 collective tensors on GPU rank % device_count, each step (call) timed to
