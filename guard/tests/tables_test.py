@@ -2,7 +2,8 @@
 overhead.py --table make of the committed records (no torch needed); a
 hand-edited cell is caught (checked on a copy); both scripts answer --help
 and refuse an unknown flag with exit 2, and a --backend other than gloo or
-nccl, and nccl without a CUDA device, with exit 2 and one line.
+nccl, and nccl without a CUDA device, with exit 2 and one line; overhead.py's goal line
+says over or met as the record's numbers move (checked on copies).
 
     python3 guard/tests/tables_test.py GUARD_DIR
 """
@@ -64,7 +65,31 @@ def main():
             failures.append("%s: --help exit %d, unknown flag exit %d" % (script, ok,
                                                                           bad.returncode))
     failures += backend_flag(guard)
+    failures += goal_words(guard)
     return world.finish(failures)
+
+
+def goal_words(guard):
+    """overhead.py's goal line follows the record's numbers: the committed
+    1.13 record with its guard code moved to 3% of the step reads 'over',
+    and with the wall-clock interval moved under 1.02 reads 'met'."""
+    import copy
+    import json
+    sys.path.insert(0, os.path.join(guard, "eval"))
+    import overhead
+    with open(os.path.join(guard, "eval", "overhead.torch1.13.json")) as f:
+        doc = json.load(f)
+    failures = []
+    over = copy.deepcopy(doc)
+    over["guard_code_per_four_metric_step"]["of_off_step"] = 0.03
+    line = overhead.goal_line(over)
+    if "3.00% of its unguarded median" not in line or "in the same run, over the 2% goal" not in line:
+        failures.append("a guard code of 3%% of the step was not read as over the goal: %r" % line)
+    met = copy.deepcopy(doc)
+    met["summary"]["training_step_four_metrics"]["ratio_median_ci95"] = [0.99, 1.01]
+    if "by wall clock met" not in overhead.goal_line(met):
+        failures.append("an interval under 1.02 was not read as met: %r" % overhead.goal_line(met))
+    return failures
 
 
 def backend_flag(guard):
