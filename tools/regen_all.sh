@@ -23,7 +23,8 @@
 # Steps: one build of every binary (opt for the benchmarks), every pair record
 # (the commands the pair READMEs name), bench/regen.sh all, ours and
 # PyTorch's checked-mode evidence (tools/vs_pytorch/run_all.sh, when its
-# venv exists), then the tables (bench, PyTorch, pair READMEs) and the report.
+# venv exists), the guard's evidence (guard/eval: coverage, no harm, cost, on
+# 1.13 and 2.15), then the tables (bench, PyTorch, pair READMEs) and the report.
 # The worktree uses this checkout's user.bazelrc (e.g. a disk cache) when
 # there is one. --dry-run checks the tree and prints the steps without running
 # them; --steps lists every step (name|timed|command) without checking the
@@ -55,11 +56,20 @@ STEPS=(
   "build|-|bazel build //repro/... //fixes/... //tools/vs_pytorch/checked_vs_detail && bazel build -c opt //bench/padding //bench/peers //bench/peers:gather_loop //bench:sync_bn //bench/recorder"
   "@pairs"  # every pair's record steps, from the pair registry (pairs.bzl): below
   "checked_mode|timed|bazel run //tools/vs_pytorch/checked_vs_detail -- --json \$PWD/results/vs_pytorch/checked_mode.json"
+  # The guard's evidence (guard/eval/*.json) is tracked code's neighbour, not
+  # under results/: written in the worktree it would mark every later record
+  # +dirty, so these steps write to \$guard_out outside it; guard_tables puts
+  # the records in place once every record is made, and copy_back brings them
+  # home also when guard_tables did not run.
+  "guard_coverage|-|/usr/bin/python3 guard/eval/coverage.py --out \$guard_out/coverage.torch1.13.json && .venv-torch2.15/bin/python guard/eval/coverage.py --out \$guard_out/coverage.torch2.15.json"
+  "guard_no_harm|-|cd guard && /usr/bin/python3 eval/no_harm.py --out \$guard_out/no_harm.torch1.13.json && ../.venv-torch2.15/bin/python eval/no_harm.py --out \$guard_out/no_harm.torch2.15.json"
+  "guard_overhead|timed|/usr/bin/python3 guard/eval/overhead.py --out \$guard_out/overhead.torch1.13.json && .venv-torch2.15/bin/python guard/eval/overhead.py --out \$guard_out/overhead.torch2.15.json"
   "bench|timed|bench/regen.sh all --no-tables"
   "vs_pytorch|timed|tools/vs_pytorch/run_all.sh --no-tables"
   "bench_tables|-|/usr/bin/python3 bench/recorder/table.py results/bench_recorder.json --update bench/README.md && /usr/bin/python3 bench/tables.py --update"
   "vs_pytorch_tables|-|tools/vs_pytorch/run_all.sh --tables"
   "pair_tables|-|python3 analysis/pair_table.py --all"
+  "guard_tables|-|cp \$guard_out/*.json guard/eval/ && python3 guard/eval/coverage.py --table guard/eval/coverage.torch1.13.json guard/eval/coverage.torch2.15.json --update guard/README.md && (cd guard && python3 eval/no_harm.py --table eval/no_harm.torch1.13.json eval/no_harm.torch2.15.json --update README.md) && python3 guard/eval/overhead.py --table guard/eval/overhead.torch1.13.json guard/eval/overhead.torch2.15.json --update guard/README.md"
   "report|-|bazel run //analysis:report -- --results results --out report --latex"
 )
 
@@ -139,6 +149,8 @@ source bench/quiet.sh  # wait_quiet
 work="$(mktemp -d "${TMPDIR:-/tmp}/regen-${commit:0:12}-XXXX")"
 git worktree add --detach "$work/tree" "$commit" >/dev/null
 manifest="$work/steps.jsonl"
+guard_out="$work/guard_eval"  # the guard steps' records, outside the tree (see STEPS)
+mkdir -p "$guard_out"
 : > "$manifest"
 # Local Bazel settings (a disk cache) are ignored files: the worktree lacks them.
 [ -f user.bazelrc ] && cp user.bazelrc "$work/tree/user.bazelrc"
@@ -163,6 +175,8 @@ copy_back() {
   # A step's half-written file (results/.NAME.tmp) is not a record.
   find "$work/tree/results" -name '.*.tmp' -delete 2>/dev/null || true
   cp -a "$work/tree/results/." "$root/results/"
+  # The guard's records (only whole ones: a run writes its file at the end).
+  for f in "$guard_out"/*.json; do if [ -f "$f" ]; then cp "$f" "$root/guard/eval/"; fi; done
   (cd "$work/tree" && git status --porcelain --untracked-files=no | awk '{print $2}' |
     grep -v '^results/' || true) |
     while read -r f; do if [ -f "$work/tree/$f" ]; then cp "$work/tree/$f" "$root/$f"; fi; done
