@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """tools/regen_manifest.py STEPS_JSONL COMMIT OUT INTERRUPTED ALL SELECTED
+   tools/regen_manifest.py --merge EARLIER LATER OUT
 
 Writes tools/regen_all.sh's manifest (results/regen_manifest.json) from the
 steps it has run so far (one JSON object per line in STEPS_JSONL).
@@ -11,6 +12,14 @@ INTERRUPTED names the step a signal stopped). Otherwise a partial or stopped
 run's manifest would read as a complete regeneration at its commit while the
 records of the steps it skipped still come from an older one; the report
 (analysis/git_age.py) names the not-run steps.
+
+--merge joins two manifests of one commit: a regeneration too long for one
+session is finished by `regen_all.sh --only` in a clean checkout of the same
+commit. Each step keeps the entry of the run that made it (the later run's
+where both did), a step neither ran stays `not_run`, and `runs` lists every
+invocation (its command, date, machine and steps), so the report's header
+says the records came from several runs. Manifests of two commits are
+refused (exit 2): their records would not be one commit's.
 """
 import datetime
 import json
@@ -46,7 +55,65 @@ def this_machine():
             "cpus": os.cpu_count()}
 
 
+def _ran(step):
+    return any(k in step for k in ("seconds", "skipped", "interrupted"))
+
+
+def _runs(doc):
+    """The invocations behind one manifest: its own `runs`, or the one run
+    it is, named by the steps it ran."""
+    if doc.get("runs"):
+        return list(doc["runs"])
+    ran = [s["step"] for s in doc["steps"] if _ran(s)]
+    partial = any("not_run" in s for s in doc["steps"])
+    command = "tools/regen_all.sh" + (" --only " + ",".join(ran) if partial else "")
+    return [{"command": command, "date": doc["date"], "machine": doc.get("machine"),
+             "steps": ran}]
+
+
+def merge(earlier, later):
+    """One manifest from two of the same commit (ValueError otherwise)."""
+    if earlier["commit"] != later["commit"]:
+        raise ValueError(f"commits differ: {earlier['commit']} and {later['commit']}")
+    # In the order they ran: the earlier run's steps the later did not redo,
+    # the later run's, then those neither ran.
+    redone = {s["step"] for s in later["steps"] if _ran(s)}
+    steps = [dict(s, date=s.get("date", earlier["date"])) for s in earlier["steps"]
+             if _ran(s) and s["step"] not in redone]
+    steps += [s for s in later["steps"] if _ran(s)]
+    made = {s["step"] for s in steps}
+    for s in later["steps"] + earlier["steps"]:
+        if s["step"] not in made:
+            made.add(s["step"])
+            steps.append(s)
+    return {"commit": later["commit"], "date": later["date"], "machine": later.get("machine"),
+            "runs": _runs(earlier) + _runs(later), "steps": steps}
+
+
+def main_merge(argv):
+    if len(argv) != 5:
+        print("usage: regen_manifest.py --merge EARLIER LATER OUT", file=sys.stderr)
+        return 2
+    try:
+        docs = []
+        for path in argv[2:4]:
+            with open(path) as f:
+                docs.append(json.load(f))
+        doc = merge(*docs)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"regen_manifest --merge: {e}", file=sys.stderr)
+        return 2
+    tmp = argv[4] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, argv[4])
+    return 0
+
+
 def main(argv):
+    if len(argv) > 1 and argv[1] == "--merge":
+        return main_merge(argv)
     if len(argv) != 7:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
         return 2

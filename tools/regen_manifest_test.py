@@ -57,6 +57,45 @@ with tempfile.TemporaryDirectory() as d:
            f"report header: {text}")
     expect(regen_manifest.main(["x"]) == 2, "bad usage exits 2")
 
+# --merge: a run finished by --only at the same commit.
+first = regen_manifest.build([{"step": "a", "seconds": 60.0, "exit": 0}], "abc", "",
+                             ["a", "b", "c"], {"a"}, machine)
+second = regen_manifest.build([{"step": "b", "seconds": 120.0, "exit": 0}], "abc", "",
+                              ["a", "b", "c"], {"b"}, machine)
+m = regen_manifest.merge(first, second)
+s = by_step(m)
+expect(s["a"].get("seconds") == 60.0 and s["b"].get("seconds") == 120.0,
+       f"merge keeps each run's steps: {s}")
+expect(s["c"].get("not_run") and [x["step"] for x in m["steps"]] == ["a", "b", "c"],
+       f"merge: c ran in neither, in the order run: {m['steps']}")
+expect([r["command"] for r in m["runs"]] == ["tools/regen_all.sh --only a",
+                                             "tools/regen_all.sh --only b"],
+       f"merge runs: {m['runs']}")
+# merged with a run of the rest, nothing is left not run
+third = regen_manifest.build([{"step": "c", "seconds": 1.0, "exit": 0}], "abc", "",
+                             ["a", "b", "c"], {"c"}, machine)
+m3 = regen_manifest.merge(m, third)
+expect(not any("not_run" in x for x in m3["steps"]) and len(m3["runs"]) == 3,
+       f"three runs: {m3}")
+try:
+    regen_manifest.merge(first, dict(second, commit="def"))
+    expect(False, "merge of two commits accepted")
+except ValueError as e:
+    expect("abc" in str(e) and "def" in str(e), f"refusal names both commits: {e}")
+with tempfile.TemporaryDirectory() as d:
+    paths = [os.path.join(d, n) for n in ("1.json", "2.json", git_age.MANIFEST)]
+    for path, doc in zip(paths, (first, dict(second, commit="def"))):
+        with open(path, "w") as f:
+            json.dump(doc, f)
+    expect(regen_manifest.main(["x", "--merge"] + paths) == 2 and not os.path.exists(paths[2]),
+           "two commits: exit 2, nothing written")
+    with open(paths[1], "w") as f:
+        json.dump(second, f)
+    expect(regen_manifest.main(["x", "--merge"] + paths) == 0, "merge writes")
+    text = git_age.manifest_sentence(d)
+    expect("in 2 runs" in text and "not run, so older records remain: c" in text,
+           f"merged header: {text}")
+
 for f in failures:
     print("FAIL:", f)
 print(f"regen_manifest_test: {'FAIL' if failures else 'PASS'}")
