@@ -55,6 +55,16 @@ def this_machine():
             "cpus": os.cpu_count()}
 
 
+def write(doc, out):
+    """The manifest, whole or not at all (a temporary file renamed)."""
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, out)
+    return 0
+
+
 def _ran(step):
     return any(k in step for k in ("seconds", "skipped", "interrupted"))
 
@@ -103,12 +113,7 @@ def main_merge(argv):
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"regen_manifest --merge: {e}", file=sys.stderr)
         return 2
-    tmp = argv[4] + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, argv[4])
-    return 0
+    return write(doc, argv[4])
 
 
 def main(argv):
@@ -122,12 +127,7 @@ def main(argv):
         steps = [json.loads(l) for l in f if l.strip()]
     doc = build(steps, commit, interrupted, all_names.split(), set(selected.split()),
                 this_machine())
-    tmp = out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, out)
-    return 0
+    return write(doc, out)
 
 
 if __name__ == "__main__":
